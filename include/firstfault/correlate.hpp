@@ -1,0 +1,106 @@
+// firstfault/correlate.hpp: from per-line findings to one diagnosis.
+//
+// Stage 5. The correlator receives every finding (a signature that matched a line, with the line's
+// rank, host and time), the torchelastic exit records and per-rank activity, and decides:
+//  - the verdict: failure, healthy, or undetermined;
+//  - the root cause: cause-role findings beat symptom-role findings; among causes the highest
+//    `priority` wins, then the earliest time; with no cause, cross-rank rules may infer one
+//    (see docs/ARCHITECTURE.md, "Correlation rules");
+//  - the initiating rank, and the rule that decided it (or null);
+//  - collateral groups: every other finding folded by signature with its ranks.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "firstfault/extract.hpp"
+#include "firstfault/kb.hpp"
+#include "firstfault/match.hpp"
+#include "firstfault/normalize.hpp"
+
+namespace ff::correlate {
+
+/// A signature that matched one line.
+struct finding {
+  int signature = -1;
+  match::fields captured;
+  std::optional<int> rank, local_rank;  ///< rank as attributed by prefixes or path (local_rank when only that)
+  std::optional<std::string> host;
+  std::optional<normalize::timestamp> ts;
+  bool ts_inherited = false;  ///< the time came from an earlier line of the same stream
+  std::string source;
+  std::uint64_t line_no = 0;
+  std::string text;           ///< the line body, sanitised
+  int duplicates = 0;         ///< the same line seen again (console log and per-rank file)
+};
+
+/// Last activity of one rank (for silence and straggler reasoning).
+struct rank_activity {
+  std::uint64_t lines = 0;
+  std::optional<normalize::timestamp> last_ts;
+  std::string last_line;
+  std::optional<long> last_step;  ///< last "step N" / "iteration N" number seen
+};
+
+/// A line that looks wrong (error level, "Error"/"FAILED" text) but matched no signature.
+struct suspicious_line {
+  std::string source, text;
+  std::uint64_t line_no = 0;
+  std::optional<int> rank;
+  bool strong = false;  ///< an exception line ending a traceback, a fatal-level line, a crash message
+};
+
+struct evidence {
+  std::string source, text, ts;
+  std::uint64_t line_no = 0;
+  std::optional<int> rank;
+  std::optional<std::string> host;
+};
+
+struct collateral_group {
+  std::string signature, kind, title, role, explanation;
+  std::vector<int> ranks;
+  int count = 0;
+  evidence example;
+};
+
+struct alternative {
+  std::string signature, kind, title;
+  int priority = 0;
+  evidence example;
+};
+
+struct diagnosis {
+  std::string verdict = "healthy";  ///< failure | healthy | undetermined
+  // root cause (empty signature when undetermined/healthy)
+  std::string signature, signature_id, kind, category, title, summary, confidence;
+  int priority = 0;
+  std::vector<evidence> evidence_lines;
+  std::optional<int> initiating_rank;
+  std::optional<std::string> initiating_host;
+  std::string initiating_rule;  ///< which rule decided the rank, or why none could
+  std::vector<collateral_group> collateral;
+  std::vector<alternative> alternatives;
+  std::vector<std::string> fix, verify, confirm, references;
+  std::vector<kb::code_fix> fix_code;
+  std::vector<suspicious_line> suspicious;
+  std::vector<extract::exit_record> exits;
+};
+
+struct inputs {
+  std::vector<finding> findings;
+  std::vector<extract::exit_record> exits;
+  std::vector<extract::terminated_pid> terminated;
+  std::map<std::string, rank_activity> activity;  ///< key "r<rank>" or "l<local_rank>"
+  std::vector<suspicious_line> suspicious;
+  std::map<int, int> local_to_rank;  ///< learnt from lines that carry both
+  std::set<std::string> hosts;       ///< hosts seen in prefixes and paths
+};
+
+/// Decides the diagnosis. Pure: no I/O.
+diagnosis correlate(inputs in, const kb::library& lib);
+
+}  // namespace ff::correlate

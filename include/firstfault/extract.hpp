@@ -1,0 +1,70 @@
+// firstfault/extract.hpp: group multi-line records and pull structured facts out of them.
+//
+// Stage 3. Runs per stream, after normalisation, on line bodies. It recognises:
+//  - Python tracebacks ("Traceback (most recent call last):" ... "XxxError: msg", with chained
+//    "During handling of the above exception" / "The above exception was the direct cause" parts);
+//  - C++ "Exception raised from ... (most recent call first):" followed by "frame #N:" lines;
+//  - the torchelastic ChildFailedError block (each failure: time, host, rank, local_rank, exit code,
+//    signal, and whether it is the "Root Cause (first observed failure)");
+//  - torchelastic agent lines "failed (exitcode: N) local_rank: L (pid: P)" and
+//    "Sending process P closing signal SIGTERM".
+// Frame and source lines inside a record are marked so that the matcher skips them: a stack that
+// passes through a function called "oom_handler" is not an OOM.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ff::extract {
+
+/// One failed worker as torchelastic reported it. Source: torch/distributed/elastic/multiprocessing/errors
+/// (https://pytorch.org/docs/stable/elastic/errors.html); format in ../shared/reference/log_formats.md §4.
+struct exit_record {
+  std::optional<int> rank, local_rank, exitcode, pid;
+  std::string host, time, signal;  ///< time as printed (YYYY-MM-DD_HH:MM:SS, local); signal e.g. "SIGKILL"
+  bool root_cause = false;         ///< listed under "Root Cause (first observed failure)"
+  bool from_agent_line = false;    ///< from "failed (exitcode: ...)" rather than the block
+  std::string source;
+  std::uint64_t line_no = 0;
+};
+
+/// A pid that torchelastic sent SIGTERM while tearing the job down (the worker was still alive).
+struct terminated_pid {
+  int pid = 0;
+  std::string source;
+  std::uint64_t line_no = 0;
+};
+
+/// What the extractor says about one line.
+struct line_note {
+  bool skip_match = false;     ///< a frame/source line inside a record; not matched
+  bool exception_line = false; ///< the "XxxError: msg" line that ends a Python traceback
+  int record = -1;             ///< record id within this stream, -1 for a plain line
+};
+
+class extractor {
+ public:
+  explicit extractor(std::string source) : source_(std::move(source)) {}
+  /// Feeds one line body (prefixes peeled). Facts found are appended to the vectors.
+  void feed(std::string_view body, std::uint64_t line_no, line_note& note, std::vector<exit_record>& exits,
+            std::vector<terminated_pid>& terms);
+
+ private:
+  void flush_entry(std::vector<exit_record>& exits);
+  std::string source_;
+  int next_record_ = 0;
+  // Python traceback state
+  bool in_tb_ = false;
+  int tb_record_ = -1;
+  bool after_exception_ = false;
+  // C++ frames
+  bool in_frames_ = false;
+  // ChildFailedError block
+  enum class block { none, header, failures, root_cause } block_ = block::none;
+  std::optional<exit_record> entry_;
+};
+
+}  // namespace ff::extract

@@ -1,0 +1,107 @@
+// firstfault/ingest.hpp: turn the paths a user gives into streams of raw lines.
+//
+// Stage 1 of the pipeline (ingest -> normalize -> extract -> match -> correlate -> report).
+// Reads files, directories (recursive, sorted, non-log files skipped), stdin ("-"), .gz/.zst/.xz/.bz2
+// files and .tar/.tar.gz/.tgz/.zip bundles, all through libarchive and read in place (never extracted).
+// Memory is bounded: a stream is pulled through a fixed buffer; a line longer than
+// options::max_line_bytes is cut there (the rest of it is skipped and counted).
+//
+//   ff::ingest::options opt;
+//   auto errors = ff::ingest::read_inputs({"logs/"}, opt, [](const ff::ingest::source& s, ff::ingest::line_reader& r) {
+//     ff::ingest::raw_line line;
+//     while (r.next(line)) use(s.display, line.line_no, line.text);
+//     return true;   // false stops reading further inputs
+//   });
+//   for (auto& e : errors) std::fprintf(stderr, "%s: %s\n", e.path.c_str(), e.reason.c_str());
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ff::ingest {
+
+/// What the path of a stream says about who wrote it. Nothing here is guessed: each field is set only
+/// when the path has the matching shape (see hints_from_path()).
+struct source_hint {
+  std::optional<int> rank;        ///< from names like rank3.log, rank-3, rank_3
+  std::optional<int> local_rank;  ///< from torchrun --log-dir trees: .../attempt_N/<local_rank>/stdout.log
+  std::optional<std::string> host;  ///< from names like node-b.log, job-worker-2.log
+  std::optional<int> attempt;     ///< torchrun restart attempt (attempt_N)
+  bool error_json = false;        ///< a torchelastic error.json (its call stack is read as lines)
+  std::optional<double> epoch_seconds;  ///< error.json "timestamp": when the worker failed (s)
+};
+
+/// One readable stream: a file, an archive member, or stdin.
+struct source {
+  std::string display;  ///< path as given, or "bundle.tar.gz!member/path" for archive members
+  source_hint hint;
+};
+
+/// A problem with one input. The rest of the input is still read.
+struct input_error {
+  std::string path;
+  std::string reason;
+  bool fatal_for_input = true;  ///< false for warnings such as "empty file"
+};
+
+struct options {
+  std::size_t max_line_bytes = 1 << 20;            ///< longer lines are cut here (bytes)
+  std::uint64_t max_stream_bytes = 16ull << 30;    ///< decompressed bytes read from one input at most
+  std::uint64_t bomb_ratio = 1000;                 ///< decompressed/compressed ratio that counts as a bomb...
+  std::uint64_t bomb_min_bytes = 256ull << 20;     ///< ...once this many bytes have come out
+};
+
+struct raw_line {
+  std::string_view text;      ///< valid until the next call to next(); no line terminator
+  std::uint64_t line_no = 0;  ///< 1-based physical line number ('\r' also ends a line)
+  bool truncated = false;     ///< the line was longer than max_line_bytes
+};
+
+/// Pulls lines from one stream. '\n', '\r' and "\r\n" all end a line (tqdm bars glue text with '\r').
+class line_reader {
+ public:
+  class byte_source {
+   public:
+    virtual ~byte_source() = default;
+    /// Fills buf; returns bytes read, 0 at end, -1 on error (message in *err).
+    virtual long read(char* buf, std::size_t n, std::string* err) = 0;
+  };
+  line_reader(byte_source& src, const options& opt);
+  bool next(raw_line& out);  ///< false at end of stream or on error
+  const std::string& error() const { return error_; }
+  std::uint64_t bytes_read() const { return bytes_; }
+  std::uint64_t lines_cut() const { return cut_; }
+
+ private:
+  bool fill();
+  byte_source& src_;
+  const options& opt_;
+  std::vector<char> buf_;
+  std::size_t begin_ = 0, end_ = 0;
+  std::string line_;
+  std::uint64_t line_no_ = 0, bytes_ = 0, cut_ = 0;
+  bool eof_ = false, skip_lf_ = false;
+  std::string error_;
+};
+
+/// Derives rank/local rank/host hints from a path (torchrun layout, rankN, node/worker names).
+source_hint hints_from_path(std::string_view path);
+
+/// True for names that look like logs (.log .txt .out .err .json, no extension, dmesg/syslog/messages,
+/// and compressed or archived forms of these). Used when walking directories and archives.
+bool looks_like_log_name(std::string_view name);
+
+/// Called once per readable stream; return false to stop.
+using visit_fn = std::function<bool(const source&, line_reader&)>;
+
+/// Reads every input in order. Returns every problem found (unreadable, binary, empty, truncated,
+/// decompression bomb, skipped special files), each naming the path and the reason.
+std::vector<input_error> read_inputs(const std::vector<std::string>& paths, const options& opt,
+                                     const visit_fn& visit);
+
+}  // namespace ff::ingest

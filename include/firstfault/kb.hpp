@@ -1,0 +1,87 @@
+// firstfault/kb.hpp: the knowledge base: failure signatures, the kind vocabulary and line prefixes.
+//
+// Signatures are YAML files, one per failure (kb/<area>/<name>.yaml; fields in docs/signatures.md).
+// The files under kb/ are compiled into the binary (cmake/embed_kb.cmake), so a copied binary still
+// works; library::load() can add the user's own directories (--kb DIR), which may also override a
+// built-in signature by using the same name.
+//
+//   auto lib = ff::kb::library::load(true, {"./my_signatures"});
+//   if (!lib) return fail(lib.error().message);
+//   for (const auto& s : lib.value().signatures) std::puts(s.name.c_str());
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "firstfault/result.hpp"
+
+namespace ff::kb {
+
+struct example {
+  std::string line;
+  std::map<std::string, std::string> expect;  ///< extract group -> value the line must yield
+};
+
+struct code_fix {
+  std::string stack;  ///< pytorch | hf-trainer | deepspeed | megatron | slurm | kubernetes | shell
+  std::string code;
+};
+
+/// One failure signature. Field meanings: docs/signatures.md.
+struct signature {
+  std::string file;  ///< where it was loaded from ("builtin:torch/x.yaml" or a path)
+  int line_of_name = 0;
+  std::string title, id, name, status, level, description, author, date;
+  std::vector<std::string> references, tags, systems, collateral_of;
+  std::string kind, category, role, inferred_by;
+  int priority = 0;  ///< 0-100, only for role: cause
+  std::vector<std::string> fingerprints, extract;
+  std::string root_cause;
+  std::vector<std::string> fix, verify, confirm, prevention, falsepositives;
+  std::vector<code_fix> fix_code;
+  std::vector<example> positive, negative;
+  std::vector<std::string> field_order;  ///< top-level keys in file order (for lint)
+
+  bool is_cause() const { return role == "cause"; }
+};
+
+struct kind_info {
+  std::string kind, category, meaning;
+};
+
+class library {
+ public:
+  /// Loads the built-in files (when `builtin`) and every *.yaml under each extra directory.
+  /// Errors name the file and the problem. Signatures whose name repeats replace the earlier one.
+  static result<library> load(bool builtin, const std::vector<std::string>& extra_dirs);
+  /// Loads from (name, text) pairs; names ending in .tsv are the kind vocabulary, names under
+  /// _prefixes/ are prefix catalogues. Used by load() and by tests.
+  static result<library> from_files(const std::vector<std::pair<std::string, std::string>>& files);
+
+  std::vector<signature> signatures;
+  std::vector<kind_info> kinds;
+  std::vector<std::pair<std::string, std::string>> prefix_files;  ///< (name, yaml text)
+  std::string content_hash;  ///< FNV-1a over all loaded texts, hex (cache key for compiled databases)
+
+  const signature* find(std::string_view name) const;
+  const kind_info* kind(std::string_view k) const;
+};
+
+/// One problem found by lint(): "file: signature: message".
+struct lint_issue {
+  std::string file, name, message;
+};
+
+/// Schema, ordering, uniqueness and pattern checks (every pattern compiled in RE2 and Vectorscan).
+std::vector<lint_issue> lint(const library& lib);
+
+/// Result of running every example of every signature (firstfault kb test).
+struct example_failure {
+  std::string name, message;
+};
+std::vector<example_failure> test_examples(const library& lib);
+
+}  // namespace ff::kb

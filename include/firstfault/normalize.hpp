@@ -1,0 +1,77 @@
+// firstfault/normalize.hpp: peel stacked prefixes off a physical line and attribute it.
+//
+// Stage 2. A physical line can carry several prefixes before the message, e.g.
+//   2025-11-24T03:20:21.001Z [default3]:[rank3]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog ...
+// The prefixes are data (kb/_prefixes/*.yaml): each is an RE2 pattern anchored at the start of the rest
+// of the line, with named groups rank, local_rank, host, task, ts, level, pid. They are peeled from the
+// left repeatedly (at most kMaxLayers times); the first prefix in catalogue order wins at each layer.
+// Every prefix carries sample lines with expected fields; load() fails when a sample does not give them
+// (lnav's "sample does not match any patterns").
+//
+//   auto cat = ff::normalize::prefix_catalog::load(files);           // files: (name, yaml text)
+//   ff::normalize::line_meta m;
+//   cat.value().normalize("[default3]:[rank3]: Traceback (most recent call last):", m);
+//   // m.local_rank == 3, m.rank == 3, m.body == "Traceback (most recent call last):"
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "firstfault/result.hpp"
+
+namespace ff::normalize {
+
+/// A point in time. Clocks differ: wall-clock stamps can be compared across ranks; kernel uptime
+/// stamps (dmesg "[ 1234.5]") only within one node's kernel log.
+struct timestamp {
+  enum class clock { wall, uptime };
+  double seconds = 0;  ///< wall: seconds since the Unix epoch (UTC assumed); uptime: seconds since boot
+  clock kind = clock::wall;
+  bool has_date = true;  ///< false when the year was not in the line (c10/glog/syslog headers)
+};
+
+/// Parses `text` in the named format (iso, c10, glog, syslog, ctime, uptime, elastic, epoch).
+/// Formats without a year take `default_year`. Returns nullopt when the text does not parse.
+std::optional<timestamp> parse_timestamp(std::string_view format, std::string_view text, int default_year);
+
+/// What normalisation learnt about one line. Views point into the line passed to normalize().
+struct line_meta {
+  std::optional<int> rank, local_rank, task;
+  std::optional<std::string> host;
+  std::optional<timestamp> ts;
+  char level = 0;             ///< 'I','W','E','F' when a header gave one, else 0
+  std::string_view body;      ///< the message after all peeled prefixes
+  std::vector<std::string_view> prefixes;  ///< names of the prefixes peeled, outermost first
+};
+
+struct prefix_def {
+  std::string name, title, regex, ts_format;
+};
+
+class prefix_catalog {
+ public:
+  static constexpr int kMaxLayers = 8;
+  /// files: (file name, YAML text). Errors name the file and the prefix.
+  static result<prefix_catalog> load(const std::vector<std::pair<std::string, std::string>>& files);
+  /// Peels prefixes off `line` and fills `out`. Returns true when at least one prefix was peeled.
+  bool normalize(std::string_view line, line_meta& out) const;
+  const std::vector<prefix_def>& defs() const { return defs_; }
+  void set_default_year(int y) { default_year_ = y; }
+
+  prefix_catalog();
+  ~prefix_catalog();
+  prefix_catalog(prefix_catalog&&) noexcept;
+  prefix_catalog& operator=(prefix_catalog&&) noexcept;
+
+ private:
+  struct impl;
+  std::vector<prefix_def> defs_;
+  std::unique_ptr<impl> impl_;
+  int default_year_ = 2026;
+};
+
+}  // namespace ff::normalize

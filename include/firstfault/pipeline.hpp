@@ -1,0 +1,40 @@
+// firstfault/pipeline.hpp: the whole diagnosis in one call (ingest -> ... -> correlate).
+//
+//   auto lib = ff::kb::library::load(true, {});
+//   ff::pipeline::options opt;
+//   auto run = ff::pipeline::diagnose({"logs/"}, lib.value(), opt);
+//   if (!run) ...;                       // only when the knowledge base fails to compile
+//   render(run.value().diag);            // run.value().errors lists unreadable inputs
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "firstfault/correlate.hpp"
+#include "firstfault/ingest.hpp"
+#include "firstfault/kb.hpp"
+#include "firstfault/result.hpp"
+
+namespace ff::pipeline {
+
+struct options {
+  ingest::options ingest;
+  std::size_t max_suspicious = 200;  ///< unmatched error-looking lines kept for "undetermined"
+};
+
+struct input_stats {
+  std::string path;
+  std::uint64_t lines = 0, bytes = 0;
+};
+
+struct run {
+  correlate::diagnosis diag;
+  std::vector<ingest::input_error> errors;
+  std::vector<input_stats> inputs;
+  std::uint64_t total_lines = 0, total_bytes = 0;
+  bool any_readable = false;
+};
+
+result<run> diagnose(const std::vector<std::string>& paths, const kb::library& lib, const options& opt);
+
+}  // namespace ff::pipeline

@@ -1,0 +1,40 @@
+// firstfault/text.hpp: small text helpers shared by every stage.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ff::text {
+
+/// Makes untrusted log bytes safe to store and print: removes ANSI/VT escape sequences (CSI, OSC and
+/// two-byte ESC forms) and other C0/C1 control characters except tab, and replaces bytes that are not
+/// valid UTF-8 with U+FFFD. Returns the number of invalid UTF-8 sequences replaced in *invalid.
+std::string sanitize(std::string_view raw, std::size_t* invalid = nullptr);
+
+/// Trims ASCII whitespace from both ends.
+std::string_view trim(std::string_view s);
+
+/// "0-2,4-7" from a sorted set of ranks.
+std::string rank_ranges(std::vector<int> ranks);
+
+/// Replaces {name} placeholders using lookup(name); unknown names become "?".
+template <class F>
+std::string fill_template(std::string_view tpl, F&& lookup) {
+  std::string out;
+  for (std::size_t i = 0; i < tpl.size(); ++i) {
+    if (tpl[i] == '{') {
+      auto end = tpl.find('}', i);
+      if (end != std::string_view::npos) {
+        std::string name(tpl.substr(i + 1, end - i - 1));
+        out += lookup(name);
+        i = end;
+        continue;
+      }
+    }
+    out += tpl[i];
+  }
+  return out;
+}
+
+}  // namespace ff::text

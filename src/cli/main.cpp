@@ -1,0 +1,195 @@
+// firstfault command line. The only place that touches argv, stdout and stderr.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include "firstfault/kb.hpp"
+#include "firstfault/pipeline.hpp"
+#include "firstfault/report.hpp"
+#include "firstfault/text.hpp"
+
+namespace {
+
+constexpr int kExitUsage = 2;
+
+ff::result<ff::kb::library> load_kb(const std::vector<std::string>& dirs) {
+  return ff::kb::library::load(true, dirs);
+}
+
+bool use_color(const std::string& mode) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  const char* nc = std::getenv("NO_COLOR");
+  return isatty(STDOUT_FILENO) && !(nc && *nc);
+}
+
+void print_signature(const ff::kb::signature& s) {
+  std::cout << s.title << "\n" << std::string(s.title.size(), '=') << "\n\n";
+  std::cout << "name: " << s.name << "   kind: " << s.kind << " (" << s.category << ")   role: " << s.role
+            << (s.is_cause() ? "   priority: " + std::to_string(s.priority) : "") << "\n\n";
+  std::cout << s.description << "\n";
+  auto list = [](const char* head, const std::vector<std::string>& xs, const char* bullet) {
+    if (xs.empty()) return;
+    std::cout << head << "\n";
+    for (const auto& x : xs) std::cout << "  " << bullet << x << "\n";
+    std::cout << "\n";
+  };
+  list("Fingerprints:", s.fingerprints, "");
+  list("Fix:", s.fix, "- ");
+  for (const auto& c : s.fix_code) std::cout << "  [" << c.stack << "]\n" << c.code << "\n";
+  list("Verify:", s.verify, "$ ");
+  list("Confirm:", s.confirm, "[ ] ");
+  list("Prevention:", s.prevention, "- ");
+  list("False positives:", s.falsepositives, "- ");
+  if (!s.positive.empty()) {
+    std::cout << "Example:\n  " << s.positive.front().line << "\n\n";
+  }
+  list("References:", s.references, "");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"firstfault: find out why a distributed training run died"};
+  app.require_subcommand(1);
+  std::vector<std::string> kb_dirs;
+  app.add_option("--kb", kb_dirs, "extra directory of signature files (repeatable)")->check(CLI::ExistingDirectory);
+
+  // diagnose
+  auto* diag = app.add_subcommand("diagnose", "name the root cause and first failing rank in job logs");
+  std::vector<std::string> paths;
+  std::string format = "text", color = "auto";
+  std::size_t max_line_kib = 1024;
+  diag->add_option("paths", paths, "log files, directories, archives, or - for stdin")->required();
+  diag->add_option("--format,-f", format, "text | json | markdown")->check(CLI::IsMember({"text", "json", "markdown"}));
+  diag->add_option("--color", color, "auto | always | never")->check(CLI::IsMember({"auto", "always", "never"}));
+  diag->add_option("--max-line-kib", max_line_kib, "cut lines longer than this (KiB)");
+  diag->add_option("--kb", kb_dirs, "extra directory of signature files (repeatable)")->check(CLI::ExistingDirectory);
+
+  // kb
+  auto* kb = app.add_subcommand("kb", "inspect and check the knowledge base");
+  kb->require_subcommand(1);
+  auto* kb_lint = kb->add_subcommand("lint", "check every signature's schema and patterns");
+  auto* kb_test = kb->add_subcommand("test", "run every signature's examples");
+  auto* kb_list = kb->add_subcommand("list", "list signatures");
+  std::string list_format = "text";
+  kb_list->add_option("--format", list_format, "text | json")->check(CLI::IsMember({"text", "json"}));
+  auto* kb_show = kb->add_subcommand("show", "show one signature");
+  std::string show_name;
+  kb_show->add_option("name", show_name)->required();
+  auto* kb_search = kb->add_subcommand("search", "find signatures by word");
+  std::string search_q;
+  kb_search->add_option("query", search_q)->required();
+  auto* kb_export = kb->add_subcommand("export", "export the knowledge base");
+  bool export_patterns = false;
+  kb_export->add_flag("--patterns", export_patterns, "one fingerprint regex per line (for grep -E -f / rg -f)");
+  for (auto* c : {kb_lint, kb_test, kb_list, kb_show, kb_search, kb_export})
+    c->add_option("--kb", kb_dirs, "extra directory of signature files")->check(CLI::ExistingDirectory);
+
+  auto* explain = app.add_subcommand("explain", "explain a failure signature (name or kind)");
+  std::string explain_name;
+  explain->add_option("name", explain_name)->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitUsage;
+  }
+
+  auto lib = load_kb(kb_dirs);
+  if (!lib) {
+    std::fprintf(stderr, "firstfault: knowledge base: %s\n", lib.error().message.c_str());
+    return kExitUsage;
+  }
+  const auto& L = lib.value();
+
+  if (diag->parsed()) {
+    ff::pipeline::options opt;
+    opt.ingest.max_line_bytes = max_line_kib << 10;
+    auto run = ff::pipeline::diagnose(paths, L, opt);
+    if (!run) {
+      std::fprintf(stderr, "firstfault: %s\n", run.error().message.c_str());
+      return kExitUsage;
+    }
+    const auto& r = run.value();
+    for (const auto& e : r.errors)
+      std::fprintf(stderr, "firstfault: %s: %s\n", ff::text::sanitize(e.path).c_str(), e.reason.c_str());
+    if (format == "json") std::cout << ff::report::to_json(r).dump(2) << "\n";
+    else if (format == "markdown") std::cout << ff::report::to_markdown(r);
+    else std::cout << ff::report::to_terminal(r, {use_color(color)});
+    if (!r.any_readable) std::fprintf(stderr, "firstfault: nothing readable in the inputs\n");
+    return ff::report::exit_code(r);
+  }
+
+  if (kb_lint->parsed()) {
+    auto issues = ff::kb::lint(L);
+    for (const auto& i : issues) std::printf("%s: %s: %s\n", i.file.c_str(), i.name.c_str(), i.message.c_str());
+    std::printf("%zu signatures, %zu problem(s)\n", L.signatures.size(), issues.size());
+    return issues.empty() ? 0 : 1;
+  }
+  if (kb_test->parsed()) {
+    auto fails = ff::kb::test_examples(L);
+    for (const auto& f : fails) std::printf("FAIL %s: %s\n", f.name.c_str(), f.message.c_str());
+    std::size_t n = 0;
+    for (const auto& s : L.signatures) n += s.positive.size() + s.negative.size();
+    std::printf("%zu examples in %zu signatures, %zu failure(s)\n", n, L.signatures.size(), fails.size());
+    return fails.empty() ? 0 : 1;
+  }
+  if (kb_list->parsed()) {
+    if (list_format == "json") {
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto& s : L.signatures)
+        j.push_back({{"name", s.name}, {"id", s.id}, {"title", s.title}, {"kind", s.kind}, {"category", s.category},
+                     {"role", s.role}, {"priority", s.priority}, {"status", s.status}, {"level", s.level},
+                     {"examples", s.positive.size() + s.negative.size()}, {"fix", s.fix}, {"verify", s.verify},
+                     {"references", s.references}});
+      std::cout << j.dump(2) << "\n";
+    } else {
+      for (const auto& s : L.signatures)
+        std::printf("%-48s %-8s %-32s %s\n", s.name.c_str(), s.role.c_str(), s.kind.c_str(), s.title.c_str());
+    }
+    return 0;
+  }
+  if (kb_search->parsed()) {
+    auto lower = [](std::string s) {
+      for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return s;
+    };
+    auto q = lower(search_q);
+    for (const auto& s : L.signatures) {
+      std::string hay = lower(s.name + " " + s.title + " " + s.kind + " " + s.description);
+      for (const auto& t : s.tags) hay += " " + lower(t);
+      if (hay.find(q) != std::string::npos) std::printf("%-48s %s\n", s.name.c_str(), s.title.c_str());
+    }
+    return 0;
+  }
+  if (kb_show->parsed() || explain->parsed()) {
+    const std::string& n = kb_show->parsed() ? show_name : explain_name;
+    if (const auto* s = L.find(n)) {
+      print_signature(*s);
+      return 0;
+    }
+    bool any = false;
+    for (const auto& s : L.signatures)
+      if (s.kind == n) {
+        print_signature(s);
+        any = true;
+      }
+    if (any) return 0;
+    std::fprintf(stderr, "firstfault: no signature or kind named '%s' (try: firstfault kb search WORD)\n", n.c_str());
+    return kExitUsage;
+  }
+  if (kb_export->parsed()) {
+    if (!export_patterns) {
+      std::fprintf(stderr, "firstfault: kb export needs --patterns\n");
+      return kExitUsage;
+    }
+    for (const auto& s : L.signatures)
+      for (const auto& p : s.fingerprints) std::cout << p << "\n";
+    return 0;
+  }
+  return 0;
+}

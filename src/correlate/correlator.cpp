@@ -1,0 +1,423 @@
+// Cross-rank correlation: root cause, initiating rank, collateral. The rules are listed in
+// docs/ARCHITECTURE.md ("Correlation rules"); each decision records the rule that made it.
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <map>
+#include <set>
+
+#include "firstfault/correlate.hpp"
+#include "firstfault/text.hpp"
+
+namespace ff::correlate {
+
+namespace {
+
+using normalize::timestamp;
+
+std::string fmt_ts(const std::optional<timestamp>& ts) {
+  if (!ts) return "";
+  if (ts->kind == timestamp::clock::uptime) {
+    char b[48];
+    std::snprintf(b, sizeof b, "+%.3fs since boot", ts->seconds);
+    return b;
+  }
+  std::time_t t = static_cast<std::time_t>(ts->seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char b[48];
+  if (ts->has_date) std::strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S", &tm);
+  else std::strftime(b, sizeof b, "%m-%d %H:%M:%S", &tm);
+  char ms[16];
+  std::snprintf(ms, sizeof ms, ".%03d", static_cast<int>(std::fmod(ts->seconds, 1.0) * 1000));
+  return std::string(b) + ms;
+}
+
+// a strictly before b, comparable only on the same clock.
+bool before(const std::optional<timestamp>& a, const std::optional<timestamp>& b) {
+  if (!a || !b || a->kind != b->kind) return false;
+  return a->seconds < b->seconds;
+}
+
+std::string field(const finding& f, const std::string& name) {
+  for (const auto& [k, v] : f.captured)
+    if (k == name) return v;
+  return "";
+}
+
+std::optional<int> to_int(const std::string& s) {
+  if (s.empty() || s.size() > 9) return std::nullopt;
+  for (char c : s)
+    if (c < '0' || c > '9') return std::nullopt;
+  return std::stoi(s);
+}
+
+evidence to_evidence(const finding& f, std::optional<int> rank) {
+  return {f.source, f.text, fmt_ts(f.ts), f.line_no, rank, f.host};
+}
+
+struct rank_resolver {
+  std::map<int, int> local_to_rank;
+  bool single_node = false;
+  std::optional<int> operator()(const std::optional<int>& rank, const std::optional<int>& local) const {
+    if (rank) return rank;
+    if (!local) return std::nullopt;
+    if (auto it = local_to_rank.find(*local); it != local_to_rank.end()) return it->second;
+    if (single_node) return local;  // one node: local rank == rank
+    return std::nullopt;
+  }
+};
+
+const kb::signature* inferred(const kb::library& lib, const std::string& rule) {
+  for (const auto& s : lib.signatures)
+    if (s.inferred_by == rule) return &s;
+  return nullptr;
+}
+
+void fill_from_signature(diagnosis& d, const kb::signature& s) {
+  d.signature = s.name;
+  d.signature_id = s.id;
+  d.kind = s.kind;
+  d.category = s.category;
+  d.title = s.title;
+  d.priority = s.priority;
+  d.fix = s.fix;
+  d.fix_code = s.fix_code;
+  d.verify = s.verify;
+  d.confirm = s.confirm;
+  d.references = s.references;
+}
+
+}  // namespace
+
+diagnosis correlate(inputs in, const kb::library& lib) {
+  diagnosis d;
+  const auto sig = [&](const finding& f) -> const kb::signature& {
+    return lib.signatures[static_cast<std::size_t>(f.signature)];
+  };
+
+  // --- ranks -----------------------------------------------------------------------------------
+  rank_resolver resolve;
+  resolve.local_to_rank = in.local_to_rank;
+  std::set<std::string> exit_hosts;
+  for (const auto& e : in.exits) {
+    if (e.rank && e.local_rank) resolve.local_to_rank[*e.local_rank] = *e.rank;
+    if (!e.host.empty()) exit_hosts.insert(e.host);
+  }
+  resolve.single_node = in.hosts.size() <= 1 && exit_hosts.size() <= 1;
+  for (auto& e : in.exits)
+    if (!e.rank) e.rank = resolve(std::nullopt, e.local_rank);
+  std::set<int> all_ranks;
+  for (const auto& [key, act] : in.activity) {
+    int v = std::stoi(key.substr(1));
+    auto r = key[0] == 'r' ? std::optional<int>(v) : resolve(std::nullopt, v);
+    if (r) all_ranks.insert(*r);
+  }
+
+  // --- de-duplicate (a console log repeats the per-rank files) --------------------------------
+  std::vector<finding> fs;
+  {
+    std::map<std::string, std::size_t> seen;
+    for (auto& f : in.findings) {
+      auto r = resolve(f.rank, f.local_rank);
+      f.rank = r;
+      std::string key = std::to_string(f.signature) + "|" + (r ? std::to_string(*r) : "-") + "|" + f.text;
+      auto it = seen.find(key);
+      if (it != seen.end()) {
+        auto& kept = fs[it->second];
+        ++kept.duplicates;
+        if ((!kept.ts || kept.ts_inherited) && f.ts && !f.ts_inherited) {
+          kept.ts = f.ts;
+          kept.ts_inherited = false;
+        }
+        continue;
+      }
+      seen[key] = fs.size();
+      fs.push_back(std::move(f));
+    }
+  }
+
+  // --- root cause ------------------------------------------------------------------------------
+  const finding* root = nullptr;
+  for (const auto& f : fs) {
+    if (!sig(f).is_cause()) continue;
+    if (!root || sig(f).priority > sig(*root).priority ||
+        (sig(f).priority == sig(*root).priority && before(f.ts, root->ts)))
+      root = &f;
+  }
+
+  std::vector<const finding*> root_findings;
+  const kb::signature* root_sig = nullptr;
+  std::string rank_rule;
+  std::optional<int> init_rank;
+
+  auto culprit_from = [&](const std::vector<const finding*>& list) -> bool {
+    for (const auto* f : list) {
+      if (auto c = to_int(field(*f, "culprit_rank"))) {
+        init_rank = c;
+        rank_rule = "named as the culprit in: \"" + f->text.substr(0, 160) + "\"";
+        return true;
+      }
+    }
+    return false;
+  };
+  auto self_culprit = [&]() -> bool {
+    for (const auto& f : fs)
+      if (!field(f, "self_is_culprit").empty() && f.rank) {
+        init_rank = f.rank;
+        rank_rule = "this rank's watchdog timed out first (it raised the dump signal \"from this local rank\")";
+        return true;
+      }
+    return false;
+  };
+  auto exit_root = [&]() -> bool {
+    // torchelastic's "Root Cause (first observed failure)": each agent only knows its own node, so
+    // merge across nodes by the printed time (same format everywhere: YYYY-MM-DD_HH:MM:SS).
+    const extract::exit_record* best = nullptr;
+    for (const auto& e : in.exits)
+      if (e.root_cause && e.rank && (!best || e.time < best->time)) best = &e;
+    if (!best) {  // the agent's first "failed (exitcode: N) local_rank: L" line
+      for (const auto& e : in.exits)
+        if (e.from_agent_line && e.rank && e.exitcode && *e.exitcode != 0) { best = &e; break; }
+    }
+    if (!best) return false;
+    init_rank = best->rank;
+    if (!best->host.empty()) d.initiating_host = best->host;
+    rank_rule = best->root_cause ? "torchelastic's \"Root Cause (first observed failure)\" entry (exit code " +
+                                       std::to_string(best->exitcode.value_or(0)) + ")"
+                                 : "first worker the torchelastic agent saw fail (exit code " +
+                                       std::to_string(best->exitcode.value_or(0)) + ")";
+    return true;
+  };
+
+  if (root) {
+    root_sig = &sig(*root);
+    for (const auto& f : fs)
+      if (f.signature == root->signature) root_findings.push_back(&f);
+    // initiating rank
+    if (!culprit_from(root_findings)) {
+      std::set<int> ranks;
+      for (const auto* f : root_findings)
+        if (f->rank) ranks.insert(*f->rank);
+      if (ranks.size() == 1) {
+        init_rank = *ranks.begin();
+        rank_rule = "the only rank that reported the root-cause error";
+      } else if (ranks.size() > 1) {
+        const finding* first = nullptr;
+        bool tie = false;
+        for (const auto* f : root_findings) {
+          if (!f->rank || !f->ts || f->ts_inherited) continue;
+          if (!first || before(f->ts, first->ts)) { first = f; tie = false; }
+          else if (!before(first->ts, f->ts) && *f->rank != *first->rank) tie = true;
+        }
+        if (first && !tie) {
+          init_rank = first->rank;
+          rank_rule = "earliest root-cause line by time across " + std::to_string(ranks.size()) + " ranks";
+        } else {
+          // torchelastic root cause, if it names one of these ranks
+          for (const auto& e : in.exits)
+            if (e.root_cause && e.rank && ranks.count(*e.rank)) {
+              init_rank = e.rank;
+              rank_rule = "torchelastic's \"Root Cause (first observed failure)\" among the ranks with the error";
+              break;
+            }
+          if (!init_rank) rank_rule = "ranks " + text::rank_ranges({ranks.begin(), ranks.end()}) +
+                                      " all report it and their times do not order them";
+        }
+      } else if (!self_culprit() && !exit_root()) {
+        rank_rule = "the root-cause line carries no rank (node or job level), and no per-rank evidence names one";
+      }
+    }
+  }
+
+  // --- inference when no cause-role line exists ------------------------------------------------
+  if (!root) {
+    std::vector<const finding*> syms;
+    for (const auto& f : fs) syms.push_back(&f);
+    // (a) the same SeqNum with different element counts across ranks: collective_shape_mismatch
+    std::map<std::string, std::map<std::string, std::vector<int>>> numel_by_seq;
+    for (const auto* f : syms) {
+      auto seq = field(*f, "seq"), n = field(*f, "numel_in");
+      if (!seq.empty() && !n.empty() && f->rank) numel_by_seq[seq][n].push_back(*f->rank);
+    }
+    for (const auto& [seq, by_n] : numel_by_seq) {
+      if (by_n.size() < 2) continue;
+      root_sig = inferred(lib, "numel_differs_at_seq");
+      const std::vector<int>* odd = nullptr;
+      for (const auto& [n, rs] : by_n)
+        if (rs.size() == 1 && (!odd || odd->size() > 1)) odd = &rs;
+      if (odd && by_n.size() == 2) {
+        init_rank = (*odd)[0];
+        rank_rule = "the only rank whose NumelIn differs at SeqNum " + seq;
+      } else {
+        rank_rule = "NumelIn differs at SeqNum " + seq + " but no single rank stands out";
+      }
+      for (const auto* f : syms)
+        if (field(*f, "seq") == seq && !field(*f, "numel_in").empty()) root_findings.push_back(f);
+      break;
+    }
+    // (b) culprit named by a symptom line (desync report, monitored barrier)
+    if (!root_sig) {
+      std::vector<const finding*> named;
+      for (const auto* f : syms)
+        if (!field(*f, "culprit_rank").empty()) named.push_back(f);
+      if (culprit_from(named)) {
+        root_sig = inferred(lib, "timeout_absent_rank");
+        root_findings = named;
+      }
+    }
+    // (c) every rank but one timed out in a collective: the missing rank held them up
+    if (!root_sig) {
+      std::set<int> timed_out;
+      std::vector<const finding*> timeouts;
+      for (const auto* f : syms) {
+        const auto& s = sig(*f);
+        bool hang = std::find(s.tags.begin(), s.tags.end(), "symptom.hang") != s.tags.end() ||
+                    std::find(s.tags.begin(), s.tags.end(), "symptom.timeout") != s.tags.end();
+        if (hang && f->rank) {
+          timed_out.insert(*f->rank);
+          timeouts.push_back(f);
+        }
+      }
+      for (const auto& e : in.exits)
+        if (e.rank) all_ranks.insert(*e.rank);
+      std::vector<int> absent;
+      for (int r : all_ranks)
+        if (!timed_out.count(r)) absent.push_back(r);
+      if (!timed_out.empty() && absent.size() == 1) {
+        int c = absent[0];
+        init_rank = c;
+        rank_rule = "every other rank (" + text::rank_ranges({timed_out.begin(), timed_out.end()}) +
+                    ") timed out in a collective; rank " + std::to_string(c) + " never did";
+        // What was the missing rank doing? More steps than the others: it ran out of data later
+        // or earlier (uneven inputs); otherwise it was slow. Rank 0 alone: exclusive work.
+        std::optional<long> own, others_max;
+        for (const auto& [key, act] : in.activity) {
+          int v = std::stoi(key.substr(1));
+          auto r = key[0] == 'r' ? std::optional<int>(v) : resolve(std::nullopt, v);
+          if (!r || !act.last_step) continue;
+          if (*r == c) own = act.last_step;
+          else others_max = std::max(others_max.value_or(*act.last_step), *act.last_step);
+        }
+        std::string rule = "timeout_absent_rank";
+        if (own && others_max && *own != *others_max) rule = "timeout_absent_rank_uneven_steps";
+        else if (c == 0) rule = "timeout_absent_rank0";
+        root_sig = inferred(lib, rule);
+        if (!root_sig) root_sig = inferred(lib, "timeout_absent_rank");
+        root_findings = timeouts;
+        if (auto it = in.activity.find("r" + std::to_string(c)); it != in.activity.end())
+          d.evidence_lines.push_back({"", "last line of rank " + std::to_string(c) + ": " + it->second.last_line,
+                                      fmt_ts(it->second.last_ts), 0, c, std::nullopt});
+      }
+    }
+  }
+
+  // --- verdict --------------------------------------------------------------------------------
+  bool strong_suspicious = std::any_of(in.suspicious.begin(), in.suspicious.end(), [](auto& s) { return s.strong; });
+  bool bad_exit = std::any_of(in.exits.begin(), in.exits.end(), [](auto& e) { return e.exitcode && *e.exitcode != 0; });
+  if (root_sig) {
+    d.verdict = "failure";
+    fill_from_signature(d, *root_sig);
+    if (!root) d.priority = 0;
+  } else if (!fs.empty() || strong_suspicious || bad_exit) {
+    d.verdict = "undetermined";
+    rank_rule = "no signature explains the failure";
+  } else {
+    d.verdict = "healthy";
+  }
+  d.initiating_rank = init_rank;
+  d.initiating_rule = rank_rule;
+  d.exits = in.exits;
+
+  // evidence: the root lines, earliest first, one per rank, at most 6
+  if (!root_findings.empty()) {
+    std::vector<const finding*> ev = root_findings;
+    std::stable_sort(ev.begin(), ev.end(), [](const finding* a, const finding* b) { return before(a->ts, b->ts); });
+    if (init_rank)  // the initiating rank's line first
+      std::stable_partition(ev.begin(), ev.end(), [&](const finding* f) { return f->rank == init_rank; });
+    std::set<std::string> used;
+    for (const auto* f : ev) {
+      std::string k = f->rank ? std::to_string(*f->rank) : f->source + f->text;
+      if (used.count(k)) continue;
+      used.insert(k);
+      d.evidence_lines.insert(d.evidence_lines.begin() + static_cast<long>(std::min<std::size_t>(used.size() - 1, d.evidence_lines.size())),
+                              to_evidence(*f, f->rank));
+      if (used.size() >= 6) break;
+    }
+    const finding* lead = ev.front();
+    if (!d.initiating_host && init_rank)
+      for (const auto* f : ev)
+        if (f->rank == init_rank && f->host) { d.initiating_host = f->host; break; }
+    if (!d.initiating_host && lead->host && (!init_rank || lead->rank == init_rank)) d.initiating_host = lead->host;
+    // summary from the template
+    d.summary = text::fill_template(root_sig->root_cause, [&](const std::string& name) -> std::string {
+      if (name == "rank") return init_rank ? std::to_string(*init_rank) : (lead->rank ? std::to_string(*lead->rank) : "?");
+      if (name == "host") return d.initiating_host.value_or(lead->host.value_or("?"));
+      if (name == "ts") return fmt_ts(lead->ts);
+      auto v = field(*lead, name);
+      if (v.empty())
+        for (const auto* f : ev)
+          if (!(v = field(*f, name)).empty()) break;
+      return v.empty() ? "?" : v;
+    });
+  } else if (root_sig) {
+    d.summary = text::fill_template(root_sig->root_cause, [&](const std::string& name) -> std::string {
+      if (name == "rank") return init_rank ? std::to_string(*init_rank) : "?";
+      return "?";
+    });
+  }
+  // confidence
+  if (d.verdict == "failure") {
+    if (root && root_sig->priority >= 70) d.confidence = (init_rank || root_findings.size() <= 1 || !root->rank) ? "high" : "medium";
+    else if (root) d.confidence = "medium";
+    else d.confidence = "low";
+  }
+
+  // --- collateral and alternatives -------------------------------------------------------------
+  std::map<int, collateral_group> groups;
+  std::map<std::string, alternative> alts;
+  for (const auto& f : fs) {
+    if (root && f.signature == root->signature) continue;
+    const auto& s = sig(f);
+    if (s.is_cause() && (!root_sig || s.kind != root_sig->kind)) {
+      auto& a = alts[s.name];
+      if (a.signature.empty()) a = {s.name, s.kind, s.title, s.priority, to_evidence(f, f.rank)};
+    }
+    auto& g = groups[f.signature];
+    if (g.signature.empty()) {
+      g.signature = s.name;
+      g.kind = s.kind;
+      g.title = s.title;
+      g.role = s.role;
+      g.example = to_evidence(f, f.rank);
+    }
+    ++g.count;
+    if (f.rank) g.ranks.push_back(*f.rank);
+  }
+  for (auto& [_, g] : groups) {
+    std::sort(g.ranks.begin(), g.ranks.end());
+    g.ranks.erase(std::unique(g.ranks.begin(), g.ranks.end()), g.ranks.end());
+    if (d.verdict == "failure") {
+      std::string of = init_rank ? "rank " + std::to_string(*init_rank) + "'s " + d.title : d.title;
+      g.explanation = g.role == "symptom" ? "collateral of " + of : "secondary error, likely a consequence of " + of;
+    } else {
+      g.explanation = g.role == "symptom" ? "a consequence of a failure elsewhere" : "possible cause";
+    }
+    d.collateral.push_back(std::move(g));
+  }
+  std::stable_sort(d.collateral.begin(), d.collateral.end(),
+                   [](const collateral_group& a, const collateral_group& b) { return a.count > b.count; });
+  for (auto& [_, a] : alts) d.alternatives.push_back(std::move(a));
+  std::stable_sort(d.alternatives.begin(), d.alternatives.end(),
+                   [](const alternative& a, const alternative& b) { return a.priority > b.priority; });
+  if (d.verdict != "healthy") {
+    for (auto& s : in.suspicious)
+      if (s.strong) d.suspicious.push_back(s);
+    for (auto& s : in.suspicious)
+      if (!s.strong && d.suspicious.size() < 40) d.suspicious.push_back(s);
+    if (d.suspicious.size() > 40) d.suspicious.resize(40);
+  }
+  return d;
+}
+
+}  // namespace ff::correlate

@@ -1,0 +1,143 @@
+// Record grouping and the torchelastic ChildFailedError parser.
+#include <re2/re2.h>
+
+#include "firstfault/extract.hpp"
+#include "firstfault/text.hpp"
+
+namespace ff::extract {
+
+namespace {
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+
+// "XxxError: msg", "pkg.mod.XxxException: msg", "KeyboardInterrupt", "SystemExit: 1"
+bool looks_like_exception(std::string_view s) {
+  static const re2::RE2 re(R"(^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure)\b(?::|$))");
+  return re2::RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), re);
+}
+}  // namespace
+
+void extractor::flush_entry(std::vector<exit_record>& exits) {
+  if (entry_ && (entry_->rank || entry_->local_rank || entry_->exitcode)) exits.push_back(*entry_);
+  entry_.reset();
+}
+
+void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note& note, std::vector<exit_record>& exits,
+                     std::vector<terminated_pid>& terms) {
+  std::string_view body = body_in;
+  std::string_view t = text::trim(body);
+
+  // --- torchelastic ChildFailedError block ---------------------------------------------------
+  if (block_ == block::none && contains(t, "ChildFailedError:")) {
+    block_ = block::header;
+  } else if (block_ != block::none) {
+    if (starts_with(t, "Failures:")) { flush_entry(exits); block_ = block::failures; note.skip_match = true; return; }
+    if (starts_with(t, "Root Cause")) { flush_entry(exits); block_ = block::root_cause; note.skip_match = true; return; }
+    static const re2::RE2 entry_head(R"(^\[\d+\]:$)");
+    if (re2::RE2::FullMatch(re2::StringPiece(t.data(), t.size()), entry_head)) {
+      flush_entry(exits);
+      entry_ = exit_record{};
+      entry_->root_cause = block_ == block::root_cause;
+      entry_->source = source_;
+      entry_->line_no = line_no;
+      note.skip_match = true;
+      return;
+    }
+    if (entry_) {
+      re2::StringPiece sp(t.data(), t.size());
+      static const re2::RE2 time_re(R"(^time\s*:\s*(\S+))"), host_re(R"(^host\s*:\s*(\S+))"),
+          rank_re(R"(^rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\))"), exit_re(R"(^exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\))"),
+          sig_re(R"(Signal \d+ \((SIG[A-Z]+)\))");
+      std::string s1;
+      int a = 0, b = 0;
+      if (re2::RE2::PartialMatch(sp, time_re, &s1)) { entry_->time = s1; note.skip_match = true; return; }
+      if (re2::RE2::PartialMatch(sp, host_re, &s1)) { entry_->host = s1; note.skip_match = true; return; }
+      if (re2::RE2::PartialMatch(sp, rank_re, &a, &b)) { entry_->rank = a; entry_->local_rank = b; note.skip_match = true; return; }
+      if (re2::RE2::PartialMatch(sp, exit_re, &a, &b)) { entry_->exitcode = a; entry_->pid = b; note.skip_match = true; return; }
+      if (re2::RE2::PartialMatch(sp, sig_re, &s1)) entry_->signal = s1;
+    }
+    if (starts_with(t, "=====") && block_ != block::header) {
+      flush_entry(exits);
+      block_ = block::none;
+      note.skip_match = true;
+      return;
+    }
+    if (starts_with(t, "-----") || starts_with(t, "=====") || contains(t, "<NO_OTHER_FAILURES>")) {
+      note.skip_match = true;
+      return;
+    }
+  }
+
+  // --- torchelastic agent lines ----------------------------------------------------------------
+  {
+    static const re2::RE2 failed_re(R"(failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\))");
+    static const re2::RE2 sigterm_re(R"(Sending process (\d+) closing signal SIG)");
+    re2::StringPiece sp(t.data(), t.size());
+    int ec = 0, lr = 0, pid = 0;
+    if (re2::RE2::PartialMatch(sp, failed_re, &ec, &lr, &pid)) {
+      exit_record r;
+      r.exitcode = ec;
+      r.local_rank = lr;
+      r.pid = pid;
+      r.from_agent_line = true;
+      r.source = source_;
+      r.line_no = line_no;
+      exits.push_back(r);
+    } else if (re2::RE2::PartialMatch(sp, sigterm_re, &pid)) {
+      terms.push_back({pid, source_, line_no});
+    }
+  }
+
+  // --- C++ exception frames -------------------------------------------------------------------
+  if (starts_with(t, "Exception raised from ") && contains(t, "(most recent call first)")) {
+    in_frames_ = true;
+    note.skip_match = true;
+    return;
+  }
+  if (in_frames_) {
+    if (starts_with(t, "frame #") || t.empty()) {
+      note.skip_match = true;
+      return;
+    }
+    in_frames_ = false;
+  }
+
+  // --- Python tracebacks ----------------------------------------------------------------------
+  if (starts_with(t, "Traceback (most recent call last):")) {
+    if (!after_exception_ || tb_record_ < 0) tb_record_ = next_record_++;
+    in_tb_ = true;
+    after_exception_ = false;
+    note.record = tb_record_;
+    note.skip_match = true;
+    return;
+  }
+  if (in_tb_) {
+    note.record = tb_record_;
+    bool indented = !body.empty() && (body[0] == ' ' || body[0] == '\t');
+    if (indented || t.empty() || t == "^" || starts_with(t, "~~~") || starts_with(t, "^^^") ||
+        starts_with(t, "...")) {
+      note.skip_match = true;  // File "...", line N / source line / caret markers
+      return;
+    }
+    if (looks_like_exception(t) || contains(t, "Error: ") || contains(t, "Exception: ")) {
+      note.exception_line = true;
+      in_tb_ = false;
+      after_exception_ = true;
+      return;
+    }
+    // An unexpected unindented line: the traceback ended without a recognisable exception line.
+    in_tb_ = false;
+    note.record = -1;
+    return;
+  }
+  if (after_exception_) {
+    if (starts_with(t, "During handling of the above exception") || starts_with(t, "The above exception was the direct cause")) {
+      note.record = tb_record_;
+      note.skip_match = true;
+      return;
+    }
+    if (!t.empty()) after_exception_ = false;
+  }
+}
+
+}  // namespace ff::extract

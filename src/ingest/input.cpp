@@ -1,0 +1,431 @@
+// Ingest: discovery of inputs, libarchive-backed byte sources, and the line splitter.
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <re2/re2.h>
+
+#include "firstfault/ingest.hpp"
+
+namespace fs = std::filesystem;
+
+namespace ff::ingest {
+
+line_reader::line_reader(byte_source& src, const options& opt) : src_(src), opt_(opt), buf_(1 << 16) {}
+
+bool line_reader::fill() {
+  if (eof_) return false;
+  if (begin_ > 0) {
+    std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  long n = src_.read(buf_.data() + end_, buf_.size() - end_, &error_);
+  if (n <= 0) {
+    eof_ = true;
+    return false;
+  }
+  bytes_ += static_cast<std::uint64_t>(n);
+  end_ += static_cast<std::size_t>(n);
+  return true;
+}
+
+bool line_reader::next(raw_line& out) {
+  line_.clear();
+  bool cut = false;
+  for (;;) {
+    if (begin_ == end_ && !fill()) {
+      if (line_.empty() && !cut) return false;
+      break;  // last line without a terminator
+    }
+    if (skip_lf_) {  // "\r\n" is one line end
+      skip_lf_ = false;
+      if (buf_[begin_] == '\n') {
+        ++begin_;
+        continue;
+      }
+    }
+    const char* start = buf_.data() + begin_;
+    std::size_t avail = end_ - begin_;
+    const char* nl = static_cast<const char*>(std::memchr(start, '\n', avail));
+    const char* cr = static_cast<const char*>(std::memchr(start, '\r', nl ? static_cast<std::size_t>(nl - start) : avail));
+    const char* stop = cr ? cr : nl;
+    std::size_t take = stop ? static_cast<std::size_t>(stop - start) : avail;
+    std::size_t room = opt_.max_line_bytes > line_.size() ? opt_.max_line_bytes - line_.size() : 0;
+    if (take > room) cut = true;
+    line_.append(start, std::min(take, room));
+    begin_ += take;
+    if (stop) {
+      ++begin_;
+      if (stop == cr) skip_lf_ = true;
+      break;
+    }
+  }
+  if (cut) ++cut_;
+  out.text = line_;
+  out.line_no = ++line_no_;
+  out.truncated = cut;
+  return true;
+}
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string o(s);
+  std::transform(o.begin(), o.end(), o.begin(), [](unsigned char c) { return std::tolower(c); });
+  return o;
+}
+
+bool ends_with(std::string_view s, std::string_view suf) {
+  return s.size() >= suf.size() && s.substr(s.size() - suf.size()) == suf;
+}
+
+bool is_archive_name(std::string_view name) {
+  std::string n = lower(name);
+  for (auto suf : {".tar", ".tar.gz", ".tgz", ".tar.zst", ".tzst", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".zip"})
+    if (ends_with(n, suf)) return true;
+  return false;
+}
+
+// Reads the current entry of an open libarchive handle, guarding against decompression bombs.
+class archive_entry_source final : public line_reader::byte_source {
+ public:
+  archive_entry_source(archive* a, const options& opt, std::uint64_t compressed_size)
+      : a_(a), opt_(opt), compressed_(compressed_size) {}
+  long read(char* buf, std::size_t n, std::string* err) override {
+    la_ssize_t got = archive_read_data(a_, buf, n);
+    if (got < 0) {
+      const char* msg = archive_error_string(a_);
+      *err = msg ? msg : "read error";
+      if (*err == "truncated gzip input" || err->find("runcated") != std::string::npos)
+        *err = "truncated or corrupt compressed data (" + *err + "); lines before the damage were read";
+      return -1;
+    }
+    total_ += static_cast<std::uint64_t>(got);
+    if (total_ > opt_.max_stream_bytes) {
+      *err = "stopped after " + std::to_string(opt_.max_stream_bytes >> 20) + " MiB of decompressed data (limit)";
+      return -1;
+    }
+    if (compressed_ > 0 && total_ > opt_.bomb_min_bytes && total_ / compressed_ > opt_.bomb_ratio) {
+      *err = "decompression bomb: " + std::to_string(total_ >> 20) + " MiB out of " +
+             std::to_string(compressed_ >> 10) + " KiB compressed; stopped";
+      return -1;
+    }
+    return static_cast<long>(got);
+  }
+
+ private:
+  archive* a_;
+  const options& opt_;
+  std::uint64_t compressed_, total_ = 0;
+};
+
+class memory_source final : public line_reader::byte_source {
+ public:
+  explicit memory_source(std::string s) : s_(std::move(s)) {}
+  long read(char* buf, std::size_t n, std::string*) override {
+    std::size_t k = std::min(n, s_.size() - pos_);
+    std::memcpy(buf, s_.data() + pos_, k);
+    pos_ += k;
+    return static_cast<long>(k);
+  }
+
+ private:
+  std::string s_;
+  std::size_t pos_ = 0;
+};
+
+// Binary check on the first bytes of a stream: NULs or mostly non-text.
+bool looks_binary(const char* p, std::size_t n) {
+  if (n == 0) return false;
+  std::size_t bad = 0, nul = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto c = static_cast<unsigned char>(p[i]);
+    if (c == 0) ++nul;
+    if ((c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != 0x1B) || c == 0x7F) ++bad;
+  }
+  return nul * 10 > n || bad * 10 > n * 3;
+}
+
+// A source that peeks the first block to refuse binary data, then streams.
+class peeking_source final : public line_reader::byte_source {
+ public:
+  explicit peeking_source(line_reader::byte_source& inner) : inner_(inner) {}
+  // Returns false when the stream is binary; the peeked bytes are replayed by read().
+  bool check(std::string* err) {
+    head_.resize(8192);
+    std::size_t have = 0;
+    while (have < head_.size()) {
+      long n = inner_.read(head_.data() + have, head_.size() - have, err);
+      if (n < 0) { failed_ = true; break; }
+      if (n == 0) break;
+      have += static_cast<std::size_t>(n);
+    }
+    head_.resize(have);
+    empty_ = have == 0 && !failed_;
+    return !looks_binary(head_.data(), head_.size());
+  }
+  bool empty() const { return empty_; }
+  long read(char* buf, std::size_t n, std::string* err) override {
+    if (pos_ < head_.size()) {
+      std::size_t k = std::min(n, head_.size() - pos_);
+      std::memcpy(buf, head_.data() + pos_, k);
+      pos_ += k;
+      return static_cast<long>(k);
+    }
+    if (failed_) return -1;
+    return inner_.read(buf, n, err);
+  }
+
+ private:
+  line_reader::byte_source& inner_;
+  std::string head_;
+  std::size_t pos_ = 0;
+  bool failed_ = false, empty_ = false;
+};
+
+// torchelastic error.json -> text lines (message, then the recorded Python call stack).
+std::optional<std::string> error_json_text(line_reader::byte_source& src, source_hint& hint) {
+  std::string all, err;
+  char buf[65536];
+  for (;;) {
+    long n = src.read(buf, sizeof buf, &err);
+    if (n <= 0) break;
+    all.append(buf, static_cast<std::size_t>(n));
+    if (all.size() > (8u << 20)) return std::nullopt;
+  }
+  auto j = nlohmann::json::parse(all, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("message")) return std::nullopt;
+  std::string out;
+  const auto& m = j["message"];
+  if (m.is_object()) {
+    if (m.contains("message") && m["message"].is_string()) out += m["message"].get<std::string>() + "\n";
+    if (m.contains("extraInfo") && m["extraInfo"].is_object()) {
+      const auto& x = m["extraInfo"];
+      if (x.contains("py_callstack") && x["py_callstack"].is_string()) out += x["py_callstack"].get<std::string>() + "\n";
+      if (x.contains("timestamp") && x["timestamp"].is_string()) {
+        try { hint.epoch_seconds = std::stod(x["timestamp"].get<std::string>()); } catch (...) {}
+      }
+    }
+  } else if (m.is_string()) {
+    out += m.get<std::string>() + "\n";
+  }
+  return out;
+}
+
+struct reader_ctx {
+  const options& opt;
+  const visit_fn& visit;
+  std::vector<input_error>& errors;
+  bool stop = false;
+};
+
+// Reads one stream (already positioned) with binary/empty checks and the visitor.
+void read_stream(reader_ctx& ctx, line_reader::byte_source& raw, source src) {
+  if (src.hint.error_json) {
+    auto text = error_json_text(raw, src.hint);
+    if (!text) {
+      ctx.errors.push_back({src.display, "not a torchelastic error file (no \"message\" in the JSON); skipped"});
+      return;
+    }
+    memory_source mem(std::move(*text));
+    line_reader r(mem, ctx.opt);
+    if (!ctx.visit(src, r)) ctx.stop = true;
+    return;
+  }
+  peeking_source peek(raw);
+  std::string err;
+  if (!peek.check(&err)) {
+    ctx.errors.push_back({src.display, "binary data, not a text log; skipped"});
+    return;
+  }
+  if (peek.empty()) {
+    ctx.errors.push_back({src.display, "empty file", false});
+    return;
+  }
+  line_reader r(peek, ctx.opt);
+  if (!ctx.visit(src, r)) ctx.stop = true;
+  if (!r.error().empty()) ctx.errors.push_back({src.display, r.error()});
+  else if (!err.empty()) ctx.errors.push_back({src.display, err});
+  if (r.lines_cut() > 0)
+    ctx.errors.push_back({src.display,
+                          std::to_string(r.lines_cut()) + " line(s) longer than " +
+                              std::to_string(ctx.opt.max_line_bytes >> 10) + " KiB were cut; the rest was read",
+                          false});
+}
+
+// Opens a file or stdin through libarchive: archives are walked member by member, anything else is
+// read as one raw (possibly compressed) stream.
+void read_with_libarchive(reader_ctx& ctx, const std::string& path, bool is_stdin, std::uint64_t size) {
+  archive* a = archive_read_new();
+  archive_read_support_filter_all(a);
+  bool bundle = !is_stdin && is_archive_name(path);
+  if (bundle || is_stdin) {
+    archive_read_support_format_tar(a);
+    archive_read_support_format_zip(a);
+  }
+  archive_read_support_format_raw(a);
+  int rc = is_stdin ? archive_read_open_fd(a, 0, 1 << 16) : archive_read_open_filename(a, path.c_str(), 1 << 16);
+  if (rc != ARCHIVE_OK) {
+    const char* msg = archive_error_string(a);
+    ctx.errors.push_back({path, msg ? msg : "cannot open"});
+    archive_read_free(a);
+    return;
+  }
+  archive_entry* entry = nullptr;
+  bool any = false;
+  for (;;) {
+    rc = archive_read_next_header(a, &entry);
+    if (rc == ARCHIVE_EOF) break;
+    if (rc < ARCHIVE_WARN) {
+      const char* msg = archive_error_string(a);
+      ctx.errors.push_back({path, std::string("corrupt archive: ") + (msg ? msg : "bad header")});
+      break;
+    }
+    bool raw = archive_format(a) == ARCHIVE_FORMAT_RAW;
+    source src;
+    if (raw) {
+      src.display = is_stdin ? "<stdin>" : path;
+      src.hint = hints_from_path(path);
+    } else {
+      const char* name = archive_entry_pathname(entry);
+      std::string member = name ? name : "?";
+      if (archive_entry_filetype(entry) != AE_IFREG) continue;  // links, dirs, devices: never followed
+      if (!looks_like_log_name(member)) continue;
+      src.display = path + "!" + member;
+      src.hint = hints_from_path(member);
+    }
+    any = true;
+    archive_entry_source es(a, ctx.opt, size);
+    read_stream(ctx, es, src);
+    if (ctx.stop || raw) break;
+  }
+  if (!any && rc == ARCHIVE_EOF && !is_stdin && size == 0) ctx.errors.push_back({path, "empty file", false});
+  archive_read_free(a);
+}
+
+void read_path(reader_ctx& ctx, const fs::path& p, bool explicit_arg);
+
+void read_dir(reader_ctx& ctx, const fs::path& dir) {
+  std::vector<fs::path> entries;
+  std::error_code ec;
+  fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+  if (ec) {
+    ctx.errors.push_back({dir.string(), ec.message()});
+    return;
+  }
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    entries.push_back(it->path());
+  }
+  std::sort(entries.begin(), entries.end());
+  for (auto& e : entries) {
+    if (ctx.stop) return;
+    std::error_code sec;
+    auto st = fs::symlink_status(e, sec);
+    if (fs::is_symlink(st)) continue;  // symlinks inside a tree are not followed (loops, escapes)
+    if (fs::is_directory(st)) {
+      read_dir(ctx, e);
+    } else if (fs::is_regular_file(st)) {
+      if (looks_like_log_name(e.filename().string())) read_path(ctx, e, false);
+    }
+  }
+}
+
+void read_path(reader_ctx& ctx, const fs::path& p, bool explicit_arg) {
+  std::string ps = p.string();
+  if (ps == "-") {
+    read_with_libarchive(ctx, ps, true, 0);
+    return;
+  }
+  std::error_code ec;
+  auto st = fs::status(p, ec);
+  if (ec) {
+    ctx.errors.push_back({ps, ec == std::errc::no_such_file_or_directory ? "no such file or directory" : ec.message()});
+    return;
+  }
+  if (fs::is_directory(st)) {
+    read_dir(ctx, p);
+    return;
+  }
+  if (!fs::is_regular_file(st)) {
+    ctx.errors.push_back({ps, "not a regular file (FIFO, socket or device); skipped"});
+    return;
+  }
+  if (::access(ps.c_str(), R_OK) != 0) {
+    ctx.errors.push_back({ps, std::strerror(errno)});
+    return;
+  }
+  (void)explicit_arg;
+  auto size = fs::file_size(p, ec);
+  if (!ec && size == 0) {
+    ctx.errors.push_back({ps, "empty file", false});
+    return;
+  }
+  read_with_libarchive(ctx, ps, false, ec ? 0 : size);
+}
+
+}  // namespace
+
+bool looks_like_log_name(std::string_view name_in) {
+  std::string name = lower(name_in);
+  auto slash = name.rfind('/');
+  if (slash != std::string::npos) name = name.substr(slash + 1);
+  if (name.empty() || name[0] == '.') return false;
+  for (auto suf : {".gz", ".zst", ".xz", ".bz2"})
+    if (ends_with(name, suf)) name = name.substr(0, name.size() - std::string_view(suf).size());
+  if (is_archive_name(name)) return true;
+  auto dot = name.rfind('.');
+  if (dot == std::string::npos) return true;
+  std::string ext = name.substr(dot + 1);
+  static const char* ok[] = {"log", "txt", "out", "err", "json", "jsonl", "stdout", "stderr", "dmesg", "syslog",
+                             "messages", "trace", "md"};
+  for (auto e : ok)
+    if (ext == e) return true;
+  // rotated logs: foo.log.1, kern.log.2
+  if (std::all_of(ext.begin(), ext.end(), ::isdigit)) return looks_like_log_name(name.substr(0, dot));
+  return false;
+}
+
+source_hint hints_from_path(std::string_view path) {
+  source_hint h;
+  static const re2::RE2 torchrun(R"(attempt_(\d+)/(\d+)/(?:stdout|stderr)\.log$)");
+  static const re2::RE2 errjson(R"(attempt_(\d+)/(\d+)/error\.json$)");
+  static const re2::RE2 rank(R"((?i)(?:^|[/_.-])rank[_-]?(\d+)(?:[/_.-]|$))");
+  static const re2::RE2 host(R"((?i)(?:^|/)((?:[a-z0-9]+-)*(?:node|worker|master|host|nid|gpu|compute)[-_]?[a-z0-9]+)(?:\.[a-z]+)*$)");
+  re2::StringPiece sp(path.data(), path.size());
+  int a = 0, lr = 0;
+  if (re2::RE2::PartialMatch(sp, torchrun, &a, &lr)) {
+    h.attempt = a;
+    h.local_rank = lr;
+  } else if (re2::RE2::PartialMatch(sp, errjson, &a, &lr)) {
+    h.attempt = a;
+    h.local_rank = lr;
+    h.error_json = true;
+  }
+  int r = 0;
+  if (re2::RE2::PartialMatch(sp, rank, &r)) h.rank = r;
+  std::string hs;
+  if (!h.rank && re2::RE2::PartialMatch(sp, host, &hs)) h.host = hs;
+  return h;
+}
+
+std::vector<input_error> read_inputs(const std::vector<std::string>& paths, const options& opt,
+                                     const visit_fn& visit) {
+  std::vector<input_error> errors;
+  reader_ctx ctx{opt, visit, errors};
+  for (const auto& p : paths) {
+    if (ctx.stop) break;
+    read_path(ctx, fs::path(p), true);
+  }
+  return errors;
+}
+
+}  // namespace ff::ingest

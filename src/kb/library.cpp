@@ -1,0 +1,180 @@
+// Loading signatures from YAML (the only place yaml-cpp exceptions are caught for signatures).
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "firstfault/kb.hpp"
+#include "kb/embedded.hpp"
+
+namespace fs = std::filesystem;
+
+namespace ff::kb {
+
+namespace {
+
+std::vector<std::string> str_list(const YAML::Node& n) {
+  std::vector<std::string> out;
+  if (!n) return out;
+  if (n.IsScalar()) {
+    out.push_back(n.as<std::string>());
+    return out;
+  }
+  for (const auto& x : n) out.push_back(x.as<std::string>());
+  return out;
+}
+
+std::string str(const YAML::Node& n) { return n && n.IsScalar() ? n.as<std::string>() : std::string(); }
+
+std::vector<example> examples(const YAML::Node& n) {
+  std::vector<example> out;
+  if (!n) return out;
+  for (const auto& e : n) {
+    example ex;
+    if (e.IsScalar()) {
+      ex.line = e.as<std::string>();
+    } else {
+      ex.line = str(e["line"]);
+      if (e["expect"])
+        for (const auto& kv : e["expect"]) ex.expect[kv.first.as<std::string>()] = kv.second.as<std::string>();
+    }
+    out.push_back(std::move(ex));
+  }
+  return out;
+}
+
+result<signature> parse_signature(const std::string& file, const std::string& text) {
+  signature s;
+  s.file = file;
+  try {
+    YAML::Node d = YAML::Load(text);
+    if (!d.IsMap()) return error{file + ": not a YAML mapping"};
+    for (const auto& kv : d) s.field_order.push_back(kv.first.as<std::string>());
+    s.title = str(d["title"]);
+    s.id = str(d["id"]);
+    s.name = str(d["name"]);
+    if (d["name"]) s.line_of_name = d["name"].Mark().line + 1;
+    s.status = str(d["status"]);
+    s.level = str(d["level"]);
+    s.description = str(d["description"]);
+    s.references = str_list(d["references"]);
+    s.author = str(d["author"]);
+    s.date = str(d["date"]);
+    s.tags = str_list(d["tags"]);
+    s.kind = str(d["kind"]);
+    s.category = str(d["category"]);
+    s.role = str(d["role"]);
+    s.priority = d["priority"] ? d["priority"].as<int>() : 0;
+    s.systems = str_list(d["systems"]);
+    s.collateral_of = str_list(d["collateral_of"]);
+    s.inferred_by = str(d["inferred_by"]);
+    s.fingerprints = str_list(d["fingerprints"]);
+    s.extract = str_list(d["extract"]);
+    s.root_cause = str(d["root_cause"]);
+    s.fix = str_list(d["fix"]);
+    s.verify = str_list(d["verify"]);
+    s.confirm = str_list(d["confirm"]);
+    s.prevention = str_list(d["prevention"]);
+    s.falsepositives = str_list(d["falsepositives"]);
+    if (d["fix_code"])
+      for (const auto& c : d["fix_code"]) s.fix_code.push_back({str(c["stack"]), str(c["code"])});
+    if (d["examples"]) {
+      s.positive = examples(d["examples"]["positive"]);
+      s.negative = examples(d["examples"]["negative"]);
+    }
+  } catch (const YAML::Exception& e) {
+    return error{file + ":" + std::to_string(e.mark.line + 1) + ": invalid signature: " + e.msg};
+  }
+  if (s.name.empty()) return error{file + ": signature has no name"};
+  return s;
+}
+
+std::string fnv1a_hex(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (const auto& [n, t] : files) {
+    for (unsigned char c : n + '\0' + t + '\0') {
+      h ^= c;
+      h *= 1099511628211ull;
+    }
+  }
+  std::ostringstream o;
+  o << std::hex << h;
+  return o.str();
+}
+
+}  // namespace
+
+result<library> library::from_files(const std::vector<std::pair<std::string, std::string>>& files) {
+  library lib;
+  for (const auto& [name, text] : files) {
+    if (name.size() >= 4 && name.substr(name.size() - 4) == ".tsv") {
+      std::istringstream in(text);
+      std::string line;
+      bool header = true;
+      while (std::getline(in, line)) {
+        if (header) { header = false; continue; }
+        if (line.empty()) continue;
+        auto t1 = line.find('\t'), t2 = line.find('\t', t1 + 1);
+        if (t1 == std::string::npos || t2 == std::string::npos) return error{name + ": malformed line: " + line};
+        lib.kinds.push_back({line.substr(0, t1), line.substr(t1 + 1, t2 - t1 - 1), line.substr(t2 + 1)});
+      }
+      continue;
+    }
+    if (name.find("_prefixes/") != std::string::npos) {
+      lib.prefix_files.emplace_back(name, text);
+      continue;
+    }
+    auto sig = parse_signature(name, text);
+    if (!sig) return sig.error();
+    auto& s = sig.value();
+    auto it = std::find_if(lib.signatures.begin(), lib.signatures.end(), [&](const signature& o) { return o.name == s.name; });
+    if (it != lib.signatures.end()) *it = std::move(s);  // a user's file overrides a built-in one
+    else lib.signatures.push_back(std::move(s));
+  }
+  lib.content_hash = fnv1a_hex(files);
+  return lib;
+}
+
+result<library> library::load(bool builtin, const std::vector<std::string>& extra_dirs) {
+  std::vector<std::pair<std::string, std::string>> files;
+  if (builtin)
+    for (std::size_t i = 0; i < detail::kEmbeddedCount; ++i)
+      files.emplace_back(std::string("builtin:") + detail::kEmbedded[i].name, std::string(detail::kEmbedded[i].text));
+  for (const auto& dir : extra_dirs) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) return error{dir + ": --kb expects a directory of signature files"};
+    std::vector<fs::path> paths;
+    for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      auto ext = it->path().extension().string();
+      if (it->is_regular_file() && (ext == ".yaml" || ext == ".yml" || it->path().filename() == "kinds.tsv"))
+        paths.push_back(it->path());
+    }
+    std::sort(paths.begin(), paths.end());
+    for (const auto& p : paths) {
+      std::ifstream in(p, std::ios::binary);
+      if (!in) return error{p.string() + ": cannot read"};
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      auto rel = fs::relative(p, dir).string();
+      files.emplace_back(rel.rfind("_prefixes/", 0) == 0 ? "_prefixes/" + p.string() : p.string(), ss.str());
+    }
+  }
+  return from_files(files);
+}
+
+const signature* library::find(std::string_view name) const {
+  for (const auto& s : signatures)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+const kind_info* library::kind(std::string_view k) const {
+  for (const auto& x : kinds)
+    if (x.kind == k) return &x;
+  return nullptr;
+}
+
+}  // namespace ff::kb

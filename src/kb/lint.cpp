@@ -1,0 +1,122 @@
+// `firstfault kb lint` and `firstfault kb test`.
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <set>
+
+#include "firstfault/kb.hpp"
+#include "firstfault/match.hpp"
+
+namespace ff::kb {
+
+namespace {
+const std::vector<std::string> kOrder = {
+    "title", "id", "name", "status", "level", "description", "references", "author", "date", "modified", "tags",
+    "related", "kind", "category", "role", "priority", "systems", "collateral_of", "inferred_by", "fingerprints",
+    "extract", "root_cause", "fix", "fix_code", "verify", "confirm", "prevention", "falsepositives", "examples"};
+const std::vector<std::string> kRequired = {"title", "id", "name", "status", "level", "description", "references",
+                                            "author", "date", "tags", "kind", "category", "role", "systems",
+                                            "root_cause", "fix", "verify", "confirm", "examples"};
+bool one_of(const std::string& v, std::initializer_list<const char*> xs) {
+  return std::any_of(xs.begin(), xs.end(), [&](const char* x) { return v == x; });
+}
+}  // namespace
+
+std::vector<lint_issue> lint(const library& lib) {
+  std::vector<lint_issue> out;
+  std::set<std::string> ids, names;
+  static const re2::RE2 name_re("[a-z0-9_]{8,64}");
+  static const re2::RE2 uuid_re("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
+  static const re2::RE2 placeholder_re(R"(\{(\w+)\})");
+  static const re2::RE2 group_re(R"(\(\?P<(\w+)>)");
+  static const re2::RE2 bad_syntax_re(R"(\(\?[=!]|\(\?<[=!]|\(\?<\w|\(\?>|\\[1-9]|\\Q|[*+?]\+)");
+  for (const auto& s : lib.signatures) {
+    auto add = [&](const std::string& m) { out.push_back({s.file, s.name, m}); };
+    for (const auto& f : s.field_order)
+      if (std::find(kOrder.begin(), kOrder.end(), f) == kOrder.end()) add("unknown field '" + f + "'");
+    std::vector<std::size_t> pos;
+    for (const auto& f : s.field_order) {
+      auto it = std::find(kOrder.begin(), kOrder.end(), f);
+      if (it != kOrder.end()) pos.push_back(static_cast<std::size_t>(it - kOrder.begin()));
+    }
+    if (!std::is_sorted(pos.begin(), pos.end())) add("fields are not in the documented order (docs/signatures.md)");
+    for (const auto& r : kRequired)
+      if (std::find(s.field_order.begin(), s.field_order.end(), r) == s.field_order.end()) add("missing field '" + r + "'");
+    if (!re2::RE2::FullMatch(s.name, name_re)) add("name must match [a-z0-9_]{8,64}");
+    auto stem = s.file.substr(s.file.find_last_of('/') + 1);
+    stem = stem.substr(0, stem.find('.'));
+    if (stem != s.name) add("name differs from the file stem '" + stem + "'");
+    if (!re2::RE2::FullMatch(s.id, uuid_re)) add("id is not a UUIDv4");
+    if (!ids.insert(s.id).second) add("duplicate id " + s.id);
+    if (!names.insert(s.name).second) add("duplicate name");
+    if (!one_of(s.status, {"experimental", "test", "stable", "deprecated"})) add("bad status '" + s.status + "'");
+    if (!one_of(s.level, {"informational", "low", "medium", "high", "critical"})) add("bad level '" + s.level + "'");
+    if (!one_of(s.role, {"cause", "symptom"})) add("role must be cause or symptom");
+    const auto* k = lib.kind(s.kind);
+    if (!k) add("kind '" + s.kind + "' is not in kinds.tsv");
+    else if (k->category != s.category) add("category should be '" + k->category + "' for kind " + s.kind);
+    if (s.is_cause() && (s.priority < 1 || s.priority > 100)) add("a cause needs priority 1-100");
+    if (s.references.empty()) add("no references");
+    if (s.fix.empty() || s.verify.empty() || s.confirm.empty()) add("fix, verify and confirm must not be empty");
+    if (s.fingerprints.empty() && s.inferred_by.empty()) add("no fingerprints and no inferred_by rule");
+    if (s.positive.empty()) add("no positive example");
+    if (s.negative.empty() && s.inferred_by.empty()) add("no negative example");
+    std::set<std::string> groups;
+    auto check = [&](const std::string& p, bool vs) {
+      if (re2::RE2::PartialMatch(p, bad_syntax_re)) add("pattern uses syntax outside RE2/Vectorscan's common subset: " + p);
+      auto err = match::check_pattern(p, vs);
+      if (!err.empty()) add(err + ": " + p);
+    };
+    for (const auto& p : s.fingerprints) check(p, true);
+    for (const auto& p : s.extract) {
+      check(p, false);
+      re2::StringPiece in(p);
+      std::string g;
+      while (re2::RE2::FindAndConsume(&in, group_re, &g)) groups.insert(g);
+    }
+    re2::StringPiece in(s.root_cause);
+    std::string ph;
+    while (re2::RE2::FindAndConsume(&in, placeholder_re, &ph))
+      if (!groups.count(ph) && ph != "rank" && ph != "host" && ph != "ts")
+        add("placeholder {" + ph + "} is not an extract group or built-in");
+  }
+  return out;
+}
+
+std::vector<example_failure> test_examples(const library& lib) {
+  std::vector<example_failure> out;
+  auto m = match::matcher::compile(lib);
+  if (!m) {
+    out.push_back({"(library)", m.error().message});
+    return out;
+  }
+  match::scratch s(m.value());
+  std::vector<match::hit> hits;
+  for (std::size_t i = 0; i < lib.signatures.size(); ++i) {
+    const auto& sig = lib.signatures[i];
+    if (!sig.inferred_by.empty()) continue;
+    for (const auto& ex : sig.positive) {
+      hits.clear();
+      m.value().scan(ex.line, s, hits);
+      auto it = std::find_if(hits.begin(), hits.end(), [&](const match::hit& h) { return h.signature == static_cast<int>(i); });
+      if (it == hits.end()) {
+        out.push_back({sig.name, "positive example does not match: " + ex.line});
+        continue;
+      }
+      for (const auto& [k, v] : ex.expect) {
+        auto f = std::find_if(it->captured.begin(), it->captured.end(), [&](auto& kv) { return kv.first == k; });
+        std::string got = f == it->captured.end() ? "<none>" : f->second;
+        if (got != v) out.push_back({sig.name, "expected " + k + "='" + v + "', got '" + got + "' in: " + ex.line});
+      }
+    }
+    for (const auto& ex : sig.negative) {
+      hits.clear();
+      m.value().scan(ex.line, s, hits);
+      if (std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return h.signature == static_cast<int>(i); }))
+        out.push_back({sig.name, "negative example matches: " + ex.line});
+    }
+  }
+  return out;
+}
+
+}  // namespace ff::kb

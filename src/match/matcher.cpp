@@ -1,0 +1,145 @@
+// One Vectorscan database for all fingerprints; RE2 confirms and extracts.
+#include <hs/hs.h>
+#include <re2/re2.h>
+
+#include <algorithm>
+
+#include "firstfault/match.hpp"
+
+namespace ff::match {
+
+struct matcher::impl {
+  hs_database_t* db = nullptr;
+  std::vector<int> fp_sig;                          // fingerprint index -> signature index
+  std::vector<std::unique_ptr<re2::RE2>> fp_re;     // fingerprint index -> RE2 for confirmation
+  std::vector<std::vector<std::unique_ptr<re2::RE2>>> extract;  // signature -> extract patterns
+  ~impl() {
+    if (db) hs_free_database(db);
+  }
+};
+
+matcher::matcher() = default;
+matcher::~matcher() = default;
+matcher::matcher(matcher&&) noexcept = default;
+matcher& matcher::operator=(matcher&&) noexcept = default;
+
+namespace {
+re2::RE2::Options re2_options() {
+  re2::RE2::Options o;
+  o.set_log_errors(false);
+  o.set_max_mem(64 << 20);
+  return o;
+}
+}  // namespace
+
+std::string check_pattern(const std::string& pattern, bool need_vectorscan) {
+  re2::RE2 re(pattern, re2_options());
+  if (!re.ok()) return "RE2: " + re.error();
+  if (need_vectorscan) {
+    hs_database_t* db = nullptr;
+    hs_compile_error_t* err = nullptr;
+    if (hs_compile(pattern.c_str(), HS_FLAG_PREFILTER | HS_FLAG_SINGLEMATCH, HS_MODE_BLOCK, nullptr, &db, &err) !=
+        HS_SUCCESS) {
+      std::string msg = std::string("Vectorscan: ") + (err && err->message ? err->message : "compile failed");
+      hs_free_compile_error(err);
+      return msg;
+    }
+    hs_free_database(db);
+  }
+  return {};
+}
+
+result<matcher> matcher::compile(const kb::library& lib) {
+  matcher m;
+  m.lib_ = &lib;
+  m.impl_ = std::make_unique<impl>();
+  auto& im = *m.impl_;
+  std::vector<std::string> exprs;
+  std::vector<unsigned> flags, ids;
+  im.extract.resize(lib.signatures.size());
+  for (std::size_t si = 0; si < lib.signatures.size(); ++si) {
+    const auto& s = lib.signatures[si];
+    for (const auto& fp : s.fingerprints) {
+      auto re = std::make_unique<re2::RE2>(fp, re2_options());
+      if (!re->ok()) return error{s.file + ": " + s.name + ": fingerprint does not compile in RE2: " + re->error() + ": " + fp};
+      ids.push_back(static_cast<unsigned>(exprs.size()));
+      exprs.push_back(fp);
+      flags.push_back(HS_FLAG_PREFILTER | HS_FLAG_SINGLEMATCH);
+      im.fp_sig.push_back(static_cast<int>(si));
+      im.fp_re.push_back(std::move(re));
+    }
+    for (const auto& ex : s.extract) {
+      auto re = std::make_unique<re2::RE2>(ex, re2_options());
+      if (!re->ok()) return error{s.file + ": " + s.name + ": extract pattern does not compile in RE2: " + re->error() + ": " + ex};
+      im.extract[si].push_back(std::move(re));
+    }
+  }
+  if (exprs.empty()) return m;
+  std::vector<const char*> cexprs;
+  for (auto& e : exprs) cexprs.push_back(e.c_str());
+  hs_compile_error_t* err = nullptr;
+  if (hs_compile_multi(cexprs.data(), flags.data(), ids.data(), static_cast<unsigned>(cexprs.size()), HS_MODE_BLOCK,
+                       nullptr, &im.db, &err) != HS_SUCCESS) {
+    std::string msg = err && err->message ? err->message : "compile failed";
+    std::string where;
+    if (err && err->expression >= 0 && static_cast<std::size_t>(err->expression) < exprs.size()) {
+      const auto& s = lib.signatures[static_cast<std::size_t>(im.fp_sig[static_cast<std::size_t>(err->expression)])];
+      where = s.file + ": " + s.name + ": ";
+    }
+    hs_free_compile_error(err);
+    return error{where + "fingerprint does not compile in Vectorscan: " + msg};
+  }
+  return m;
+}
+
+scratch::scratch(const matcher& m) {
+  if (m.impl_ && m.impl_->db) {
+    hs_scratch_t* s = nullptr;
+    hs_alloc_scratch(m.impl_->db, &s);
+    hs_ = s;
+  }
+}
+
+scratch::~scratch() {
+  if (hs_) hs_free_scratch(static_cast<hs_scratch_t*>(hs_));
+}
+
+fields matcher::extract(int signature, std::string_view body) const {
+  fields out;
+  re2::StringPiece sp(body.data(), body.size());
+  for (const auto& re : impl_->extract[static_cast<std::size_t>(signature)]) {
+    int n = re->NumberOfCapturingGroups();
+    std::vector<re2::StringPiece> g(static_cast<std::size_t>(n) + 1);
+    if (!re->Match(sp, 0, sp.size(), re2::RE2::UNANCHORED, g.data(), n + 1)) continue;
+    for (const auto& [name, idx] : re->NamedCapturingGroups()) {
+      const auto& v = g[static_cast<std::size_t>(idx)];
+      if (v.data() == nullptr) continue;
+      bool have = std::any_of(out.begin(), out.end(), [&](const auto& kv) { return kv.first == name; });
+      if (!have) out.emplace_back(name, std::string(v.data(), v.size()));
+    }
+  }
+  return out;
+}
+
+void matcher::scan(std::string_view body, scratch& s, std::vector<hit>& out) const {
+  if (!impl_ || !impl_->db || body.empty()) return;
+  s.ids_.clear();
+  auto on_match = [](unsigned id, unsigned long long, unsigned long long, unsigned, void* ctx) -> int {
+    static_cast<std::vector<int>*>(ctx)->push_back(static_cast<int>(id));
+    return 0;
+  };
+  hs_scan(impl_->db, body.data(), static_cast<unsigned>(std::min<std::size_t>(body.size(), 0xFFFFFFFFu)), 0,
+          static_cast<hs_scratch_t*>(s.hs_), on_match, &s.ids_);
+  std::sort(s.ids_.begin(), s.ids_.end());
+  re2::StringPiece sp(body.data(), body.size());
+  int last_sig = -1;
+  for (int id : s.ids_) {
+    int sig = impl_->fp_sig[static_cast<std::size_t>(id)];
+    if (sig == last_sig) continue;  // one hit per signature
+    if (!re2::RE2::PartialMatch(sp, *impl_->fp_re[static_cast<std::size_t>(id)])) continue;  // prefilter confirm
+    last_sig = sig;
+    out.push_back({sig, extract(sig, body)});
+  }
+}
+
+}  // namespace ff::match

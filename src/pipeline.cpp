@@ -1,0 +1,137 @@
+// Wires the stages together for `firstfault diagnose`. No printing here.
+#include "firstfault/pipeline.hpp"
+
+#include <re2/re2.h>
+
+#include <map>
+
+#include "firstfault/extract.hpp"
+#include "firstfault/match.hpp"
+#include "firstfault/normalize.hpp"
+#include "firstfault/text.hpp"
+
+namespace ff::pipeline {
+
+namespace {
+bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+
+// An unmatched line that an on-call engineer would still look at.
+bool looks_wrong(std::string_view body, char level) {
+  if (level == 'E' || level == 'F' || level == 'C') return true;
+  for (auto w : {"Error", "ERROR", "error:", "FAILED", "Exception", "fatal", "FATAL", "Killed", "Segmentation fault",
+                 "core dumped", "Aborted", "Traceback"})
+    if (contains(body, w)) return true;
+  return false;
+}
+
+std::string rank_key(const std::optional<int>& rank, const std::optional<int>& local_rank) {
+  if (rank) return "r" + std::to_string(*rank);
+  if (local_rank) return "l" + std::to_string(*local_rank);
+  return "";
+}
+}  // namespace
+
+result<run> diagnose(const std::vector<std::string>& paths, const kb::library& lib, const options& opt) {
+  auto cat_r = normalize::prefix_catalog::load(lib.prefix_files);
+  if (!cat_r) return cat_r.error();
+  auto m_r = match::matcher::compile(lib);
+  if (!m_r) return m_r.error();
+  const auto& cat = cat_r.value();
+  const auto& m = m_r.value();
+  match::scratch scratch(m);
+
+  run out;
+  correlate::inputs in;
+  static const re2::RE2 step_re(R"((?i)\b(?:step|iteration|iter|global_step)\s*[=:]?\s*(\d+))");
+  std::vector<match::hit> hits;
+
+  auto visit = [&](const ingest::source& src, ingest::line_reader& reader) -> bool {
+    out.any_readable = true;
+    extract::extractor ex(src.display);
+    std::map<std::string, normalize::timestamp> last_ts;  // per rank key within this stream
+    std::optional<normalize::timestamp> stream_ts;
+    if (src.hint.epoch_seconds) stream_ts = normalize::timestamp{*src.hint.epoch_seconds};
+    if (src.hint.host) in.hosts.insert(*src.hint.host);
+    ingest::raw_line raw;
+    input_stats st{src.display};
+    while (reader.next(raw)) {
+      ++st.lines;
+      std::string clean = text::sanitize(raw.text);
+      normalize::line_meta meta;
+      cat.normalize(clean, meta);
+      // Attribution: the line's own prefixes first, then the path's hints. Never invented.
+      std::optional<int> rank = meta.rank, local_rank = meta.local_rank;
+      if (!rank && !local_rank && meta.task) rank = meta.task;
+      if (!rank && src.hint.rank) rank = src.hint.rank;
+      if (!local_rank && src.hint.local_rank) local_rank = src.hint.local_rank;
+      if (rank && local_rank && meta.rank) in.local_to_rank[*local_rank] = *rank;
+      std::optional<std::string> host = meta.host ? meta.host : src.hint.host;
+      if (meta.host) in.hosts.insert(*meta.host);
+      std::string key = rank_key(rank, local_rank);
+      std::optional<normalize::timestamp> ts = meta.ts;
+      bool inherited = false;
+      if (ts) {
+        last_ts[key] = *ts;
+        if (ts->kind == normalize::timestamp::clock::wall) stream_ts = ts;
+      } else if (auto it = last_ts.find(key); it != last_ts.end()) {
+        ts = it->second;
+        inherited = true;
+      } else if (stream_ts) {
+        ts = stream_ts;
+        inherited = true;
+      }
+
+      extract::line_note note;
+      ex.feed(meta.body, raw.line_no, note, in.exits, in.terminated);
+
+      std::string_view body = text::trim(meta.body);
+      if (!key.empty() && !body.empty()) {
+        auto& act = in.activity[key];
+        ++act.lines;
+        if (meta.ts) act.last_ts = meta.ts;
+        act.last_line = std::string(body.substr(0, 300));
+        long step = 0;
+        if (re2::RE2::PartialMatch(re2::StringPiece(body.data(), body.size()), step_re, &step)) act.last_step = step;
+      }
+      if (note.skip_match || body.empty()) continue;
+      hits.clear();
+      m.scan(body, scratch, hits);
+      bool symptom_on_line = false;
+      for (const auto& h : hits)
+        symptom_on_line |= !lib.signatures[static_cast<std::size_t>(h.signature)].is_cause();
+      bool kept_any = false;
+      for (auto& h : hits) {
+        const auto& sig = lib.signatures[static_cast<std::size_t>(h.signature)];
+        // A catch-all cause (priority <= 10) on a line that a symptom explains is that symptom.
+        if (sig.is_cause() && sig.priority <= 10 && symptom_on_line) continue;
+        correlate::finding f;
+        f.signature = h.signature;
+        f.captured = std::move(h.captured);
+        f.rank = rank;
+        f.local_rank = local_rank;
+        f.host = host;
+        f.ts = ts;
+        f.ts_inherited = inherited;
+        f.source = src.display;
+        f.line_no = raw.line_no;
+        f.text = std::string(body.substr(0, 2000));
+        in.findings.push_back(std::move(f));
+        kept_any = true;
+      }
+      if (!kept_any && in.suspicious.size() < opt.max_suspicious && looks_wrong(body, meta.level))
+        in.suspicious.push_back({src.display, std::string(body.substr(0, 500)), raw.line_no, rank,
+                                 note.exception_line || meta.level == 'F' || contains(body, "Segmentation fault") ||
+                                     contains(body, "core dumped")});
+    }
+    st.bytes = reader.bytes_read();
+    out.total_lines += st.lines;
+    out.total_bytes += st.bytes;
+    out.inputs.push_back(std::move(st));
+    return true;
+  };
+  out.errors = ingest::read_inputs(paths, opt.ingest, visit);
+  out.diag = correlate::correlate(std::move(in), lib);
+  return out;
+}
+
+}  // namespace ff::pipeline

@@ -1,0 +1,239 @@
+// Terminal, JSON and Markdown renderers.
+#include <fmt/format.h>
+
+#include "firstfault/report.hpp"
+#include "firstfault/text.hpp"
+
+namespace ff::report {
+
+namespace {
+
+struct paint {
+  bool on;
+  std::string operator()(const char* code, const std::string& s) const {
+    return on ? fmt::format("\x1b[{}m{}\x1b[0m", code, s) : s;
+  }
+};
+
+std::string where(const correlate::evidence& e) {
+  std::string s = e.source.empty() ? "" : e.source + (e.line_no ? ":" + std::to_string(e.line_no) : "");
+  std::vector<std::string> parts;
+  if (e.rank) parts.push_back("rank " + std::to_string(*e.rank));
+  if (e.host) parts.push_back("host " + *e.host);
+  if (!e.ts.empty()) parts.push_back(e.ts);
+  std::string meta;
+  for (auto& p : parts) meta += (meta.empty() ? "" : ", ") + p;
+  if (!meta.empty()) s += (s.empty() ? "" : " ") + std::string("(") + meta + ")";
+  return s;
+}
+
+std::string clip(const std::string& s, std::size_t n) { return s.size() <= n ? s : s.substr(0, n) + "..."; }
+
+nlohmann::json ev_json(const correlate::evidence& e) {
+  nlohmann::json j = {{"file", e.source}, {"line", e.line_no}, {"text", e.text}};
+  j["rank"] = e.rank ? nlohmann::json(*e.rank) : nlohmann::json(nullptr);
+  j["host"] = e.host ? nlohmann::json(*e.host) : nlohmann::json(nullptr);
+  j["time"] = e.ts.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.ts);
+  return j;
+}
+
+}  // namespace
+
+int exit_code(const pipeline::run& r) {
+  if (!r.any_readable) return 2;
+  if (r.diag.verdict == "failure") return 1;
+  if (r.diag.verdict == "undetermined") return 3;
+  return 0;
+}
+
+nlohmann::json to_json(const pipeline::run& r) {
+  const auto& d = r.diag;
+  nlohmann::json j;
+  j["schema"] = "firstfault.report/v1";
+  j["verdict"] = d.verdict;
+  if (d.verdict == "failure") {
+    nlohmann::json ev = nlohmann::json::array();
+    for (const auto& e : d.evidence_lines) ev.push_back(ev_json(e));
+    j["root_cause"] = {{"signature", d.signature}, {"id", d.signature_id}, {"kind", d.kind}, {"category", d.category},
+                       {"title", d.title},         {"summary", d.summary},   {"confidence", d.confidence},
+                       {"priority", d.priority},   {"evidence", ev},         {"references", d.references}};
+  } else {
+    j["root_cause"] = nullptr;
+  }
+  j["initiating_rank"] = d.initiating_rank ? nlohmann::json(*d.initiating_rank) : nlohmann::json(nullptr);
+  j["initiating_host"] = d.initiating_host ? nlohmann::json(*d.initiating_host) : nlohmann::json(nullptr);
+  j["initiating_rule"] = d.initiating_rule;
+  j["collateral"] = nlohmann::json::array();
+  for (const auto& g : d.collateral)
+    j["collateral"].push_back({{"signature", g.signature}, {"kind", g.kind}, {"title", g.title}, {"role", g.role},
+                               {"ranks", g.ranks}, {"count", g.count}, {"explanation", g.explanation},
+                               {"example", ev_json(g.example)}});
+  nlohmann::json code = nlohmann::json::array();
+  for (const auto& c : d.fix_code) code.push_back({{"stack", c.stack}, {"code", c.code}});
+  j["fix"] = {{"steps", d.fix}, {"code", code}};
+  j["verify"] = d.verify;
+  j["confirm"] = d.confirm;
+  j["alternatives"] = nlohmann::json::array();
+  for (const auto& a : d.alternatives)
+    j["alternatives"].push_back({{"signature", a.signature}, {"kind", a.kind}, {"title", a.title},
+                                 {"priority", a.priority}, {"example", ev_json(a.example)}});
+  j["suspicious"] = nlohmann::json::array();
+  for (const auto& s : d.suspicious)
+    j["suspicious"].push_back({{"file", s.source}, {"line", s.line_no}, {"text", s.text},
+                               {"rank", s.rank ? nlohmann::json(*s.rank) : nlohmann::json(nullptr)}});
+  j["inputs"] = nlohmann::json::array();
+  for (const auto& i : r.inputs) j["inputs"].push_back({{"path", i.path}, {"lines", i.lines}, {"bytes", i.bytes}});
+  j["input_errors"] = nlohmann::json::array();
+  for (const auto& e : r.errors)
+    j["input_errors"].push_back({{"path", e.path}, {"reason", e.reason}, {"skipped", e.fatal_for_input}});
+  j["stats"] = {{"lines", r.total_lines}, {"bytes", r.total_bytes}};
+  return j;
+}
+
+std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
+  const auto& d = r.diag;
+  paint p{st.color};
+  std::string o;
+  auto line = [&](const std::string& s) { o += s + "\n"; };
+  if (d.verdict == "healthy") {
+    line(p("1;32", "verdict: healthy") + " - no failure signature matched and no error stands out");
+    line(fmt::format("read {} lines from {} input(s)", r.total_lines, r.inputs.size()));
+    return o;
+  }
+  if (d.verdict == "undetermined") {
+    line(p("1;33", "verdict: undetermined") + " - something failed, but no signature explains it");
+  } else {
+    line(p("1;31", "verdict: failure") + fmt::format("  [{} / {}]  confidence: {}", d.kind, d.category, d.confidence));
+    line("");
+    line(p("1", "ROOT CAUSE  ") + d.title);
+    if (!d.summary.empty()) line("  " + d.summary);
+    line("  signature: " + d.signature);
+    line("");
+    line(p("1", "EVIDENCE"));
+    for (const auto& e : d.evidence_lines) {
+      line("  " + p("2", where(e)));
+      line("    " + clip(e.text, 400));
+    }
+  }
+  line("");
+  line(p("1", "FIRST FAILING RANK  ") +
+       (d.initiating_rank ? p("1;31", "rank " + std::to_string(*d.initiating_rank)) : std::string("unknown")) +
+       (d.initiating_host ? " on host " + *d.initiating_host : ""));
+  if (!d.initiating_rule.empty()) line("  decided by: " + d.initiating_rule);
+  if (!d.collateral.empty()) {
+    line("");
+    line(p("1", "COLLATERAL") + " (why the loudest errors are not the cause)");
+    int n = 0;
+    for (const auto& g : d.collateral) {
+      if (++n > st.max_collateral) {
+        line(fmt::format("  ... and {} more group(s)", d.collateral.size() - static_cast<std::size_t>(st.max_collateral)));
+        break;
+      }
+      std::string who = g.ranks.empty() ? "no rank" : (g.ranks.size() == 1 ? "rank " : "ranks ") + text::rank_ranges(g.ranks);
+      line(fmt::format("  {}: {} ({}x) - {}", who, g.title, g.count, g.explanation));
+      line("    e.g. " + p("2", where(g.example)) + " " + clip(g.example.text, 200));
+    }
+  }
+  if (d.verdict == "failure") {
+    line("");
+    line(p("1", "FIX"));
+    for (const auto& f : d.fix) line("  - " + f);
+    for (const auto& c : d.fix_code) {
+      line("  [" + c.stack + "]");
+      std::string code = c.code;
+      std::size_t pos = 0;
+      while (pos < code.size()) {
+        auto nl = code.find('\n', pos);
+        line("    " + code.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos));
+        if (nl == std::string::npos) break;
+        pos = nl + 1;
+      }
+    }
+    if (!d.verify.empty()) {
+      line("");
+      line(p("1", "VERIFY"));
+      for (const auto& v : d.verify) line("  $ " + v);
+    }
+    if (!d.confirm.empty()) {
+      line("");
+      line(p("1", "CONFIRM THE DIAGNOSIS"));
+      for (const auto& c : d.confirm) line("  [ ] " + c);
+    }
+    if (!d.alternatives.empty()) {
+      line("");
+      line(p("1", "ALSO CONSIDERED"));
+      for (const auto& a : d.alternatives)
+        line(fmt::format("  - {} [{}] at {}", a.title, a.kind, where(a.example)));
+    }
+  }
+  if (d.verdict == "undetermined" && !d.suspicious.empty()) {
+    line("");
+    line(p("1", "LINES THAT LOOK WRONG"));
+    for (const auto& s : d.suspicious)
+      line("  " + p("2", s.source + ":" + std::to_string(s.line_no) + (s.rank ? " rank " + std::to_string(*s.rank) : "")) +
+           " " + clip(s.text, 300));
+  }
+  if (!r.errors.empty()) {
+    line("");
+    for (const auto& e : r.errors) line(p("33", "note: ") + e.path + ": " + e.reason);
+  }
+  line("");
+  line(fmt::format("read {} lines ({} bytes) from {} input(s)", r.total_lines, r.total_bytes, r.inputs.size()));
+  return o;
+}
+
+std::string to_markdown(const pipeline::run& r) {
+  const auto& d = r.diag;
+  std::string o;
+  auto line = [&](const std::string& s) { o += s + "\n"; };
+  auto code_span = [](std::string s) {
+    for (auto& c : s)
+      if (c == '`') c = '\'';
+    return "`" + s + "`";
+  };
+  line("## firstfault: " + d.verdict + (d.verdict == "failure" ? " - " + d.title : ""));
+  line("");
+  if (d.verdict == "failure") {
+    line(fmt::format("- **Kind:** {} ({}), confidence {}", d.kind, d.category, d.confidence));
+    if (!d.summary.empty()) line("- **Root cause:** " + d.summary);
+  }
+  line("- **First failing rank:** " + (d.initiating_rank ? std::to_string(*d.initiating_rank) : std::string("unknown")) +
+       (d.initiating_host ? " on " + *d.initiating_host : "") + (d.initiating_rule.empty() ? "" : " (" + d.initiating_rule + ")"));
+  if (!d.evidence_lines.empty()) {
+    line("");
+    line("### Evidence");
+    line("```");
+    for (const auto& e : d.evidence_lines) line(where(e) + "\n    " + clip(e.text, 400));
+    line("```");
+  }
+  if (!d.collateral.empty()) {
+    line("");
+    line("### Collateral");
+    line("| ranks | error | count | why |");
+    line("|---|---|---|---|");
+    for (const auto& g : d.collateral)
+      line(fmt::format("| {} | {} | {} | {} |", g.ranks.empty() ? "-" : text::rank_ranges(g.ranks), g.title, g.count, g.explanation));
+  }
+  if (d.verdict == "failure") {
+    line("");
+    line("### Fix");
+    for (const auto& f : d.fix) line("- " + f);
+    for (const auto& c : d.fix_code) line("\n```" + (c.stack == "pytorch" || c.stack == "hf-trainer" || c.stack == "megatron" ? std::string("python") : c.stack == "deepspeed" ? "json" : "sh") + "\n" + c.code + "\n```");
+    line("");
+    line("### Verify");
+    for (const auto& v : d.verify) line("- " + code_span(v));
+    line("");
+    line("### Confirm");
+    for (const auto& c : d.confirm) line("- [ ] " + c);
+  }
+  if (d.verdict == "undetermined" && !d.suspicious.empty()) {
+    line("");
+    line("### Lines that look wrong");
+    line("```");
+    for (const auto& s : d.suspicious) line(s.source + ":" + std::to_string(s.line_no) + " " + clip(s.text, 300));
+    line("```");
+  }
+  return o;
+}
+
+}  // namespace ff::report
