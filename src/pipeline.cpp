@@ -50,6 +50,7 @@ result<run> diagnose(const std::vector<std::string>& paths, const kb::library& l
     extract::extractor ex(src.display);
     std::map<std::string, normalize::timestamp> last_ts;  // per rank key within this stream
     std::optional<normalize::timestamp> stream_ts;
+    std::optional<int> prev_rank, prev_local;
     if (src.hint.epoch_seconds) stream_ts = normalize::timestamp{*src.hint.epoch_seconds};
     if (src.hint.host) in.hosts.insert(*src.hint.host);
     ingest::raw_line raw;
@@ -62,6 +63,15 @@ result<run> diagnose(const std::vector<std::string>& paths, const kb::library& l
       // Attribution: the line's own prefixes first, then the path's hints. Never invented.
       std::optional<int> rank = meta.rank, local_rank = meta.local_rank;
       if (!rank && !local_rank && meta.task) rank = meta.task;
+      // An indented continuation line (desync report, NVRM block, wrapped message) with no rank of
+      // its own belongs to the rank of the line before it in this stream.
+      bool continuation = !meta.body.empty() && (meta.body[0] == ' ' || meta.body[0] == '\t');
+      if (!rank && !local_rank && continuation) {
+        rank = prev_rank;
+        local_rank = prev_local;
+      }
+      prev_rank = rank;
+      prev_local = local_rank;
       if (!rank && src.hint.rank) rank = src.hint.rank;
       if (!local_rank && src.hint.local_rank) local_rank = src.hint.local_rank;
       if (rank && local_rank && meta.rank) in.local_to_rank[*local_rank] = *rank;

@@ -37,6 +37,9 @@ struct signature {
   std::string title, id, name, status, level, description, author, date;
   std::vector<std::string> references, tags, systems, collateral_of;
   std::string kind, category, role, inferred_by;
+  /// Which rank a matching line names as the initiator: "printing_rank" (the rank that wrote it),
+  /// "named_rank" (the rank in the peer_rank group, or a single rank in ranks), or empty (none).
+  std::string initiator;
   int priority = 0;  ///< 0-100, only for role: cause
   std::vector<std::string> fingerprints, extract;
   std::string root_cause;

@@ -14,6 +14,7 @@ std::string sanitize(std::string_view raw, std::size_t* invalid = nullptr);
 
 /// Trims ASCII whitespace from both ends.
 std::string_view trim(std::string_view s);
+inline std::string trim_copy(const std::string& s) { return std::string(trim(s)); }
 
 /// "0-2,4-7" from a sorted set of ranks.
 std::string rank_ranges(std::vector<int> ranks);

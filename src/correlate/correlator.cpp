@@ -120,6 +120,7 @@ diagnosis correlate(inputs in, const kb::library& lib) {
     std::map<std::string, std::size_t> seen;
     for (auto& f : in.findings) {
       auto r = resolve(f.rank, f.local_rank);
+      if (!r) r = to_int(field(f, "rank"));  // the message itself says which rank printed it
       f.rank = r;
       std::string key = std::to_string(f.signature) + "|" + (r ? std::to_string(*r) : "-") + "|" + f.text;
       auto it = seen.find(key);
@@ -151,24 +152,30 @@ diagnosis correlate(inputs in, const kb::library& lib) {
   std::string rank_rule;
   std::optional<int> init_rank;
 
+  // The rank a line names as the initiator, per its signature's `initiator` field.
+  auto initiator_of = [&](const finding& f) -> std::optional<int> {
+    const auto& s = sig(f);
+    if (s.initiator == "printing_rank") return f.rank;
+    if (s.initiator == "named_rank") {
+      if (auto r = to_int(field(f, "peer_rank"))) return r;
+      if (auto r = to_int(text::trim_copy(field(f, "ranks")))) return r;
+      if (!field(f, "origin").empty()) return f.rank;
+    }
+    return std::nullopt;
+  };
   auto culprit_from = [&](const std::vector<const finding*>& list) -> bool {
-    for (const auto* f : list) {
-      if (auto c = to_int(field(*f, "culprit_rank"))) {
+    for (const auto* f : list)
+      if (auto c = initiator_of(*f)) {
         init_rank = c;
-        rank_rule = "named as the culprit in: \"" + f->text.substr(0, 160) + "\"";
+        rank_rule = "named by: \"" + f->text.substr(0, 160) + "\"" + (f->rank ? " (printed by rank " + std::to_string(*f->rank) + ")" : "");
         return true;
       }
-    }
     return false;
   };
   auto self_culprit = [&]() -> bool {
-    for (const auto& f : fs)
-      if (!field(f, "self_is_culprit").empty() && f.rank) {
-        init_rank = f.rank;
-        rank_rule = "this rank's watchdog timed out first (it raised the dump signal \"from this local rank\")";
-        return true;
-      }
-    return false;
+    std::vector<const finding*> all;
+    for (const auto& f : fs) all.push_back(&f);
+    return culprit_from(all);
   };
   auto exit_root = [&]() -> bool {
     // torchelastic's "Root Cause (first observed failure)": each agent only knows its own node, so
@@ -260,7 +267,7 @@ diagnosis correlate(inputs in, const kb::library& lib) {
     if (!root_sig) {
       std::vector<const finding*> named;
       for (const auto* f : syms)
-        if (!field(*f, "culprit_rank").empty()) named.push_back(f);
+        if (initiator_of(*f)) named.push_back(f);
       if (culprit_from(named)) {
         root_sig = inferred(lib, "timeout_absent_rank");
         root_findings = named;
@@ -330,6 +337,7 @@ diagnosis correlate(inputs in, const kb::library& lib) {
   d.exits = in.exits;
 
   // evidence: the root lines, earliest first, one per rank, at most 6
+  if (!root_sig) root_findings.clear();
   if (!root_findings.empty()) {
     std::vector<const finding*> ev = root_findings;
     std::stable_sort(ev.begin(), ev.end(), [](const finding* a, const finding* b) { return before(a->ts, b->ts); });

@@ -12,7 +12,7 @@ namespace ff::kb {
 namespace {
 const std::vector<std::string> kOrder = {
     "title", "id", "name", "status", "level", "description", "references", "author", "date", "modified", "tags",
-    "related", "kind", "category", "role", "priority", "systems", "collateral_of", "inferred_by", "fingerprints",
+    "related", "kind", "category", "role", "priority", "systems", "collateral_of", "initiator", "inferred_by", "fingerprints",
     "extract", "root_cause", "fix", "fix_code", "verify", "confirm", "prevention", "falsepositives", "examples"};
 const std::vector<std::string> kRequired = {"title", "id", "name", "status", "level", "description", "references",
                                             "author", "date", "tags", "kind", "category", "role", "systems",
@@ -56,6 +56,7 @@ std::vector<lint_issue> lint(const library& lib) {
     if (!k) add("kind '" + s.kind + "' is not in kinds.tsv");
     else if (k->category != s.category) add("category should be '" + k->category + "' for kind " + s.kind);
     if (s.is_cause() && (s.priority < 1 || s.priority > 100)) add("a cause needs priority 1-100");
+    if (!s.initiator.empty() && !one_of(s.initiator, {"printing_rank", "named_rank"})) add("initiator must be printing_rank or named_rank");
     if (s.references.empty()) add("no references");
     if (s.fix.empty() || s.verify.empty() || s.confirm.empty()) add("fix, verify and confirm must not be empty");
     if (s.fingerprints.empty() && s.inferred_by.empty()) add("no fingerprints and no inferred_by rule");
