@@ -43,6 +43,8 @@ result<run> diagnose(const std::vector<std::string>& paths, const kb::library& l
   run out;
   correlate::inputs in;
   static const re2::RE2 step_re(R"((?i)\b(?:step|iteration|iter|global_step)\s*[=:]?\s*(\d+))");
+  static const re2::RE2 planned_re(R"((?i)\b(?:step|iteration|iter|batch)\w*\s*\d+\s*/\s*(\d+))");
+  static const re2::RE2 batches_re(R"(\b(\d+) batches\b)");
   std::vector<match::hit> hits;
 
   auto visit = [&](const ingest::source& src, ingest::line_reader& reader) -> bool {
@@ -101,7 +103,11 @@ result<run> diagnose(const std::vector<std::string>& paths, const kb::library& l
         if (meta.ts) act.last_ts = meta.ts;
         act.last_line = std::string(body.substr(0, 300));
         long step = 0;
-        if (re2::RE2::PartialMatch(re2::StringPiece(body.data(), body.size()), step_re, &step)) act.last_step = step;
+        re2::StringPiece bsp(body.data(), body.size());
+        if (re2::RE2::PartialMatch(bsp, step_re, &step)) act.last_step = step;
+        long planned = 0;
+        if (re2::RE2::PartialMatch(bsp, planned_re, &planned) || re2::RE2::PartialMatch(bsp, batches_re, &planned))
+          act.planned_steps = planned;
       }
       if (note.skip_match || body.empty()) continue;
       hits.clear();

@@ -43,6 +43,7 @@ struct rank_activity {
   std::optional<normalize::timestamp> last_ts;
   std::string last_line;
   std::optional<long> last_step;  ///< last "step N" / "iteration N" number seen
+  std::optional<long> planned_steps;  ///< "iter i/N", "N batches": how many steps this rank planned
 };
 
 /// A line that looks wrong (error level, "Error"/"FAILED" text) but matched no signature.

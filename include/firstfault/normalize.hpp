@@ -6,7 +6,9 @@
 // of the line, with named groups rank, local_rank, host, task, ts, level, pid. They are peeled from the
 // left repeatedly (at most kMaxLayers times); the first prefix in catalogue order wins at each layer.
 // Every prefix carries sample lines with expected fields; load() fails when a sample does not give them
-// (lnav's "sample does not match any patterns").
+// (lnav's "sample does not match any patterns"). Prefixes marked `midline: true` (c10 headers, rank
+// tags) are also looked for after a '[' in the middle of a line when nothing peels at its start: a
+// progress bar glued onto an error hides the header otherwise.
 //
 //   auto cat = ff::normalize::prefix_catalog::load(files);           // files: (name, yaml text)
 //   ff::normalize::line_meta m;
@@ -50,6 +52,7 @@ struct line_meta {
 
 struct prefix_def {
   std::string name, title, regex, ts_format;
+  bool midline = false;  ///< may also start in the middle of a line (after a tqdm bar glued on)
 };
 
 class prefix_catalog {

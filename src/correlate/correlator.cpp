@@ -121,6 +121,8 @@ diagnosis correlate(inputs in, const kb::library& lib) {
     for (auto& f : in.findings) {
       auto r = resolve(f.rank, f.local_rank);
       if (!r) r = to_int(field(f, "rank"));  // the message itself says which rank printed it
+      if (!r) r = to_int(field(f, "task"));  // Slurm task id (srun starts one task per rank)
+      if (!r) r = to_int(field(f, "tasks"));
       f.rank = r;
       std::string key = std::to_string(f.signature) + "|" + (r ? std::to_string(*r) : "-") + "|" + f.text;
       auto it = seen.find(key);
@@ -160,6 +162,12 @@ diagnosis correlate(inputs in, const kb::library& lib) {
       if (auto r = to_int(field(f, "peer_rank"))) return r;
       if (auto r = to_int(text::trim_copy(field(f, "ranks")))) return r;
       if (!field(f, "origin").empty()) return f.rank;
+    }
+    if (s.initiator == "rank_zero") return 0;
+    if (s.initiator.rfind("exit_code:", 0) == 0) {  // the worker torchelastic saw die with this code
+      int want = std::atoi(s.initiator.c_str() + 10);
+      for (const auto& e : in.exits)
+        if (e.exitcode && *e.exitcode == want && e.rank) return e.rank;
     }
     return std::nullopt;
   };
@@ -279,7 +287,9 @@ diagnosis correlate(inputs in, const kb::library& lib) {
       std::vector<const finding*> timeouts;
       for (const auto* f : syms) {
         const auto& s = sig(*f);
-        bool hang = std::find(s.tags.begin(), s.tags.end(), "symptom.hang") != s.tags.end() ||
+        // A collective/barrier timeout: a symptom in the synchronization category, or tagged as a hang.
+        bool hang = s.category == "synchronization" ||
+                    std::find(s.tags.begin(), s.tags.end(), "symptom.hang") != s.tags.end() ||
                     std::find(s.tags.begin(), s.tags.end(), "symptom.timeout") != s.tags.end();
         if (hang && f->rank) {
           timed_out.insert(*f->rank);
@@ -288,6 +298,11 @@ diagnosis correlate(inputs in, const kb::library& lib) {
       }
       for (const auto& e : in.exits)
         if (e.rank) all_ranks.insert(*e.rank);
+      for (int r : timed_out) all_ranks.insert(r);
+      // Ranks are numbered 0..world_size-1: a rank below the highest one seen exists even if it
+      // wrote nothing we can attribute.
+      if (!all_ranks.empty() && *all_ranks.rbegin() < 4096)
+        for (int r = 0; r < *all_ranks.rbegin(); ++r) all_ranks.insert(r);
       std::vector<int> absent;
       for (int r : all_ranks)
         if (!timed_out.count(r)) absent.push_back(r);
@@ -315,6 +330,32 @@ diagnosis correlate(inputs in, const kb::library& lib) {
         if (auto it = in.activity.find("r" + std::to_string(c)); it != in.activity.end())
           d.evidence_lines.push_back({"", "last line of rank " + std::to_string(c) + ": " + it->second.last_line,
                                       fmt_ts(it->second.last_ts), 0, c, std::nullopt});
+      } else if (!timed_out.empty() && absent.empty()) {
+        // (d) every rank timed out, but they planned different numbers of steps (uneven shards):
+        // the rank with the fewest left the loop first and waits elsewhere.
+        std::map<long, std::vector<int>> by_plan;
+        for (const auto& [key, act] : in.activity) {
+          int v = std::stoi(key.substr(1));
+          auto r = key[0] == 'r' ? std::optional<int>(v) : resolve(std::nullopt, v);
+          if (r && act.planned_steps) by_plan[*act.planned_steps].push_back(*r);
+        }
+        for (auto& [_, rs] : by_plan) {
+          std::sort(rs.begin(), rs.end());
+          rs.erase(std::unique(rs.begin(), rs.end()), rs.end());
+        }
+        if (by_plan.size() >= 2) {
+          root_sig = inferred(lib, "timeout_absent_rank_uneven_steps");
+          root_findings = timeouts;
+          const auto& fewest = by_plan.begin()->second;
+          if (fewest.size() == 1) {
+            init_rank = fewest[0];
+            rank_rule = "rank " + std::to_string(fewest[0]) + " planned " + std::to_string(by_plan.begin()->first) +
+                        " steps, the others " + std::to_string(by_plan.rbegin()->first) +
+                        ": it left the loop first while its peers waited in a collective";
+          } else {
+            rank_rule = "ranks planned different numbers of steps, but no single rank stands out";
+          }
+        }
       }
     }
   }

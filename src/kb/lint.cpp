@@ -56,7 +56,10 @@ std::vector<lint_issue> lint(const library& lib) {
     if (!k) add("kind '" + s.kind + "' is not in kinds.tsv");
     else if (k->category != s.category) add("category should be '" + k->category + "' for kind " + s.kind);
     if (s.is_cause() && (s.priority < 1 || s.priority > 100)) add("a cause needs priority 1-100");
-    if (!s.initiator.empty() && !one_of(s.initiator, {"printing_rank", "named_rank"})) add("initiator must be printing_rank or named_rank");
+    static const re2::RE2 exit_code_re(R"(exit_code:-?\d+)");
+    if (!s.initiator.empty() && !one_of(s.initiator, {"printing_rank", "named_rank", "rank_zero"}) &&
+        !re2::RE2::FullMatch(s.initiator, exit_code_re))
+      add("initiator must be printing_rank, named_rank, rank_zero or exit_code:N");
     if (s.references.empty()) add("no references");
     if (s.fix.empty() || s.verify.empty() || s.confirm.empty()) add("fix, verify and confirm must not be empty");
     if (s.fingerprints.empty() && s.inferred_by.empty()) add("no fingerprints and no inferred_by rule");

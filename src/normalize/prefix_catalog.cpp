@@ -3,6 +3,7 @@
 #include <re2/set.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <map>
 
 #include "firstfault/normalize.hpp"
@@ -63,6 +64,7 @@ result<prefix_catalog> prefix_catalog::load(const std::vector<std::pair<std::str
         d.title = p["title"] ? p["title"].as<std::string>() : d.name;
         d.regex = p["regex"].as<std::string>();
         d.ts_format = p["ts_format"] ? p["ts_format"].as<std::string>() : "";
+        d.midline = p["midline"] && p["midline"].as<bool>();
       } catch (const YAML::Exception& e) {
         return error{fname + ": prefix entry: " + e.what()};
       }
@@ -119,7 +121,26 @@ bool prefix_catalog::normalize(std::string_view line, line_meta& out) const {
   for (int layer = 0; layer < kMaxLayers && !out.body.empty(); ++layer) {
     re2::StringPiece rest(out.body.data(), out.body.size());
     hits.clear();
-    if (!impl_->set->Match(rest, &hits) || hits.empty()) break;
+    if (!impl_->set->Match(rest, &hits) || hits.empty()) {
+      // Nothing at the start of the line: look for a mid-line header after a '[' (first layer only).
+      if (layer > 0) break;
+      bool found = false;
+      std::size_t from = 1;
+      for (int tries = 0; tries < 16 && !found; ++tries) {
+        auto pos = out.body.find('[', from);
+        if (pos == std::string_view::npos) break;
+        from = pos + 1;
+        re2::StringPiece at(out.body.data() + pos, out.body.size() - pos);
+        hits.clear();
+        if (!impl_->set->Match(at, &hits)) continue;
+        hits.erase(std::remove_if(hits.begin(), hits.end(), [&](int h) { return !defs_[static_cast<std::size_t>(h)].midline; }), hits.end());
+        if (hits.empty()) continue;
+        out.body.remove_prefix(pos);
+        rest = at;
+        found = true;
+      }
+      if (!found) break;
+    }
     int id = *std::min_element(hits.begin(), hits.end());
     const auto& c = impl_->pats[static_cast<std::size_t>(id)];
     groups.assign(static_cast<std::size_t>(c.n_groups) + 1, re2::StringPiece());
