@@ -3,6 +3,7 @@
 
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <map>
 
 #include "firstfault/extract.hpp"
@@ -109,9 +110,17 @@ result<run> diagnose(const std::vector<std::string>& paths, const kb::library& l
         if (re2::RE2::PartialMatch(bsp, planned_re, &planned) || re2::RE2::PartialMatch(bsp, batches_re, &planned))
           act.planned_steps = planned;
       }
-      if (note.skip_match || body.empty()) continue;
+      if (body.empty()) continue;
       hits.clear();
       m.scan(body, scratch, hits);
+      if (note.skip_match) {  // inside a stack: only signatures written for stack lines count
+        hits.erase(std::remove_if(hits.begin(), hits.end(),
+                                  [&](const match::hit& h) {
+                                    return !lib.signatures[static_cast<std::size_t>(h.signature)].match_in_stack;
+                                  }),
+                   hits.end());
+        if (hits.empty()) continue;
+      }
       bool symptom_on_line = false;
       for (const auto& h : hits)
         symptom_on_line |= !lib.signatures[static_cast<std::size_t>(h.signature)].is_cause();

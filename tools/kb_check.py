@@ -8,7 +8,7 @@ Usage: tools/kb_check.py [FILES...]   (default: every kb/**/*.yaml except kb/_pr
 import re, sys, glob, os, yaml, uuid
 
 ORDER = ["title", "id", "name", "status", "level", "description", "references", "author", "date", "modified",
-         "tags", "related", "kind", "category", "role", "priority", "systems", "collateral_of", "initiator", "inferred_by",
+         "tags", "related", "kind", "category", "role", "priority", "systems", "collateral_of", "initiator", "match_in_stack", "inferred_by",
          "fingerprints", "extract", "root_cause", "fix", "fix_code", "verify", "confirm", "prevention",
          "falsepositives", "examples"]
 REQ = ["title", "id", "name", "status", "level", "description", "references", "author", "date", "tags", "kind",

@@ -40,6 +40,9 @@ struct signature {
   /// Which rank a matching line names as the initiator: "printing_rank" (the rank that wrote it),
   /// "named_rank" (the rank in the peer_rank group, or a single rank in ranks), or empty (none).
   std::string initiator;
+  /// True when the fingerprints are meant for lines inside a stack (Python source lines, frames),
+  /// which are otherwise not matched.
+  bool match_in_stack = false;
   int priority = 0;  ///< 0-100, only for role: cause
   std::vector<std::string> fingerprints, extract;
   std::string root_cause;

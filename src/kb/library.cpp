@@ -71,6 +71,7 @@ result<signature> parse_signature(const std::string& file, const std::string& te
     s.collateral_of = str_list(d["collateral_of"]);
     s.inferred_by = str(d["inferred_by"]);
     s.initiator = str(d["initiator"]);
+    s.match_in_stack = d["match_in_stack"] && d["match_in_stack"].as<bool>();
     s.fingerprints = str_list(d["fingerprints"]);
     s.extract = str_list(d["extract"]);
     s.root_cause = str(d["root_cause"]);

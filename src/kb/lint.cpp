@@ -12,7 +12,7 @@ namespace ff::kb {
 namespace {
 const std::vector<std::string> kOrder = {
     "title", "id", "name", "status", "level", "description", "references", "author", "date", "modified", "tags",
-    "related", "kind", "category", "role", "priority", "systems", "collateral_of", "initiator", "inferred_by", "fingerprints",
+    "related", "kind", "category", "role", "priority", "systems", "collateral_of", "initiator", "match_in_stack", "inferred_by", "fingerprints",
     "extract", "root_cause", "fix", "fix_code", "verify", "confirm", "prevention", "falsepositives", "examples"};
 const std::vector<std::string> kRequired = {"title", "id", "name", "status", "level", "description", "references",
                                             "author", "date", "tags", "kind", "category", "role", "systems",
