@@ -60,6 +60,7 @@ class extractor {
   bool in_tb_ = false;
   int tb_record_ = -1;
   bool after_exception_ = false;
+  bool chained_ = false;  // a "During handling..."/"direct cause" line joined the next traceback
   // C++ frames
   bool in_frames_ = false;
   // ChildFailedError block

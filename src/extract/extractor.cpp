@@ -104,7 +104,8 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
 
   // --- Python tracebacks ----------------------------------------------------------------------
   if (starts_with(t, "Traceback (most recent call last):")) {
-    if (!after_exception_ || tb_record_ < 0) tb_record_ = next_record_++;
+    if (!chained_ || tb_record_ < 0) tb_record_ = next_record_++;
+    chained_ = false;
     in_tb_ = true;
     after_exception_ = false;
     note.record = tb_record_;
@@ -134,6 +135,7 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
     if (starts_with(t, "During handling of the above exception") || starts_with(t, "The above exception was the direct cause")) {
       note.record = tb_record_;
       note.skip_match = true;
+      chained_ = true;
       return;
     }
     if (!t.empty()) after_exception_ = false;

@@ -273,6 +273,44 @@ void read_stream(reader_ctx& ctx, line_reader::byte_source& raw, source src) {
                           false});
 }
 
+bool is_compressed_name(std::string_view name) {
+  std::string n = lower(name);
+  for (auto suf : {".gz", ".zst", ".xz", ".bz2"})
+    if (ends_with(n, suf)) return true;
+  return false;
+}
+
+// A compressed member inside a bundle (node.tar!kern.log.gz): a second libarchive reader pulls its
+// bytes from the outer member, so nothing is extracted to disk.
+void read_nested(reader_ctx& ctx, line_reader::byte_source& outer, const source& src) {
+  struct pump {
+    line_reader::byte_source* outer;
+    char buf[1 << 16];
+    std::string err;
+  } p{&outer, {}, {}};
+  archive* in = archive_read_new();
+  archive_read_support_filter_all(in);
+  archive_read_support_format_raw(in);
+  auto read_cb = [](archive*, void* ud, const void** out) -> la_ssize_t {
+    auto* pp = static_cast<pump*>(ud);
+    long n = pp->outer->read(pp->buf, sizeof pp->buf, &pp->err);
+    *out = pp->buf;
+    return n < 0 ? -1 : n;
+  };
+  if (archive_read_open(in, &p, nullptr, read_cb, nullptr) != ARCHIVE_OK) {
+    const char* msg = archive_error_string(in);
+    ctx.errors.push_back({src.display, std::string("cannot decompress: ") + (msg ? msg : "unknown format")});
+    archive_read_free(in);
+    return;
+  }
+  archive_entry* e = nullptr;
+  if (archive_read_next_header(in, &e) == ARCHIVE_OK) {
+    archive_entry_source es(in, ctx.opt, 0);
+    read_stream(ctx, es, src);
+  }
+  archive_read_free(in);
+}
+
 // Opens a file or stdin through libarchive: archives are walked member by member, anything else is
 // read as one raw (possibly compressed) stream.
 void read_with_libarchive(reader_ctx& ctx, const std::string& path, bool is_stdin, std::uint64_t size) {
@@ -287,7 +325,12 @@ void read_with_libarchive(reader_ctx& ctx, const std::string& path, bool is_stdi
   int rc = is_stdin ? archive_read_open_fd(a, 0, 1 << 16) : archive_read_open_filename(a, path.c_str(), 1 << 16);
   if (rc != ARCHIVE_OK) {
     const char* msg = archive_error_string(a);
-    ctx.errors.push_back({path, msg ? msg : "cannot open"});
+    std::string m = msg ? msg : "cannot open";
+    // libarchive cannot tell an empty decompressed stream from an unknown format
+    if (m.find("Unrecognized archive format") != std::string::npos && is_compressed_name(path))
+      ctx.errors.push_back({path, "empty file", false});
+    else
+      ctx.errors.push_back({path, m});
     archive_read_free(a);
     return;
   }
@@ -316,7 +359,8 @@ void read_with_libarchive(reader_ctx& ctx, const std::string& path, bool is_stdi
     }
     any = true;
     archive_entry_source es(a, ctx.opt, size);
-    read_stream(ctx, es, src);
+    if (!raw && is_compressed_name(src.display)) read_nested(ctx, es, src);
+    else read_stream(ctx, es, src);
     if (ctx.stop || raw) break;
   }
   if (!any && rc == ARCHIVE_EOF && !is_stdin && size == 0) ctx.errors.push_back({path, "empty file", false});
@@ -324,6 +368,7 @@ void read_with_libarchive(reader_ctx& ctx, const std::string& path, bool is_stdi
 }
 
 void read_path(reader_ctx& ctx, const fs::path& p, bool explicit_arg);
+
 
 void read_dir(reader_ctx& ctx, const fs::path& dir) {
   std::vector<fs::path> entries;

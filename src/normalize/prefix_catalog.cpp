@@ -118,12 +118,14 @@ bool prefix_catalog::normalize(std::string_view line, line_meta& out) const {
   bool any = false;
   std::vector<int> hits;
   std::vector<re2::StringPiece> groups;
+  bool jumped = false;
   for (int layer = 0; layer < kMaxLayers && !out.body.empty(); ++layer) {
     re2::StringPiece rest(out.body.data(), out.body.size());
     hits.clear();
     if (!impl_->set->Match(rest, &hits) || hits.empty()) {
-      // Nothing at the start of the line: look for a mid-line header after a '[' (first layer only).
-      if (layer > 0) break;
+      // Nothing peels here: look once for a mid-line header after a '[' (a progress bar glued on).
+      if (jumped) break;
+      jumped = true;
       bool found = false;
       std::size_t from = 1;
       for (int tries = 0; tries < 16 && !found; ++tries) {

@@ -46,8 +46,22 @@ std::optional<timestamp> parse_timestamp(std::string_view format, std::string_vi
   timestamp ts;
   if (format == "iso" || format == "elastic") {
     // 2026-11-30 02:14:01,880 | 2025-11-24T03:20:21.001125857Z | 2026-09-07_13:02:58
-    if (std::sscanf(text.c_str(), "%d-%d-%d%*c%d:%d:%39[0-9.,]", &y, &mo, &d, &h, &mi, sec) < 5) return std::nullopt;
+    int consumed = 0;
+    if (std::sscanf(text.c_str(), "%d-%d-%d%*c%d:%d:%39[0-9.,]%n", &y, &mo, &d, &h, &mi, sec, &consumed) < 6) {
+      consumed = 0;
+      if (std::sscanf(text.c_str(), "%d-%d-%d%*c%d:%d%n", &y, &mo, &d, &h, &mi, &consumed) < 5) return std::nullopt;
+    }
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || seconds_field(sec) >= 61) return std::nullopt;
     ts.seconds = epoch(y, mo - 1, d, h, mi, seconds_field(sec));
+    // An explicit UTC offset (+02:00, -0700) moves the instant; "Z" or none means UTC.
+    if (consumed > 0 && static_cast<std::size_t>(consumed) < text.size()) {
+      const char* z = text.c_str() + consumed;
+      int oh = 0, om = 0;
+      if ((*z == '+' || *z == '-') && (std::sscanf(z + 1, "%2d:%2d", &oh, &om) == 2 || std::sscanf(z + 1, "%2d%2d", &oh, &om) == 2)) {
+        double off = oh * 3600.0 + om * 60.0;
+        ts.seconds += (*z == '+') ? -off : off;
+      }
+    }
     return ts;
   }
   if (format == "c10" || format == "glog") {
