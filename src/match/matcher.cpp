@@ -2,7 +2,13 @@
 #include <hs/hs.h>
 #include <re2/re2.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "firstfault/match.hpp"
 
@@ -30,6 +36,44 @@ re2::RE2::Options re2_options() {
   o.set_max_mem(64 << 20);
   return o;
 }
+// $FIRSTFAULT_CACHE_DIR, else $XDG_CACHE_HOME/firstfault, else ~/.cache/firstfault; "" disables.
+std::string cache_path(const kb::library& lib) {
+  std::string dir;
+  if (const char* d = std::getenv("FIRSTFAULT_CACHE_DIR")) dir = d;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = std::string(x) + "/firstfault";
+  else if (const char* h = std::getenv("HOME"); h && *h) dir = std::string(h) + "/.cache/firstfault";
+  if (dir.empty() || dir == "off") return "";
+  std::string ver = hs_version();
+  for (auto& c : ver)
+    if (!isalnum(static_cast<unsigned char>(c)) && c != '.') c = '_';
+  return dir + "/hs-" + lib.content_hash + "-" + ver + ".db";
+}
+
+bool load_cached(const std::string& path, hs_database_t** db) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.empty() || bytes.size() > (256u << 20)) return false;
+  // hs_deserialize_database checks the platform and version; a stale or foreign file just fails.
+  return hs_deserialize_database(bytes.data(), bytes.size(), db) == HS_SUCCESS;
+}
+
+void store_cached(const std::string& path, const hs_database_t* db) {
+  char* bytes = nullptr;
+  size_t len = 0;
+  if (hs_serialize_database(db, &bytes, &len) != HS_SUCCESS) return;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (out) out.write(bytes, static_cast<std::streamsize>(len));
+  }
+  std::filesystem::rename(tmp, path, ec);  // atomic: concurrent runs never see a partial file
+  if (ec) std::filesystem::remove(tmp, ec);
+  std::free(bytes);
+}
+
 }  // namespace
 
 std::string check_pattern(const std::string& pattern, bool need_vectorscan) {
@@ -75,6 +119,10 @@ result<matcher> matcher::compile(const kb::library& lib) {
     }
   }
   if (exprs.empty()) return m;
+  // The compiled database is cached on disk, keyed by the knowledge base's content hash and the
+  // Vectorscan version, so start-up costs a file read instead of a compile.
+  std::string cache = cache_path(lib);
+  if (!cache.empty() && load_cached(cache, &im.db)) return m;
   std::vector<const char*> cexprs;
   for (auto& e : exprs) cexprs.push_back(e.c_str());
   hs_compile_error_t* err = nullptr;
@@ -89,6 +137,7 @@ result<matcher> matcher::compile(const kb::library& lib) {
     hs_free_compile_error(err);
     return error{where + "fingerprint does not compile in Vectorscan: " + msg};
   }
+  if (!cache.empty()) store_cached(cache, im.db);
   return m;
 }
 

@@ -1,6 +1,11 @@
 // The knowledge base checks itself: lint (schema, order, patterns in both engines) and every example,
 // one test case per signature so that `ctest -R kb.torch_` works.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "firstfault/kb.hpp"
 #include "firstfault/match.hpp"
@@ -93,3 +98,38 @@ TEST(match, vectorscan_prefilter_is_confirmed_by_re2_and_extracts_fields) {
 }
 
 }  // namespace
+
+namespace {
+std::size_t watchdog_hits(const ff::match::matcher& m) {
+  ff::match::scratch s(m);
+  std::vector<ff::match::hit> hits;
+  m.scan("[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=1) ran for 2 milliseconds before timing out.", s, hits);
+  return hits.size();
+}
+}  // namespace
+
+TEST(match_cache, compiled_database_is_cached_and_a_corrupt_cache_is_ignored) {
+  auto dir = std::filesystem::temp_directory_path() / ("ff-cache-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ::setenv("FIRSTFAULT_CACHE_DIR", dir.c_str(), 1);
+  auto first = ff::match::matcher::compile(builtin());
+  ASSERT_TRUE(first);
+  std::size_t files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    EXPECT_GT(std::filesystem::file_size(e.path()), 1000u);
+  }
+  EXPECT_EQ(files, 1u);
+  auto second = ff::match::matcher::compile(builtin());  // from the cache
+  ASSERT_TRUE(second);
+  EXPECT_EQ(watchdog_hits(first.value()), watchdog_hits(second.value()));
+  EXPECT_GE(watchdog_hits(second.value()), 1u);
+  for (auto& e : std::filesystem::directory_iterator(dir)) {
+    std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << "garbage";
+  }
+  auto third = ff::match::matcher::compile(builtin());  // corrupt cache: compiles again
+  ASSERT_TRUE(third);
+  EXPECT_EQ(watchdog_hits(third.value()), watchdog_hits(first.value()));
+  ::unsetenv("FIRSTFAULT_CACHE_DIR");
+  std::filesystem::remove_all(dir);
+}
