@@ -111,6 +111,7 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
 
       extract::line_note note;
       ex.feed(meta.body, raw.line_no, note, in.exits, in.terminated);
+      if (!rank && note.rank) rank = note.rank;
 
       std::string_view body = text::trim(meta.body);
       if (!key.empty() && !body.empty()) {

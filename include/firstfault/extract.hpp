@@ -43,6 +43,7 @@ struct line_note {
   bool skip_match = false;     ///< a frame/source line inside a record; not matched
   bool exception_line = false; ///< the "XxxError: msg" line that ends a Python traceback
   int record = -1;             ///< record id within this stream, -1 for a plain line
+  std::optional<int> rank;     ///< rank of the ChildFailedError entry this line belongs to
 };
 
 class extractor {

@@ -175,7 +175,11 @@ diagnosis correlate(inputs in, const kb::library& lib) {
     for (const auto* f : list)
       if (auto c = initiator_of(*f)) {
         init_rank = c;
-        rank_rule = "named by: \"" + f->text.substr(0, 160) + "\"" + (f->rank ? " (printed by rank " + std::to_string(*f->rank) + ")" : "");
+        const auto& how = sig(*f).initiator;
+        if (how == "printing_rank") rank_rule = "the rank that printed: \"" + f->text.substr(0, 160) + "\"";
+        else if (how == "rank_zero") rank_rule = "this failure is rank 0's own work (" + sig(*f).title + ")";
+        else if (how.rfind("exit_code:", 0) == 0) rank_rule = "the worker torchelastic reported with exit code " + how.substr(10);
+        else rank_rule = "named in: \"" + f->text.substr(0, 160) + "\"" + (f->rank ? " (printed by rank " + std::to_string(*f->rank) + ")" : "");
         return true;
       }
     return false;

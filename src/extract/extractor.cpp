@@ -55,6 +55,7 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
       if (re2::RE2::PartialMatch(sp, rank_re, &a, &b)) { entry_->rank = a; entry_->local_rank = b; note.skip_match = true; return; }
       if (re2::RE2::PartialMatch(sp, exit_re, &a, &b)) { entry_->exitcode = a; entry_->pid = b; note.skip_match = true; return; }
       if (re2::RE2::PartialMatch(sp, sig_re, &s1)) entry_->signal = s1;
+      note.rank = entry_->rank;  // e.g. "traceback : Signal 9 (SIGKILL) received by PID ..." of this entry
     }
     if (starts_with(t, "=====") && block_ != block::header) {
       flush_entry(exits);
