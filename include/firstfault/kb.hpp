@@ -36,6 +36,7 @@ struct signature {
   int line_of_name = 0;
   std::string title, id, name, status, level, description, author, date;
   std::vector<std::string> references, tags, systems, collateral_of;
+  std::vector<std::string> related;  ///< names (or ids) of related signatures: a declared co-match is not a collision
   std::string kind, category, role, inferred_by;
   /// Which rank a matching line names as the initiator: "printing_rank" (the rank that wrote it),
   /// "named_rank" (the rank in the peer_rank group, or a single rank in ranks), or empty (none).
@@ -70,6 +71,7 @@ class library {
   std::vector<signature> signatures;
   std::vector<kind_info> kinds;
   std::vector<std::pair<std::string, std::string>> prefix_files;  ///< (name, yaml text)
+  std::vector<std::pair<std::string, std::string>> encyclopedia_files;  ///< kb/_encyclopedia/*.yaml
   std::string content_hash;  ///< FNV-1a over all loaded texts, hex (cache key for compiled databases)
 
   const signature* find(std::string_view name) const;

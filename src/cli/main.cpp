@@ -4,8 +4,11 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
+#include "firstfault/encyclopedia.hpp"
 #include "firstfault/kb.hpp"
 #include "firstfault/pipeline.hpp"
 #include "firstfault/report.hpp"
@@ -73,7 +76,9 @@ int main(int argc, char** argv) {
   auto* kb = app.add_subcommand("kb", "inspect and check the knowledge base");
   kb->require_subcommand(1);
   auto* kb_lint = kb->add_subcommand("lint", "check every signature's schema and patterns");
-  auto* kb_test = kb->add_subcommand("test", "run every signature's examples");
+  auto* kb_test = kb->add_subcommand("test", "run every signature's examples (and check healthy baselines)");
+  std::vector<std::string> healthy_dirs;
+  kb_test->add_option("--healthy", healthy_dirs, "logs of healthy runs: any cause finding in them fails");
   auto* kb_list = kb->add_subcommand("list", "list signatures");
   std::string list_format = "text";
   kb_list->add_option("--format", list_format, "text | json")->check(CLI::IsMember({"text", "json"}));
@@ -85,7 +90,10 @@ int main(int argc, char** argv) {
   kb_search->add_option("query", search_q)->required();
   auto* kb_export = kb->add_subcommand("export", "export the knowledge base");
   bool export_patterns = false;
+  std::string export_format, export_dir;
   kb_export->add_flag("--patterns", export_patterns, "one fingerprint regex per line (for grep -E -f / rg -f)");
+  kb_export->add_option("--format", export_format, "markdown | html: write the encyclopedia")->check(CLI::IsMember({"markdown", "html"}));
+  kb_export->add_option("dir", export_dir, "output directory for --format");
   for (auto* c : {kb_lint, kb_test, kb_list, kb_show, kb_search, kb_export})
     c->add_option("--kb", kb_dirs, "extra directory of signature files")->check(CLI::ExistingDirectory);
 
@@ -132,6 +140,16 @@ int main(int argc, char** argv) {
   }
   if (kb_test->parsed()) {
     auto fails = ff::kb::test_examples(L);
+    for (const auto& dir : healthy_dirs) {  // Sigma's goodlog test: healthy logs give no finding
+      auto run = ff::pipeline::diagnose({dir}, L, {});
+      if (!run) {
+        fails.push_back({"(healthy)", run.error().message});
+        continue;
+      }
+      if (run.value().diag.verdict != "healthy")
+        fails.push_back({run.value().diag.signature.empty() ? "(healthy)" : run.value().diag.signature,
+                         dir + " is a healthy baseline but gives verdict " + run.value().diag.verdict});
+    }
     for (const auto& f : fails) std::printf("FAIL %s: %s\n", f.name.c_str(), f.message.c_str());
     std::size_t n = 0;
     for (const auto& s : L.signatures) n += s.positive.size() + s.negative.size();
@@ -183,8 +201,29 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (kb_export->parsed()) {
+    if (!export_format.empty()) {
+      if (export_dir.empty()) {
+        std::fprintf(stderr, "firstfault: kb export --format %s needs an output directory\n", export_format.c_str());
+        return kExitUsage;
+      }
+      auto pages = ff::encyclopedia::render_site(L, export_format == "html" ? ff::encyclopedia::format::html
+                                                                          : ff::encyclopedia::format::markdown);
+      for (const auto& p : pages) {
+        std::filesystem::path out = std::filesystem::path(export_dir) / p.path;
+        std::error_code ec;
+        std::filesystem::create_directories(out.parent_path(), ec);
+        std::ofstream f(out, std::ios::binary);
+        if (!f || !(f << p.content)) {
+          std::fprintf(stderr, "firstfault: %s: cannot write\n", out.string().c_str());
+          return kExitUsage;
+        }
+      }
+      std::printf("wrote %zu pages to %s (open %s/index.%s)\n", pages.size(), export_dir.c_str(), export_dir.c_str(),
+                  export_format == "html" ? "html" : "md");
+      return 0;
+    }
     if (!export_patterns) {
-      std::fprintf(stderr, "firstfault: kb export needs --patterns\n");
+      std::fprintf(stderr, "firstfault: kb export needs --patterns or --format markdown|html DIR\n");
       return kExitUsage;
     }
     for (const auto& s : L.signatures)

@@ -63,6 +63,12 @@ result<signature> parse_signature(const std::string& file, const std::string& te
     s.author = str(d["author"]);
     s.date = str(d["date"]);
     s.tags = str_list(d["tags"]);
+    if (d["related"])
+      for (const auto& r : d["related"]) {
+        if (r.IsScalar()) s.related.push_back(r.as<std::string>());
+        else if (r["name"]) s.related.push_back(r["name"].as<std::string>());
+        else if (r["id"]) s.related.push_back(r["id"].as<std::string>());
+      }
     s.kind = str(d["kind"]);
     s.category = str(d["category"]);
     s.role = str(d["role"]);
@@ -124,6 +130,10 @@ result<library> library::from_files(const std::vector<std::pair<std::string, std
       }
       continue;
     }
+    if (name.find("_encyclopedia/") != std::string::npos) {
+      lib.encyclopedia_files.emplace_back(name, text);
+      continue;
+    }
     if (name.find("_prefixes/") != std::string::npos) {
       lib.prefix_files.emplace_back(name, text);
       continue;
@@ -161,7 +171,10 @@ result<library> library::load(bool builtin, const std::vector<std::string>& extr
       std::ostringstream ss;
       ss << in.rdbuf();
       auto rel = fs::relative(p, dir).string();
-      files.emplace_back(rel.rfind("_prefixes/", 0) == 0 ? "_prefixes/" + p.string() : p.string(), ss.str());
+      std::string key = p.string();
+      if (rel.rfind("_prefixes/", 0) == 0) key = "_prefixes/" + key;
+      if (rel.rfind("_encyclopedia/", 0) == 0) key = "_encyclopedia/" + key;
+      files.emplace_back(key, ss.str());
     }
   }
   return from_files(files);

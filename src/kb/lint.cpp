@@ -113,6 +113,23 @@ std::vector<example_failure> test_examples(const library& lib) {
         if (got != v) out.push_back({sig.name, "expected " + k + "='" + v + "', got '" + got + "' in: " + ex.line});
       }
     }
+    // Collisions (lnav's format collision check): another cause of a different kind that matches this
+    // example and would win (priority >= ours) must be declared in `related`.
+    if (sig.is_cause() && sig.priority > 10)  // a catch-all is generic by design
+      for (const auto& ex : sig.positive) {
+        hits.clear();
+        m.value().scan(ex.line, s, hits);
+        for (const auto& h : hits) {
+          const auto& o = lib.signatures[static_cast<std::size_t>(h.signature)];
+          if (h.signature == static_cast<int>(i) || !o.is_cause() || o.kind == sig.kind || o.priority < sig.priority) continue;
+          if (std::find(sig.related.begin(), sig.related.end(), o.name) != sig.related.end() ||
+              std::find(o.related.begin(), o.related.end(), sig.name) != o.related.end())
+            continue;
+          out.push_back({sig.name, "example also matches " + o.name + " (" + o.kind + ", priority " +
+                                       std::to_string(o.priority) + " >= " + std::to_string(sig.priority) +
+                                       "), which would win; narrow one of them or declare it in related: " + ex.line});
+        }
+      }
     for (const auto& ex : sig.negative) {
       hits.clear();
       m.value().scan(ex.line, s, hits);

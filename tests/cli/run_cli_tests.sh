@@ -102,6 +102,28 @@ check "explain by name" has "$out" "CUDA out of memory"
 run kb export --patterns
 check "export patterns" has "$out" "Watchdog caught collective operation timeout"
 
+# the encyclopedia on disk: every local link of every page opens a file that exists
+run kb export --format html "$tmp/site"
+check "kb export html" test -f "$tmp/site/index.html" -a -f "$tmp/site/nccl.html" -a -f "$tmp/site/entries/cuda_oom.html"
+check "every exported link resolves on disk" /usr/bin/python3 - "$tmp/site" <<'PY'
+import re, sys, pathlib
+root = pathlib.Path(sys.argv[1]); bad = 0; n = 0
+for page in root.rglob("*.html"):
+    for href in re.findall(r'href="([^"#]*)[^"]*"', page.read_text()):
+        if href.startswith("http") or not href: continue
+        n += 1
+        if not (page.parent / href).resolve().is_file(): print("broken:", page, href); bad += 1
+sys.exit(1 if bad or n < 200 else 0)
+PY
+run kb export --format markdown "$tmp/md"
+check "kb export markdown" test -f "$tmp/md/index.md" -a -f "$tmp/md/entries/cuda_oom.md"
+run kb list --format json
+check "every entry has examples, fix, verify and references" /usr/bin/python3 -c 'import json,sys; l=json.load(open(sys.argv[1])); sys.exit(0 if all(e["examples"]>0 and e["fix"] and e["verify"] and e["references"] for e in l) else 1)' "$tmp/out"
+run kb test --healthy "$CORPUS/run-healthy/logs" "$CORPUS/fx-gpud-kmsg-healthy/logs" "$CORPUS/fx-dlrover-atorch-training-events-healthy/logs"
+check "kb test with healthy baselines" test "$rc" -eq 0
+run kb test --healthy "$CORPUS/gh-funasr-2006/logs"
+check "kb test fails when a 'healthy' baseline has a finding" test "$rc" -eq 1
+
 # usage errors exit 2
 run diagnose
 check "usage error exits 2" test "$rc" -eq 2
