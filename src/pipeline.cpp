@@ -64,7 +64,6 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
   std::vector<match::hit> hits;
 
   auto visit = [&](const ingest::source& src, ingest::line_reader& reader) -> bool {
-    out.any_readable = true;
     extract::extractor ex(src.display);
     std::map<std::string, normalize::timestamp> last_ts;  // per rank key within this stream
     std::optional<normalize::timestamp> stream_ts;
@@ -169,6 +168,7 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
                                      contains(body, "core dumped")});
     }
     st.bytes = reader.bytes_read();
+    if (st.lines > 0) out.any_readable = true;
     out.total_lines += st.lines;
     out.total_bytes += st.bytes;
     out.inputs.push_back(std::move(st));
@@ -176,6 +176,10 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
   };
   out.errors = ingest::read_inputs(paths, opt.ingest, visit);
   out.diag = correlate::correlate(std::move(in), lib);
+  if (!out.any_readable) {  // nothing was read: never call that healthy
+    out.diag.verdict = "undetermined";
+    out.diag.initiating_rule = "no input could be read";
+  }
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "firstfault/encyclopedia.hpp"
 #include "firstfault/kb.hpp"
@@ -42,7 +43,11 @@ void print_signature(const ff::kb::signature& s) {
   };
   list("Fingerprints:", s.fingerprints, "");
   list("Fix:", s.fix, "- ");
-  for (const auto& c : s.fix_code) std::cout << "  [" << c.stack << "]\n" << c.code << "\n";
+  for (const auto& c : s.fix_code) {
+    std::cout << "  [" << c.stack << "]\n";
+    std::istringstream code(c.code);
+    for (std::string l; std::getline(code, l);) std::cout << "    " << l << "\n";
+  }
   list("Verify:", s.verify, "$ ");
   list("Confirm:", s.confirm, "[ ] ");
   list("Prevention:", s.prevention, "- ");
@@ -190,13 +195,22 @@ int main(int argc, char** argv) {
       print_signature(*s);
       return 0;
     }
-    bool any = false;
-    for (const auto& s : L.signatures)
-      if (s.kind == n) {
-        print_signature(s);
-        any = true;
+    if (const auto* k = L.kind(n)) {  // a failure kind: its meaning, then its signatures, strongest cause first
+      std::vector<const ff::kb::signature*> of_kind;
+      for (const auto& s : L.signatures)
+        if (s.kind == n) of_kind.push_back(&s);
+      std::stable_sort(of_kind.begin(), of_kind.end(), [](auto* a, auto* b) {
+        return a->is_cause() != b->is_cause() ? a->is_cause() : a->priority > b->priority;
+      });
+      std::cout << "kind " << k->kind << " (" << k->category << ")\n  " << k->meaning << "\n\n";
+      std::cout << "Signatures of this kind:\n";
+      for (const auto* s : of_kind) std::printf("  %-48s %-8s %s\n", s->name.c_str(), s->role.c_str(), s->title.c_str());
+      if (!of_kind.empty()) {
+        std::cout << "\n";
+        print_signature(*of_kind.front());
       }
-    if (any) return 0;
+      return 0;
+    }
     std::fprintf(stderr, "firstfault: no signature or kind named '%s' (try: firstfault kb search WORD)\n", n.c_str());
     return kExitUsage;
   }

@@ -22,14 +22,15 @@ std::string fmt_ts(const std::optional<timestamp>& ts) {
     std::snprintf(b, sizeof b, "+%.3fs since boot", ts->seconds);
     return b;
   }
-  std::time_t t = static_cast<std::time_t>(ts->seconds);
+  long long ms_total = std::llround(ts->seconds * 1000.0);  // round: 07,257 parses as 7.2569999...
+  std::time_t t = static_cast<std::time_t>(ms_total / 1000);
   std::tm tm{};
   gmtime_r(&t, &tm);
   char b[48];
   if (ts->has_date) std::strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S", &tm);
   else std::strftime(b, sizeof b, "%m-%d %H:%M:%S", &tm);
   char ms[16];
-  std::snprintf(ms, sizeof ms, ".%03d", static_cast<int>(std::fmod(ts->seconds, 1.0) * 1000));
+  std::snprintf(ms, sizeof ms, ".%03d", static_cast<int>(ms_total % 1000));
   return std::string(b) + ms;
 }
 
@@ -404,19 +405,19 @@ diagnosis correlate(inputs in, const kb::library& lib) {
     if (!d.initiating_host && lead->host && (!init_rank || lead->rank == init_rank)) d.initiating_host = lead->host;
     // summary from the template
     d.summary = text::fill_template(root_sig->root_cause, [&](const std::string& name) -> std::string {
-      if (name == "rank") return init_rank ? std::to_string(*init_rank) : (lead->rank ? std::to_string(*lead->rank) : "?");
-      if (name == "host") return d.initiating_host.value_or(lead->host.value_or("?"));
+      if (name == "rank") return init_rank ? std::to_string(*init_rank) : (lead->rank ? std::to_string(*lead->rank) : "(unknown)");
+      if (name == "host") return d.initiating_host.value_or(lead->host.value_or("(unknown host)"));
       if (name == "ts") return fmt_ts(lead->ts);
       auto v = field(*lead, name);
       if (v.empty())
         for (const auto* f : ev)
           if (!(v = field(*f, name)).empty()) break;
-      return v.empty() ? "?" : v;
+      return v.empty() ? "(unknown)" : v;
     });
   } else if (root_sig) {
     d.summary = text::fill_template(root_sig->root_cause, [&](const std::string& name) -> std::string {
-      if (name == "rank") return init_rank ? std::to_string(*init_rank) : "?";
-      return "?";
+      if (name == "rank") return init_rank ? std::to_string(*init_rank) : "(unknown)";
+      return "(unknown)";
     });
   }
   // confidence
@@ -444,7 +445,7 @@ diagnosis correlate(inputs in, const kb::library& lib) {
       g.role = s.role;
       g.example = to_evidence(f, f.rank);
     }
-    ++g.count;
+    g.count += 1 + f.duplicates;  // every matching line, repeats across files and processes included
     if (f.rank) g.ranks.push_back(*f.rank);
   }
   for (auto& [_, g] : groups) {

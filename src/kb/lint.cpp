@@ -43,6 +43,8 @@ std::vector<lint_issue> lint(const library& lib) {
     for (const auto& r : kRequired)
       if (std::find(s.field_order.begin(), s.field_order.end(), r) == s.field_order.end()) add("missing field '" + r + "'");
     if (!re2::RE2::FullMatch(s.name, name_re)) add("name must match [a-z0-9_]{8,64}");
+    static const re2::RE2 area_re("(?:nccl|torch|cuda|xid|gpu|host|slurm|k8s|storage|data|train|launch|ds|hf|py|megatron)_.*");
+    if (!re2::RE2::FullMatch(s.name, area_re)) add("name must start with an area prefix (docs/signatures.md)");
     auto stem = s.file.substr(s.file.find_last_of('/') + 1);
     stem = stem.substr(0, stem.find('.'));
     if (stem != s.name) add("name differs from the file stem '" + stem + "'");

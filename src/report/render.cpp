@@ -95,6 +95,11 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
   paint p{st.color};
   std::string o;
   auto line = [&](const std::string& s) { o += s + "\n"; };
+  if (!r.any_readable) {
+    line(p("1;33", "verdict: undetermined") + " - nothing could be read from the inputs");
+    for (const auto& e : r.errors) line(p("33", "note: ") + e.path + ": " + e.reason);
+    return o;
+  }
   if (d.verdict == "healthy") {
     line(p("1;32", "verdict: healthy") + " - no failure signature matched and no error stands out");
     line(fmt::format("read {} lines from {} input(s)", r.total_lines, r.inputs.size()));
@@ -218,7 +223,13 @@ std::string to_markdown(const pipeline::run& r) {
     line("");
     line("### Fix");
     for (const auto& f : d.fix) line("- " + f);
-    for (const auto& c : d.fix_code) line("\n```" + (c.stack == "pytorch" || c.stack == "hf-trainer" || c.stack == "megatron" ? std::string("python") : c.stack == "deepspeed" ? "json" : "sh") + "\n" + c.code + "\n```");
+    for (const auto& c : d.fix_code) {
+      std::string code = c.code;
+      while (!code.empty() && code.back() == '\n') code.pop_back();
+      std::string lang = c.stack == "pytorch" || c.stack == "hf-trainer" || c.stack == "megatron" ? "python"
+                         : c.stack == "deepspeed" ? "json" : "sh";
+      line("\n" + c.stack + ":\n```" + lang + "\n" + code + "\n```");
+    }
     line("");
     line("### Verify");
     for (const auto& v : d.verify) line("- " + code_span(v));

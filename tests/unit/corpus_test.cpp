@@ -66,7 +66,9 @@ TEST_P(corpus_case, matches_approved_diagnosis) {
   EXPECT_EQ(sig, a["signature"]);
   EXPECT_EQ(got["initiating_rank"], a["initiating_rank"]);
   EXPECT_EQ(got["schema"], "firstfault.report/v1");
-  if (got["verdict"] == "failure") EXPECT_FALSE(got["root_cause"]["evidence"].empty());
+  if (got["verdict"] == "failure") {
+    EXPECT_FALSE(got["root_cause"]["evidence"].empty());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(corpus, corpus_case, ::testing::ValuesIn(cases()),
