@@ -55,6 +55,8 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
   const auto& cat = eng.prefixes;
   const auto& m = eng.matcher;
   match::scratch scratch(m);
+  mask::masker masker(opt.mask);
+  if (auto st = masker.check(); !st) return st.error();
 
   run out;
   correlate::inputs in;
@@ -63,7 +65,9 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
   static const re2::RE2 batches_re(R"(\b(\d+) batches\b)");
   std::vector<match::hit> hits;
 
-  auto visit = [&](const ingest::source& src, ingest::line_reader& reader) -> bool {
+  auto visit = [&](const ingest::source& raw_src, ingest::line_reader& reader) -> bool {
+    ingest::source src = raw_src;
+    src.display = masker.apply_path(src.display);  // user names in home paths
     extract::extractor ex(src.display);
     std::map<std::string, normalize::timestamp> last_ts;  // per rank key within this stream
     std::optional<normalize::timestamp> stream_ts;
@@ -74,7 +78,8 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
     input_stats st{src.display};
     while (reader.next(raw)) {
       ++st.lines;
-      std::string clean = text::sanitize(raw.text);
+      // Masking happens here, before anything else sees the line: no output can carry the raw value.
+      std::string clean = masker.apply(text::sanitize(raw.text));
       normalize::line_meta meta;
       cat.normalize(clean, meta);
       // Attribution: the line's own prefixes first, then the path's hints. Never invented.
@@ -174,7 +179,11 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
     out.inputs.push_back(std::move(st));
     return true;
   };
+  in.max_suspicious_shown = opt.max_suspicious_shown;
   out.errors = ingest::read_inputs(paths, opt.ingest, visit);
+  for (auto& e : out.errors) e.path = masker.apply_path(text::sanitize(e.path));
+  out.masked = masker.enabled();
+  out.mask_counts = masker.counts();
   out.diag = correlate::correlate(std::move(in), lib);
   if (!out.any_readable) {  // nothing was read: never call that healthy
     out.diag.verdict = "undetermined";

@@ -99,6 +99,7 @@ struct inputs {
   std::vector<suspicious_line> suspicious;
   std::map<int, int> local_to_rank;  ///< learnt from lines that carry both
   std::set<std::string> hosts;       ///< hosts seen in prefixes and paths
+  std::size_t max_suspicious_shown = 40;  ///< lines that look wrong, kept in the report at most
 };
 
 /// Decides the diagnosis. Pure: no I/O.

@@ -7,12 +7,14 @@
 //   render(run.value().diag);            // run.value().errors lists unreadable inputs
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "firstfault/correlate.hpp"
 #include "firstfault/ingest.hpp"
 #include "firstfault/kb.hpp"
+#include "firstfault/mask.hpp"
 #include "firstfault/match.hpp"
 #include "firstfault/normalize.hpp"
 #include "firstfault/result.hpp"
@@ -21,7 +23,9 @@ namespace ff::pipeline {
 
 struct options {
   ingest::options ingest;
-  std::size_t max_suspicious = 200;  ///< unmatched error-looking lines kept for "undetermined"
+  mask::options mask;                ///< masking at ingest (on by default)
+  std::size_t max_suspicious = 200;  ///< unmatched error-looking lines collected
+  std::size_t max_suspicious_shown = 40;  ///< of those, shown in the report
 };
 
 struct input_stats {
@@ -35,6 +39,8 @@ struct run {
   std::vector<input_stats> inputs;
   std::uint64_t total_lines = 0, total_bytes = 0;
   bool any_readable = false;
+  bool masked = true;                             ///< masking was on
+  std::map<std::string, std::size_t> mask_counts; ///< replacements per kind (never the values)
 };
 
 /// The compiled form of a library: the prefix catalogue and the matcher. Build once, diagnose many.

@@ -21,6 +21,8 @@ struct terminal_style {
 std::string to_terminal(const pipeline::run& r, const terminal_style& style);
 nlohmann::json to_json(const pipeline::run& r);
 std::string to_markdown(const pipeline::run& r);
+/// A self-contained HTML page (inline CSS, every log text escaped).
+std::string to_html(const pipeline::run& r);
 
 /// Exit status for a run: 0 healthy, 1 failure, 3 undetermined, 2 nothing readable.
 int exit_code(const pipeline::run& r);

@@ -72,10 +72,16 @@ int main(int argc, char** argv) {
   std::string format = "text", color = "auto";
   std::size_t max_line_kib = 1024;
   diag->add_option("paths", paths, "log files, directories, archives, or - for stdin")->required();
-  diag->add_option("--format,-f", format, "text | json | markdown")->check(CLI::IsMember({"text", "json", "markdown"}));
+  diag->add_option("--format,-f", format, "text | json | markdown | html")->check(CLI::IsMember({"text", "json", "markdown", "html"}));
   diag->add_option("--color", color, "auto | always | never")->check(CLI::IsMember({"auto", "always", "never"}));
   diag->add_option("--max-line-kib", max_line_kib, "cut lines longer than this (KiB)");
   diag->add_option("--kb", kb_dirs, "extra directory of signature files (repeatable)")->check(CLI::ExistingDirectory);
+  bool no_mask = false;
+  std::vector<std::string> mask_rules;
+  std::string mask_config;
+  diag->add_flag("--no-mask", no_mask, "do not mask addresses, host names, user names and secrets");
+  diag->add_option("--mask-rule", mask_rules, "extra RE2 pattern to mask (repeatable; group 1 if present)");
+  diag->add_option("--mask-config", mask_config, "team masking config (YAML: enabled, rules, keep_hosts)");
 
   // kb
   auto* kb = app.add_subcommand("kb", "inspect and check the knowledge base");
@@ -122,6 +128,22 @@ int main(int argc, char** argv) {
   if (diag->parsed()) {
     ff::pipeline::options opt;
     opt.ingest.max_line_bytes = max_line_kib << 10;
+    if (mask_config.empty()) {  // a team config in the usual place, if there is one
+      const char* xdg = std::getenv("XDG_CONFIG_HOME");
+      const char* home = std::getenv("HOME");
+      std::string def = xdg && *xdg ? std::string(xdg) + "/firstfault/mask.yaml" : home ? std::string(home) + "/.config/firstfault/mask.yaml" : "";
+      if (!def.empty() && std::filesystem::exists(def)) mask_config = def;
+    }
+    if (!mask_config.empty()) {
+      auto mo = ff::mask::load_config(mask_config, opt.mask);
+      if (!mo) {
+        std::fprintf(stderr, "firstfault: %s\n", mo.error().message.c_str());
+        return kExitUsage;
+      }
+      opt.mask = mo.value();
+    }
+    for (const auto& r : mask_rules) opt.mask.extra.push_back({"custom", r});
+    if (no_mask) opt.mask.enabled = false;
     auto run = ff::pipeline::diagnose(paths, L, opt);
     if (!run) {
       std::fprintf(stderr, "firstfault: %s\n", run.error().message.c_str());
@@ -132,6 +154,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "firstfault: %s: %s\n", ff::text::sanitize(e.path).c_str(), e.reason.c_str());
     if (format == "json") std::cout << ff::report::to_json(r).dump(2) << "\n";
     else if (format == "markdown") std::cout << ff::report::to_markdown(r);
+    else if (format == "html") std::cout << ff::report::to_html(r);
     else std::cout << ff::report::to_terminal(r, {use_color(color)});
     if (!r.any_readable) std::fprintf(stderr, "firstfault: nothing readable in the inputs\n");
     return ff::report::exit_code(r);

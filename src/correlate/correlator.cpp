@@ -468,8 +468,8 @@ diagnosis correlate(inputs in, const kb::library& lib) {
     for (auto& s : in.suspicious)
       if (s.strong) d.suspicious.push_back(s);
     for (auto& s : in.suspicious)
-      if (!s.strong && d.suspicious.size() < 40) d.suspicious.push_back(s);
-    if (d.suspicious.size() > 40) d.suspicious.resize(40);
+      if (!s.strong && d.suspicious.size() < in.max_suspicious_shown) d.suspicious.push_back(s);
+    if (d.suspicious.size() > in.max_suspicious_shown) d.suspicious.resize(in.max_suspicious_shown);
   }
   return d;
 }

@@ -109,7 +109,9 @@ std::vector<example_failure> test_examples(const library& lib) {
         out.push_back({sig.name, "positive example does not match: " + ex.line});
         continue;
       }
-      for (const auto& [k, v] : ex.expect) {
+      for (const auto& kv_expect : ex.expect) {
+        const std::string& k = kv_expect.first;
+        const std::string& v = kv_expect.second;
         auto f = std::find_if(it->captured.begin(), it->captured.end(), [&](auto& kv) { return kv.first == k; });
         std::string got = f == it->captured.end() ? "<none>" : f->second;
         if (got != v) out.push_back({sig.name, "expected " + k + "='" + v + "', got '" + got + "' in: " + ex.line});

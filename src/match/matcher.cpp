@@ -160,7 +160,9 @@ fields matcher::extract(int signature, std::string_view body) const {
     int n = re->NumberOfCapturingGroups();
     std::vector<re2::StringPiece> g(static_cast<std::size_t>(n) + 1);
     if (!re->Match(sp, 0, sp.size(), re2::RE2::UNANCHORED, g.data(), n + 1)) continue;
-    for (const auto& [name, idx] : re->NamedCapturingGroups()) {
+    for (const auto& group : re->NamedCapturingGroups()) {
+      const std::string& name = group.first;
+      const int idx = group.second;
       const auto& v = g[static_cast<std::size_t>(idx)];
       if (v.data() == nullptr) continue;
       bool have = std::any_of(out.begin(), out.end(), [&](const auto& kv) { return kv.first == name; });

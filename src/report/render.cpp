@@ -37,7 +37,70 @@ nlohmann::json ev_json(const correlate::evidence& e) {
   return j;
 }
 
+std::string mask_summary(const pipeline::run& r) {
+  if (!r.masked) return "masking: off (--no-mask)";
+  if (r.mask_counts.empty()) return "masking: on, nothing to mask";
+  std::string s = "masked:";
+  for (const auto& [k, n] : r.mask_counts) s += fmt::format(" {} {},", n, k);
+  s.pop_back();
+  return s + " (values never shown; --no-mask to turn off)";
+}
+
 }  // namespace
+
+std::string to_html(const pipeline::run& r) {
+  auto esc = [](const std::string& s) {
+    std::string o;
+    for (char c : s) {
+      if (c == '<') o += "&lt;";
+      else if (c == '>') o += "&gt;";
+      else if (c == '&') o += "&amp;";
+      else if (c == '"') o += "&quot;";
+      else o += c;
+    }
+    return o;
+  };
+  const auto& d = r.diag;
+  std::string o = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>firstfault: " + esc(d.verdict) +
+                  "</title><style>body{font-family:system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem}"
+                  "pre{background:#f4f4f4;padding:.5rem;white-space:pre-wrap}td,th{border:1px solid #ccc;padding:.3rem}"
+                  "table{border-collapse:collapse}</style></head><body>\n";
+  o += "<h1>firstfault: " + esc(d.verdict) + (d.verdict == "failure" ? " &mdash; " + esc(d.title) : "") + "</h1>\n";
+  if (d.verdict == "failure")
+    o += "<p><b>Kind:</b> " + esc(d.kind) + " (" + esc(d.category) + "), confidence " + esc(d.confidence) + "<br><b>Root cause:</b> " + esc(d.summary) + "</p>\n";
+  o += "<p><b>First failing rank:</b> " + (d.initiating_rank ? std::to_string(*d.initiating_rank) : std::string("unknown")) +
+       (d.initiating_host ? " on " + esc(*d.initiating_host) : "") + " <i>(" + esc(d.initiating_rule) + ")</i></p>\n";
+  if (!d.evidence_lines.empty()) {
+    o += "<h2>Evidence</h2><pre>";
+    for (const auto& e : d.evidence_lines) o += esc(where(e)) + "\n    " + esc(e.text) + "\n";
+    o += "</pre>\n";
+  }
+  if (!d.collateral.empty()) {
+    o += "<h2>Collateral</h2><table><tr><th>ranks</th><th>error</th><th>count</th><th>why</th><th>example</th></tr>\n";
+    for (const auto& g : d.collateral)
+      o += "<tr><td>" + esc(g.ranks.empty() ? "-" : text::rank_ranges(g.ranks)) + "</td><td>" + esc(g.title) + "</td><td>" +
+           std::to_string(g.count) + "</td><td>" + esc(g.explanation) + "</td><td><code>" + esc(g.example.text) + "</code></td></tr>\n";
+    o += "</table>\n";
+  }
+  if (d.verdict == "failure") {
+    o += "<h2>Fix</h2><ul>";
+    for (const auto& f : d.fix) o += "<li>" + esc(f) + "</li>";
+    o += "</ul>\n";
+    for (const auto& c : d.fix_code) o += "<p>" + esc(c.stack) + ":</p><pre>" + esc(c.code) + "</pre>\n";
+    o += "<h2>Verify</h2><ul>";
+    for (const auto& v : d.verify) o += "<li><code>" + esc(v) + "</code></li>";
+    o += "</ul>\n<h2>Confirm</h2><ul>";
+    for (const auto& c : d.confirm) o += "<li>" + esc(c) + "</li>";
+    o += "</ul>\n";
+  }
+  if (!d.suspicious.empty()) {
+    o += "<h2>Lines that look wrong</h2><pre>";
+    for (const auto& s : d.suspicious) o += esc(s.source + ":" + std::to_string(s.line_no) + " " + s.text) + "\n";
+    o += "</pre>\n";
+  }
+  o += "<p><small>" + esc(mask_summary(r)) + "</small></p></body></html>\n";
+  return o;
+}
 
 int exit_code(const pipeline::run& r) {
   if (!r.any_readable) return 2;
@@ -87,6 +150,7 @@ nlohmann::json to_json(const pipeline::run& r) {
   for (const auto& e : r.errors)
     j["input_errors"].push_back({{"path", e.path}, {"reason", e.reason}, {"skipped", e.fatal_for_input}});
   j["stats"] = {{"lines", r.total_lines}, {"bytes", r.total_bytes}};
+  j["masking"] = {{"enabled", r.masked}, {"counts", r.mask_counts}};
   return j;
 }
 
@@ -184,6 +248,7 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
   }
   line("");
   line(fmt::format("read {} lines ({} bytes) from {} input(s)", r.total_lines, r.total_bytes, r.inputs.size()));
+  line(mask_summary(r));
   return o;
 }
 
@@ -244,6 +309,8 @@ std::string to_markdown(const pipeline::run& r) {
     for (const auto& s : d.suspicious) line(s.source + ":" + std::to_string(s.line_no) + " " + clip(s.text, 300));
     line("```");
   }
+  line("");
+  line("_" + mask_summary(r) + "_");
   return o;
 }
 

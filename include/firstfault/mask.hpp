@@ -1,0 +1,61 @@
+// firstfault/mask.hpp: mask identifying values and secrets at ingest, before anything is stored or shown.
+//
+// Runs on every line right after it is read and sanitised, before prefixes are peeled, so no later stage,
+// output format or stored report can carry an unmasked value. Replacement is consistent within one run
+// (the same host is always node-1, the same address ip-1), so cross-rank reasoning still works. Secrets are
+// replaced by a kind marker (<hf-token-1>) that never contains the value. Every rule is an RE2 pattern
+// (linear time). The report lists counts per kind, never the values.
+//
+//   ff::mask::masker m(ff::mask::options{});
+//   std::string out = m.apply("NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>");   // "... eth0:ip-1<0>"
+//   m.counts();   // {"ipv4": 1}
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "firstfault/result.hpp"
+
+namespace ff::mask {
+
+struct custom_rule {
+  std::string name;   ///< kind reported in the counts
+  std::string regex;  ///< RE2; the whole match is replaced (or group 1 when the pattern has a group)
+};
+
+struct options {
+  bool enabled = true;
+  std::vector<custom_rule> extra;          ///< --mask-rule / team config rules
+  std::vector<std::string> keep_hosts;     ///< host names never masked (e.g. "localhost")
+};
+
+/// Loads a team config (YAML): `enabled: bool`, `rules: [{name, regex}]`, `keep_hosts: [..]`.
+result<options> load_config(const std::string& path, options base);
+
+class masker {
+ public:
+  explicit masker(options opt);
+  ~masker();
+  masker(masker&&) noexcept;
+  masker& operator=(masker&&) noexcept;
+  /// Checks the extra rules; returns the first that does not compile.
+  status check() const;
+  /// Masks one line. Stateful: remembers replacements (consistency) and private-key blocks across lines.
+  std::string apply(std::string_view line);
+  /// Masks a path shown to the user (user names in home directories).
+  std::string apply_path(std::string_view path);
+  /// Replacements made so far, per kind.
+  const std::map<std::string, std::size_t>& counts() const { return counts_; }
+  bool enabled() const { return opt_.enabled; }
+
+ private:
+  struct impl;
+  options opt_;
+  std::unique_ptr<impl> impl_;
+  std::map<std::string, std::size_t> counts_;
+};
+
+}  // namespace ff::mask

@@ -1,0 +1,235 @@
+// Masking of identifying values and secrets (see firstfault/mask.hpp). Every pattern is RE2.
+// Token formats are facts from their issuers: Hugging Face hf_, GitHub ghp_/github_pat_
+// (https://github.blog/2021-04-05-behind-githubs-new-authentication-token-formats/), AWS AKIA/ASIA access
+// key ids (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html), Slack xox[abprs]-
+// (https://api.slack.com/authentication/token-types), W&B 40-hex API keys, JWT header.payload.signature.
+#include "firstfault/mask.hpp"
+
+#include <re2/re2.h>
+#include <re2/set.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+
+namespace ff::mask {
+
+namespace {
+
+struct rule_def {
+  const char* kind;
+  const char* token;  // replacement prefix: "ip" -> ip-1; secrets use <kind-N>
+  bool secret;
+  const char* regex;  // group 1, when present, is the part replaced
+};
+
+// Order matters: secrets before the generic identity rules that could eat part of them.
+const rule_def kRules[] = {
+    {"url_credentials", "cred", true, R"(\b[a-zA-Z][a-zA-Z0-9+.-]*://([^\s/:@]+:[^\s/@]+)@)"},
+    {"bearer_token", "bearer", true, R"((?i)\bBearer\s+([A-Za-z0-9._~+/=-]{8,}))"},
+    {"jwt", "jwt", true, R"(\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"},
+    {"hf_token", "hf-token", true, R"(\bhf_[A-Za-z0-9]{30,})"},
+    {"github_token", "github-token", true, R"(\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{20,}))"},
+    {"aws_access_key", "aws-key", true, R"(\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b)"},
+    {"aws_secret_key", "aws-secret", true, R"((?i)aws_secret_access_key["']?\s*[=:]\s*["']?([A-Za-z0-9/+=]{40}))"},
+    {"wandb_key", "wandb-key", true, R"((?i)(?:wandb_api_key|wandb[ _-]?(?:api[ _-]?)?key|wandb login(?: --relogin)?)["']?\s*[=: ]\s*["']?((?:local-)?[0-9a-f]{40}))"},
+    {"openai_key", "api-key", true, R"(\bsk-(?:proj-|svcacct-|ant-)?[A-Za-z0-9_-]{20,})"},
+    {"slack_token", "slack-token", true, R"(\b(?:xox[abprs]-[A-Za-z0-9-]{10,}|hooks\.slack\.com/services/[A-Za-z0-9/]+))"},
+    {"secret_assignment", "secret", true, R"((?i)\b(?:password|passwd|pwd|token|api[_-]?key|apikey|secret|secret[_-]?key|access[_-]?key|auth[_-]?token)["']?\s*[=:]\s*["']?([^\s"',;}]{4,}))"},
+    {"email", "email", false, R"(\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b)"},
+    {"mac", "mac", false, R"(\b(?:[0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}\b)"},
+    {"ipv6", "ip6", false, R"((?i)(?:\b(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}\b|\b[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){1,6}::(?:[0-9a-f]{1,4}(?::[0-9a-f]{1,4})*)?\b(?:%\w+)?|\b[0-9a-f]{1,4}::[0-9a-f]{1,4}(?::[0-9a-f]{1,4})+\b(?:%\w+)?|::ffff:\d{1,3}(?:\.\d{1,3}){3}\b))"},
+    {"ipv4", "ip", false, R"(\b(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}\b)"},
+    // host names in known positions: NCCL "host:pid:tid [dev]", syslog, pdsh, torchelastic, Slurm, TCPStore
+    {"hostname", "node", false, R"((?:^|[\s\]>:])([A-Za-z][\w.-]*):\d+:\d+ \[\d+\])"},
+    {"hostname", "node", false, R"(^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\S+) ([A-Za-z][\w.-]*) [\w./@-]+(?:\[\d+\])?: )"},
+    {"hostname", "node", false, R"(^((?:[a-z0-9]+-)*(?:node|worker|gpu|host|nid|compute|master|slave|dgx|hgx)-?[a-z0-9]*): )"},
+    {"hostname", "node", false, R"(\bhost\s*:\s*([A-Za-z][\w.-]*))"},
+    {"hostname", "node", false, R"(^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] ([A-Za-z][\w.-]*) \[\d+\] )"},
+    {"hostname", "node", false, R"(srun: error: ([A-Za-z][\w.-]*[\w]):)"},
+    {"hostname", "node", false, R"((?:\bON |Node failure on |NodeList=|[Nn]odelist[=:] ?|hostname[=:] ?)([A-Za-z][\w.-]*[\w])\b)"},
+    {"hostname", "node", false, R"((?:addr|remote)=\[([A-Za-z][\w.-]*)\])"},
+    {"hostname", "node", false, R"((?i)\b((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:com|net|org|io|edu|gov|ai|internal|local|lan|cluster|corp|cloud|compute))\b)"},
+    {"home_user", "user", false, R"((?:/home/|/Users/|/scratch/|/gpfs/home/)([^/\s:'"]+))"},
+};
+
+// Public documentation hosts that help the reader and identify nobody.
+const char* kPublicHosts[] = {"pytorch.org", "github.com", "nvidia.com", "docs.nvidia.com", "developer.nvidia.com",
+                              "python.org", "docs.python.org", "huggingface.co", "microsoft.com", "deepspeed.ai",
+                              "readthedocs.io", "kubernetes.io", "slurm.schedmd.com", "schedmd.com", "wandb.ai",
+                              "api.wandb.ai", "localhost", "localhost.localdomain"};
+
+}  // namespace
+
+struct masker::impl {
+  struct rule {
+    std::string kind, token;
+    bool secret;
+    std::unique_ptr<re2::RE2> re;
+  };
+  std::vector<rule> rules;
+  std::unique_ptr<re2::RE2::Set> set;
+  std::unordered_map<std::string, std::unordered_map<std::string, std::string>> seen;  // kind -> value -> token
+  std::unordered_map<std::string, std::size_t> next;                                  // token -> last number
+  std::set<std::string> keep;
+  std::vector<std::string> hosts;  // learnt host names, masked wherever they appear later
+  std::unique_ptr<re2::RE2> hosts_re;
+  bool hosts_dirty = false;
+  std::set<std::string> produced;  // every replacement token handed out
+  bool in_key_block = false;
+  std::string bad_rule;
+};
+
+masker::masker(options opt) : opt_(std::move(opt)), impl_(std::make_unique<impl>()) {
+  re2::RE2::Options ro;
+  ro.set_log_errors(false);
+  impl_->set = std::make_unique<re2::RE2::Set>(ro, re2::RE2::UNANCHORED);
+  auto add = [&](const std::string& kind, const std::string& token, bool secret, const std::string& regex) {
+    auto re = std::make_unique<re2::RE2>(regex, ro);
+    std::string err;
+    if (!re->ok() || impl_->set->Add(regex, &err) < 0) {
+      if (impl_->bad_rule.empty()) impl_->bad_rule = kind + ": " + (re->ok() ? err : re->error()) + ": " + regex;
+      return;
+    }
+    impl_->rules.push_back({kind, token, secret, std::move(re)});
+  };
+  for (const auto& r : kRules) add(r.kind, r.token, r.secret, r.regex);
+  for (const auto& c : opt_.extra) add(c.name.empty() ? "custom" : c.name, c.name.empty() ? "masked" : c.name, true, c.regex);
+  impl_->set->Compile();
+  for (auto h : kPublicHosts) impl_->keep.insert(h);
+  for (const auto& h : opt_.keep_hosts) impl_->keep.insert(h);
+}
+
+masker::~masker() = default;
+masker::masker(masker&&) noexcept = default;
+masker& masker::operator=(masker&&) noexcept = default;
+
+status masker::check() const {
+  if (!impl_->bad_rule.empty()) return error{"mask rule does not compile: " + impl_->bad_rule};
+  return ok();
+}
+
+std::string masker::apply_path(std::string_view path) {
+  if (!opt_.enabled) return std::string(path);
+  static const re2::RE2 home(R"((?:/home/|/Users/|/scratch/|/gpfs/home/)([^/\s:'"]+))");
+  std::string out(path);
+  std::string user;
+  if (re2::RE2::PartialMatch(out, home, &user)) {
+    auto& tok = impl_->seen["home_user"][user];
+    if (tok.empty()) tok = "user-" + std::to_string(++impl_->next["user"]);
+    auto pos = out.find("/" + user);
+    if (pos != std::string::npos) out.replace(pos + 1, user.size(), tok);
+  }
+  return out;
+}
+
+std::string masker::apply(std::string_view line_in) {
+  std::string line(line_in);
+  if (!opt_.enabled) return line;
+  auto& im = *impl_;
+  // private-key blocks: the BEGIN line, everything up to END, and the END line
+  if (im.in_key_block || (line.find("-----BEGIN") != std::string::npos && line.find("PRIVATE KEY") != std::string::npos)) {
+    bool ends = line.find("-----END") != std::string::npos;
+    if (!im.in_key_block) ++counts_["private_key"];
+    im.in_key_block = !ends;
+    return "<private-key>";
+  }
+  // host names learnt from earlier lines, wherever they appear now
+  if (!im.hosts.empty()) {
+    if (im.hosts_dirty) {
+      std::string alt;
+      for (const auto& h : im.hosts) alt += (alt.empty() ? "" : "|") + re2::RE2::QuoteMeta(h);
+      re2::RE2::Options ro;
+      ro.set_log_errors(false);
+      ro.set_max_mem(64 << 20);
+      im.hosts_re = std::make_unique<re2::RE2>("\\b(" + alt + ")\\b", ro);
+      im.hosts_dirty = false;
+    }
+    if (im.hosts_re && im.hosts_re->ok() && re2::RE2::PartialMatch(line, *im.hosts_re)) {
+      std::string out;
+      re2::StringPiece in(line);
+      re2::StringPiece g[2];
+      std::size_t pos = 0;
+      while (pos < line.size() && im.hosts_re->Match(in, pos, line.size(), re2::RE2::UNANCHORED, g, 2)) {
+        std::size_t b = static_cast<std::size_t>(g[1].data() - line.data());
+        out.append(line, pos, b - pos);
+        out += im.seen["hostname"][std::string(g[1].data(), g[1].size())];
+        ++counts_["hostname"];
+        pos = b + g[1].size();
+        if (g[1].empty()) {  // cannot happen with \b(host)\b, but never loop forever
+          if (pos < line.size()) out += line[pos];
+          ++pos;
+        }
+      }
+      out.append(line, pos, std::string::npos);
+      line = std::move(out);
+    }
+  }
+  std::vector<int> fired;
+  im.set->Match(line, &fired);
+  std::sort(fired.begin(), fired.end());
+  for (int idx : fired) {
+    auto& r = im.rules[static_cast<std::size_t>(idx)];
+    std::string out;
+    re2::StringPiece in(line);
+    std::size_t pos = 0;
+    int ngroups = std::min(1, r.re->NumberOfCapturingGroups());
+    re2::StringPiece g[2];
+    while (pos <= line.size() &&
+           r.re->Match(in, pos, line.size(), re2::RE2::UNANCHORED, g, ngroups + 1)) {
+      re2::StringPiece target = (ngroups == 1 && g[1].data() != nullptr) ? g[1] : g[0];
+      std::size_t t_begin = static_cast<std::size_t>(target.data() - line.data());
+      std::size_t m_end = static_cast<std::size_t>(g[0].data() - line.data()) + g[0].size();
+      std::string value(target.data(), target.size());
+      out.append(line, pos, t_begin - pos);
+      std::string lower = value;
+      std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+      bool keep = r.kind == "hostname" && im.keep.count(lower);
+      bool already = im.produced.count(value) > 0;  // a replacement made earlier (this line or before)
+      if (keep || already || value.empty()) {
+        out += value;
+      } else {
+        auto& tok = im.seen[r.kind][value];
+        if (tok.empty()) {
+          std::size_t n = ++im.next[r.token];
+          tok = r.secret ? "<" + r.token + "-" + std::to_string(n) + ">" : r.token + "-" + std::to_string(n);
+          im.produced.insert(tok);
+          if (r.kind == "hostname" && value.size() >= 3) {
+            im.hosts.push_back(value);
+            im.hosts_dirty = true;
+          }
+        }
+        out += tok;
+        ++counts_[r.kind];
+      }
+      out.append(line, t_begin + target.size(), m_end - (t_begin + target.size()));
+      std::size_t m_begin = static_cast<std::size_t>(g[0].data() - line.data());
+      if (m_end == m_begin) {  // an empty match: copy one character and move on
+        if (m_end < line.size()) out += line[m_end];
+        pos = m_end + 1;
+      } else {
+        pos = m_end;
+      }
+    }
+    if (pos < line.size()) out.append(line, pos, std::string::npos);
+    line = std::move(out);
+  }
+  return line;
+}
+
+result<options> load_config(const std::string& path, options base) {
+  try {
+    YAML::Node d = YAML::LoadFile(path);
+    if (d["enabled"]) base.enabled = d["enabled"].as<bool>();
+    if (d["rules"])
+      for (const auto& r : d["rules"]) base.extra.push_back({r["name"] ? r["name"].as<std::string>() : "custom", r["regex"].as<std::string>()});
+    if (d["keep_hosts"])
+      for (const auto& h : d["keep_hosts"]) base.keep_hosts.push_back(h.as<std::string>());
+  } catch (const YAML::Exception& e) {
+    return error{path + ": mask config: " + e.what()};
+  }
+  return base;
+}
+
+}  // namespace ff::mask

@@ -1,0 +1,135 @@
+// Masking at ingest: planted secrets never reach any output; the diagnosis is the same with masking on.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "firstfault/kb.hpp"
+#include "firstfault/mask.hpp"
+#include "firstfault/pipeline.hpp"
+#include "firstfault/report.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const ff::pipeline::engine& engine() {
+  static const ff::kb::library lib = std::move(ff::kb::library::load(true, {})).value();
+  static const ff::pipeline::engine eng = std::move(ff::pipeline::engine::build(lib)).value();
+  return eng;
+}
+
+std::vector<std::string> planted_values() {
+  std::ifstream in(fs::path(FF_TEST_DATA) / "mask" / "planted_values.txt");
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty() && l[0] != '#') out.push_back(l);
+  return out;
+}
+
+std::vector<std::string> all_outputs(bool mask) {
+  ff::pipeline::options opt;
+  opt.mask.enabled = mask;
+  opt.max_suspicious_shown = 500;
+  auto r = ff::pipeline::diagnose({(fs::path(FF_TEST_DATA) / "mask" / "planted.log").string()}, engine(), opt);
+  EXPECT_TRUE(r);
+  const auto& run = r.value();
+  return {ff::report::to_terminal(run, {true}), ff::report::to_json(run).dump(), ff::report::to_markdown(run),
+          ff::report::to_html(run)};
+}
+
+TEST(mask_planted, no_planted_value_appears_in_any_output_format) {
+  auto values = planted_values();
+  ASSERT_GE(values.size(), 25u);
+  std::ifstream in(fs::path(FF_TEST_DATA) / "mask" / "planted.log");
+  std::size_t lines = 0;
+  for (std::string l; std::getline(in, l);) ++lines;
+  ASSERT_GE(lines, 60u);
+  const char* names[] = {"text", "json", "markdown", "html"};
+  auto outs = all_outputs(true);
+  for (std::size_t i = 0; i < outs.size(); ++i)
+    for (const auto& v : values) EXPECT_EQ(outs[i].find(v), std::string::npos) << names[i] << " leaks " << v;
+}
+
+TEST(mask_planted, without_masking_the_values_do_reach_the_report) {  // so the test above can fail
+  auto values = planted_values();
+  auto json = all_outputs(false)[1];
+  std::size_t seen = 0;
+  for (const auto& v : values) seen += json.find(v) != std::string::npos;
+  EXPECT_GE(seen * 10, values.size() * 8) << seen << " of " << values.size();
+}
+
+TEST(mask_planted, report_counts_every_kind_but_never_a_value) {
+  ff::pipeline::options opt;
+  auto r = ff::pipeline::diagnose({(fs::path(FF_TEST_DATA) / "mask" / "planted.log").string()}, engine(), opt);
+  ASSERT_TRUE(r);
+  const auto& c = r.value().mask_counts;
+  for (const char* kind : {"url_credentials", "bearer_token", "jwt", "hf_token", "github_token", "aws_access_key",
+                           "aws_secret_key", "wandb_key", "openai_key", "slack_token", "secret_assignment", "email", "mac",
+                           "ipv6", "ipv4", "hostname", "home_user", "private_key"})
+    EXPECT_GT(c.count(kind) ? c.at(kind) : 0u, 0u) << kind;
+}
+
+TEST(masker, replacement_is_consistent_within_a_run) {
+  ff::mask::masker m({});
+  auto a = m.apply("gpu-n17:123:456 [0] NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>");
+  auto b = m.apply("gpu-n18:77:78 [1] NCCL WARN Connection closed by 10.1.2.3<5>");
+  auto c = m.apply("ERROR: gpu-n17 dropped 10.9.9.9");
+  EXPECT_EQ(a, "node-1:123:456 [0] NCCL INFO Bootstrap : Using eth0:ip-1<0>");
+  EXPECT_EQ(b, "node-2:77:78 [1] NCCL WARN Connection closed by ip-1<5>");
+  EXPECT_EQ(c, "ERROR: node-1 dropped ip-2");
+}
+
+TEST(masker, leaves_ordinary_log_text_alone) {
+  ff::mask::masker m({});
+  for (const char* line : {
+           "terminate called after throwing an instance of 'c10::Error'",
+           "[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout",
+           "NCCL version 2.18.1+cuda12.1",
+           "WorkNCCL(SeqNum=7753, OpType=_REDUCE_SCATTER_BASE, NumelIn=544997376, NumelOut=68124672, Timeout(ms)=600000)",
+           "traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+           "std::string at::Tensor torch::autograd::Engine",
+           "max_tokens=512 tokenizer: fast",
+       })
+    EXPECT_EQ(m.apply(line), line);
+  EXPECT_TRUE(m.counts().empty());
+}
+
+TEST(masker, private_key_block_and_custom_rule) {
+  ff::mask::options o;
+  o.extra.push_back({"project", R"(project-(\w+))"});
+  ff::mask::masker m(o);
+  EXPECT_EQ(m.apply("-----BEGIN OPENSSH PRIVATE KEY-----"), "<private-key>");
+  EXPECT_EQ(m.apply("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"), "<private-key>");
+  EXPECT_EQ(m.apply("-----END OPENSSH PRIVATE KEY-----"), "<private-key>");
+  EXPECT_EQ(m.apply("after the key"), "after the key");
+  EXPECT_EQ(m.apply("ERROR in project-nebula"), "ERROR in project-<project-1>");
+  ff::mask::options bad;
+  bad.extra.push_back({"x", "(unclosed"});
+  EXPECT_FALSE(ff::mask::masker(bad).check());
+}
+
+TEST(masker, off_means_off) {
+  ff::mask::options o;
+  o.enabled = false;
+  ff::mask::masker m(o);
+  EXPECT_EQ(m.apply("password=hunter2 10.0.0.1"), "password=hunter2 10.0.0.1");
+}
+
+// The diagnosis of the real corpus is the same with masking on and off.
+TEST(mask_corpus, diagnosis_unchanged_by_masking) {
+  for (const auto& e : fs::directory_iterator(fs::path(FF_TEST_DATA) / "corpus")) {
+    if (!fs::exists(e.path() / "logs")) continue;
+    ff::pipeline::options on, off;
+    off.mask.enabled = false;
+    auto a = ff::pipeline::diagnose({(e.path() / "logs").string()}, engine(), on);
+    auto b = ff::pipeline::diagnose({(e.path() / "logs").string()}, engine(), off);
+    ASSERT_TRUE(a && b);
+    EXPECT_EQ(a.value().diag.verdict, b.value().diag.verdict) << e.path();
+    EXPECT_EQ(a.value().diag.signature, b.value().diag.signature) << e.path();
+    EXPECT_EQ(a.value().diag.initiating_rank, b.value().diag.initiating_rank) << e.path();
+  }
+}
+
+}  // namespace
