@@ -122,7 +122,7 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
         auto& act = in.activity[key];
         ++act.lines;
         if (meta.ts) act.last_ts = meta.ts;
-        act.last_line = std::string(body.substr(0, 300));
+        act.last_line = std::string(text::prefix_utf8(body, 300));
         long step = 0;
         re2::StringPiece bsp(body.data(), body.size());
         if (re2::RE2::PartialMatch(bsp, step_re, &step)) act.last_step = step;
@@ -163,12 +163,12 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
         f.ts_inherited = inherited;
         f.source = src.display;
         f.line_no = raw.line_no;
-        f.text = std::string(body.substr(0, 2000));
+        f.text = std::string(text::prefix_utf8(body, 2000));
         in.findings.push_back(std::move(f));
         kept_any = true;
       }
       if (!kept_any && in.suspicious.size() < opt.max_suspicious && looks_wrong(body, meta.level))
-        in.suspicious.push_back({src.display, std::string(body.substr(0, 500)), raw.line_no, rank,
+        in.suspicious.push_back({src.display, std::string(text::prefix_utf8(body, 500)), raw.line_no, rank,
                                  note.exception_line || meta.level == 'F' || contains(body, "Segmentation fault") ||
                                      contains(body, "core dumped")});
     }

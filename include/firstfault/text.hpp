@@ -12,6 +12,9 @@ namespace ff::text {
 /// valid UTF-8 with U+FFFD. Returns the number of invalid UTF-8 sequences replaced in *invalid.
 std::string sanitize(std::string_view raw, std::size_t* invalid = nullptr);
 
+/// The first at most n bytes of s, cut back to a UTF-8 character boundary (never splits a character).
+std::string_view prefix_utf8(std::string_view s, std::size_t n);
+
 /// Trims ASCII whitespace from both ends.
 std::string_view trim(std::string_view s);
 inline std::string trim_copy(const std::string& s) { return std::string(trim(s)); }

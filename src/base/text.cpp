@@ -68,6 +68,13 @@ std::string sanitize(std::string_view s, std::size_t* invalid) {
   return out;
 }
 
+std::string_view prefix_utf8(std::string_view s, std::size_t n) {
+  if (s.size() <= n) return s;
+  std::size_t cut = n;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // s[cut] is a continuation byte
+  return s.substr(0, cut);
+}
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);

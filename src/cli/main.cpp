@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
     const auto& r = run.value();
     for (const auto& e : r.errors)
       std::fprintf(stderr, "firstfault: %s: %s\n", ff::text::sanitize(e.path).c_str(), e.reason.c_str());
-    if (format == "json") std::cout << ff::report::to_json(r).dump(2) << "\n";
+    if (format == "json") std::cout << ff::report::to_json(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else if (format == "markdown") std::cout << ff::report::to_markdown(r);
     else if (format == "html") std::cout << ff::report::to_html(r);
     else std::cout << ff::report::to_terminal(r, {use_color(color)});

@@ -177,10 +177,10 @@ diagnosis correlate(inputs in, const kb::library& lib) {
       if (auto c = initiator_of(*f)) {
         init_rank = c;
         const auto& how = sig(*f).initiator;
-        if (how == "printing_rank") rank_rule = "the rank that printed: \"" + f->text.substr(0, 160) + "\"";
+        if (how == "printing_rank") rank_rule = "the rank that printed: \"" + std::string(text::prefix_utf8(f->text, 160)) + "\"";
         else if (how == "rank_zero") rank_rule = "this failure is rank 0's own work (" + sig(*f).title + ")";
         else if (how.rfind("exit_code:", 0) == 0) rank_rule = "the worker torchelastic reported with exit code " + how.substr(10);
-        else rank_rule = "named in: \"" + f->text.substr(0, 160) + "\"" + (f->rank ? " (printed by rank " + std::to_string(*f->rank) + ")" : "");
+        else rank_rule = "named in: \"" + std::string(text::prefix_utf8(f->text, 160)) + "\"" + (f->rank ? " (printed by rank " + std::to_string(*f->rank) + ")" : "");
         return true;
       }
     return false;

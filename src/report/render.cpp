@@ -27,7 +27,7 @@ std::string where(const correlate::evidence& e) {
   return s;
 }
 
-std::string clip(const std::string& s, std::size_t n) { return s.size() <= n ? s : s.substr(0, n) + "..."; }
+std::string clip(const std::string& s, std::size_t n) { return s.size() <= n ? s : std::string(text::prefix_utf8(s, n)) + "..."; }
 
 nlohmann::json ev_json(const correlate::evidence& e) {
   nlohmann::json j = {{"file", e.source}, {"line", e.line_no}, {"text", e.text}};

@@ -1,0 +1,77 @@
+// Replays every input the fuzzers ever crashed on (fuzz/regressions/<target>/): each must now run through
+// the same code as its fuzz target without a crash, and the JSON report must serialise.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "firstfault/extract.hpp"
+#include "firstfault/kb.hpp"
+#include "firstfault/normalize.hpp"
+#include "firstfault/pipeline.hpp"
+#include "firstfault/report.hpp"
+#include "firstfault/text.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<fs::path> artifacts(const std::string& target) {
+  std::vector<fs::path> out;
+  fs::path dir = fs::path(FF_TEST_DATA) / ".." / "fuzz" / "regressions" / target;
+  if (fs::exists(dir))
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_regular_file()) out.push_back(e.path());
+  return out;
+}
+
+TEST(fuzz_regressions, pipeline_inputs_are_diagnosed_and_serialised) {
+  static const ff::kb::library lib = std::move(ff::kb::library::load(true, {})).value();
+  static const ff::pipeline::engine eng = std::move(ff::pipeline::engine::build(lib)).value();
+  for (const auto& p : artifacts("pipeline")) {
+    ff::pipeline::options opt;
+    opt.ingest.max_line_bytes = 4096;
+    auto run = ff::pipeline::diagnose({p.string()}, eng, opt);
+    ASSERT_TRUE(run) << p;
+    EXPECT_NO_THROW((void)ff::report::to_json(run.value()).dump()) << p;
+    (void)ff::report::to_terminal(run.value(), {true});
+    (void)ff::report::to_markdown(run.value());
+    (void)ff::report::to_html(run.value());
+  }
+}
+
+TEST(fuzz_regressions, normalize_and_extract_inputs) {
+  static const ff::kb::library lib = std::move(ff::kb::library::load(true, {})).value();
+  static const auto cat = std::move(ff::normalize::prefix_catalog::load(lib.prefix_files)).value();
+  for (const auto* t : {"normalize", "extract"})
+    for (const auto& p : artifacts(t)) {
+      std::string data = slurp(p);
+      std::string clean = ff::text::sanitize(data);
+      ff::normalize::line_meta m;
+      cat.normalize(clean, m);
+      ff::extract::extractor ex("fuzz");
+      std::vector<ff::extract::exit_record> exits;
+      std::vector<ff::extract::terminated_pid> terms;
+      ff::extract::line_note note;
+      ex.feed(clean, 1, note, exits, terms);
+      SUCCEED();
+    }
+}
+
+TEST(text, prefix_utf8_never_splits_a_character) {
+  std::string s = "ab\xe2\x96\x88" "cd";  // a 3-byte block character at bytes 2..4
+  EXPECT_EQ(ff::text::prefix_utf8(s, 3), "ab");
+  EXPECT_EQ(ff::text::prefix_utf8(s, 4), "ab");
+  EXPECT_EQ(ff::text::prefix_utf8(s, 5), "ab\xe2\x96\x88");
+  EXPECT_EQ(ff::text::prefix_utf8(s, 100), s);
+}
+
+}  // namespace
