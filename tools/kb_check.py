@@ -78,7 +78,7 @@ def check(path, K, ids, names, all_sigs):
     return errs
 
 def main():
-    files = sys.argv[1:] or sorted(f for f in glob.glob("kb/**/*.yaml", recursive=True) if "/_prefixes/" not in f)
+    files = sys.argv[1:] or sorted(f for f in glob.glob("kb/**/*.yaml", recursive=True) if "/_prefixes/" not in f and "/_encyclopedia/" not in f)
     K = kinds(); ids = set(); names = set(); sigs = []; bad = 0
     for f in files:
         try: errs = check(f, K, ids, names, sigs)
