@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build demo test clean bench fuzz score
+.PHONY: all deps build demo test test-sanitize fuzz-smoke fuzz clean bench score
 
 all: build
 
@@ -20,8 +20,25 @@ demo: build
 	@$(BUILD)/firstfault diagnose examples/logs/oom_among_timeouts; rc=$$?; \
 	  if [ $$rc -eq 1 ]; then echo "== exit status 1: a failure was diagnosed (0 healthy, 3 undetermined, 2 bad input)"; else exit $$rc; fi
 
+# All tests: the suite, the suite again under AddressSanitizer + UndefinedBehaviorSanitizer, and a short
+# run of every fuzz target (long runs: make fuzz).
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	$(MAKE) --no-print-directory test-sanitize fuzz-smoke
+
+test-sanitize: deps
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFF_SANITIZE=ON >/dev/null
+	cmake --build build-asan -j $(JOBS)
+	FIRSTFAULT_CACHE_DIR=$(CURDIR)/build-asan/hs-cache ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+
+FUZZ_SMOKE_SECONDS ?= 20
+fuzz-smoke: deps
+	./fuzz/run.sh $(FUZZ_SMOKE_SECONDS)
+
+FUZZ_SECONDS ?= 1800
+fuzz: deps
+	./fuzz/run.sh $(FUZZ_SECONDS)
 
 # The labelled corpus and its scorer live in the team's shared folder beside this repository.
 score: build
@@ -29,4 +46,4 @@ score: build
 	python3 ../shared/tools/score_corpus.py --bin $(BUILD)/firstfault ../shared/corpus
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan build-fuzz

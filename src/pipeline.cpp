@@ -170,7 +170,7 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
       if (!kept_any && in.suspicious.size() < opt.max_suspicious && looks_wrong(body, meta.level))
         in.suspicious.push_back({src.display, std::string(text::prefix_utf8(body, 500)), raw.line_no, rank,
                                  note.exception_line || meta.level == 'F' || contains(body, "Segmentation fault") ||
-                                     contains(body, "core dumped")});
+                                     contains(body, "core dumped") || contains(body, "NCCL WARN")});
     }
     st.bytes = reader.bytes_read();
     if (st.lines > 0) out.any_readable = true;

@@ -185,7 +185,9 @@ std::string masker::apply(std::string_view line_in) {
       out.append(line, pos, t_begin - pos);
       std::string lower = value;
       std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-      bool keep = r.kind == "hostname" && im.keep.count(lower);
+      // Loopback and unspecified addresses identify nobody, and signatures need them ("Using lo:127.0.0.1").
+      bool keep = (r.kind == "hostname" && im.keep.count(lower)) ||
+                  (r.kind == "ipv4" && (value.rfind("127.", 0) == 0 || value == "0.0.0.0"));
       bool already = im.produced.count(value) > 0;  // a replacement made earlier (this line or before)
       if (keep || already || value.empty()) {
         out += value;
