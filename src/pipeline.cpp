@@ -185,6 +185,8 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
   out.masked = masker.enabled();
   out.mask_counts = masker.counts();
   out.diag = correlate::correlate(std::move(in), lib);
+  if (out.diag.initiating_host)
+    out.initiating_host_real = masker.enabled() ? masker.original(*out.diag.initiating_host) : *out.diag.initiating_host;
   if (!out.any_readable) {  // nothing was read: never call that healthy
     out.diag.verdict = "undetermined";
     out.diag.initiating_rule = "no input could be read";

@@ -47,6 +47,9 @@ class masker {
   std::string apply(std::string_view line);
   /// Masks a path shown to the user (user names in home directories).
   std::string apply_path(std::string_view path);
+  /// The original value behind a replacement token made in this run ("" when unknown). Used only to
+  /// compute salted keys (history's host_key); never shown or stored.
+  std::string original(const std::string& token) const;
   /// Replacements made so far, per kind.
   const std::map<std::string, std::size_t>& counts() const { return counts_; }
   bool enabled() const { return opt_.enabled; }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,9 @@ struct run {
   bool any_readable = false;
   bool masked = true;                             ///< masking was on
   std::map<std::string, std::size_t> mask_counts; ///< replacements per kind (never the values)
+  std::string initiating_host_real;               ///< for salted history keys only; never rendered
+  std::optional<std::int64_t> recurrences;        ///< same kind on the same host in the last `recurrence_days`
+  int recurrence_days = 7;
 };
 
 /// The compiled form of a library: the prefix catalogue and the matcher. Build once, diagnose many.

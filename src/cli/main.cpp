@@ -4,12 +4,15 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "firstfault/encyclopedia.hpp"
+#include "firstfault/history.hpp"
 #include "firstfault/kb.hpp"
 #include "firstfault/pipeline.hpp"
 #include "firstfault/report.hpp"
@@ -80,6 +83,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> mask_rules;
   std::string mask_config;
   diag->add_flag("--no-mask", no_mask, "do not mask addresses, host names, user names and secrets");
+  bool no_history = false;
+  std::string history_path;
+  diag->add_flag("--no-history", no_history, "do not store this diagnosis in the local history");
+  diag->add_option("--history", history_path, "history database (default $XDG_DATA_HOME/firstfault/history.db)");
   diag->add_option("--mask-rule", mask_rules, "extra RE2 pattern to mask (repeatable; group 1 if present)");
   diag->add_option("--mask-config", mask_config, "team masking config (YAML: enabled, rules, keep_hosts)");
 
@@ -107,6 +114,24 @@ int main(int argc, char** argv) {
   kb_export->add_option("dir", export_dir, "output directory for --format");
   for (auto* c : {kb_lint, kb_test, kb_list, kb_show, kb_search, kb_export})
     c->add_option("--kb", kb_dirs, "extra directory of signature files")->check(CLI::ExistingDirectory);
+
+  auto* hist = app.add_subcommand("history", "list, show and count stored diagnoses");
+  hist->require_subcommand(1);
+  std::string hist_path;
+  hist->add_option("--history", hist_path, "history database (default $XDG_DATA_HOME/firstfault/history.db)");
+  auto* hist_list = hist->add_subcommand("list", "most recent diagnoses");
+  int hist_limit = 20;
+  std::string hist_format = "text";
+  hist_list->add_option("--limit", hist_limit, "how many");
+  hist_list->add_option("--format", hist_format, "text | json")->check(CLI::IsMember({"text", "json"}));
+  auto* hist_show = hist->add_subcommand("show", "the stored report of one diagnosis");
+  std::int64_t hist_id = 0;
+  hist_show->add_option("id", hist_id)->required();
+  auto* hist_stats = hist->add_subcommand("stats", "failures counted by signature, kind or host");
+  std::string hist_by = "signature";
+  int hist_days = 7;
+  hist_stats->add_option("--by", hist_by, "signature | kind | host")->check(CLI::IsMember({"signature", "kind", "host"}));
+  hist_stats->add_option("--days", hist_days, "window in days");
 
   auto* explain = app.add_subcommand("explain", "explain a failure signature (name or kind)");
   std::string explain_name;
@@ -149,7 +174,20 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "firstfault: %s\n", run.error().message.c_str());
       return kExitUsage;
     }
-    const auto& r = run.value();
+    auto& r = run.value();
+    // History: the recurrence note comes from earlier runs; a history problem never loses the diagnosis.
+    std::optional<ff::history::store> hs;
+    std::string hpath = history_path.empty() ? ff::history::default_path() : history_path;
+    if (!no_history && r.any_readable) {
+      auto h = ff::history::store::open(hpath);
+      if (!h) std::fprintf(stderr, "firstfault: %s; the diagnosis is printed but not stored\n", h.error().message.c_str());
+      else hs = std::move(h).value();
+    }
+    std::string hkey;
+    if (hs && r.diag.verdict == "failure" && !r.initiating_host_real.empty()) {
+      hkey = ff::history::host_key(hpath, r.initiating_host_real);
+      if (auto n = hs->recurrences(hkey, r.diag.kind, r.recurrence_days)) r.recurrences = n.value();
+    }
     for (const auto& e : r.errors)
       std::fprintf(stderr, "firstfault: %s: %s\n", ff::text::sanitize(e.path).c_str(), e.reason.c_str());
     if (format == "json") std::cout << ff::report::to_json(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
@@ -157,7 +195,68 @@ int main(int argc, char** argv) {
     else if (format == "html") std::cout << ff::report::to_html(r);
     else std::cout << ff::report::to_terminal(r, {use_color(color)});
     if (!r.any_readable) std::fprintf(stderr, "firstfault: nothing readable in the inputs\n");
+    if (hs) {
+      ff::history::entry e;
+      for (const auto& i : r.inputs) e.inputs += (e.inputs.empty() ? "" : "; ") + i.path;
+      e.verdict = r.diag.verdict;
+      e.signature = r.diag.signature;
+      e.kind = r.diag.kind;
+      e.initiating_rank = r.diag.initiating_rank;
+      e.initiating_host = r.diag.initiating_host.value_or("");
+      e.host_key = hkey;
+      e.report_json = ff::report::to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      if (auto st = hs->add(e); !st)
+        std::fprintf(stderr, "firstfault: %s; the diagnosis is printed but not stored\n", st.error().message.c_str());
+    }
     return ff::report::exit_code(r);
+  }
+
+  if (hist->parsed()) {
+    auto h = ff::history::store::open(hist_path.empty() ? ff::history::default_path() : hist_path);
+    if (!h) {
+      std::fprintf(stderr, "firstfault: %s\n", h.error().message.c_str());
+      return kExitUsage;
+    }
+    auto& hs = h.value();
+    auto when = [](std::int64_t t) {
+      std::time_t tt = static_cast<std::time_t>(t);
+      std::tm tm{};
+      gmtime_r(&tt, &tm);
+      char b[32];
+      std::strftime(b, sizeof b, "%Y-%m-%d %H:%M:%SZ", &tm);
+      return std::string(b);
+    };
+    if (hist_list->parsed()) {
+      auto rows = hs.list(hist_limit);
+      if (!rows) { std::fprintf(stderr, "firstfault: %s\n", rows.error().message.c_str()); return kExitUsage; }
+      if (hist_format == "json") {
+        nlohmann::json j = nlohmann::json::array();
+        for (const auto& e : rows.value())
+          j.push_back({{"id", e.id}, {"created_at", e.created_at}, {"source", e.source}, {"inputs", e.inputs},
+                       {"verdict", e.verdict}, {"signature", e.signature}, {"kind", e.kind},
+                       {"initiating_rank", e.initiating_rank ? nlohmann::json(*e.initiating_rank) : nlohmann::json(nullptr)},
+                       {"initiating_host", e.initiating_host}});
+        std::cout << j.dump(2) << "\n";
+      } else {
+        for (const auto& e : rows.value())
+          std::printf("%-5lld %s  %-12s %-30s rank %-5s %-10s %s\n", static_cast<long long>(e.id), when(e.created_at).c_str(),
+                      e.verdict.c_str(), e.kind.c_str(), e.initiating_rank ? std::to_string(*e.initiating_rank).c_str() : "-",
+                      e.initiating_host.empty() ? "-" : e.initiating_host.c_str(), e.inputs.c_str());
+      }
+      return 0;
+    }
+    if (hist_show->parsed()) {
+      auto e = hs.get(hist_id);
+      if (!e) { std::fprintf(stderr, "firstfault: %s\n", e.error().message.c_str()); return kExitUsage; }
+      if (!e.value()) { std::fprintf(stderr, "firstfault: no diagnosis with id %lld\n", static_cast<long long>(hist_id)); return kExitUsage; }
+      std::cout << nlohmann::json::parse(e.value()->report_json, nullptr, false).dump(2) << "\n";
+      return 0;
+    }
+    auto rows = hs.stats(hist_by, hist_days);
+    if (!rows) { std::fprintf(stderr, "firstfault: %s\n", rows.error().message.c_str()); return kExitUsage; }
+    std::printf("failures in the last %d days by %s:\n", hist_days, hist_by.c_str());
+    for (const auto& c : rows.value()) std::printf("  %5lld  %s\n", static_cast<long long>(c.count), c.key.c_str());
+    return 0;
   }
 
   if (kb_lint->parsed()) {

@@ -220,6 +220,13 @@ std::string masker::apply(std::string_view line_in) {
   return line;
 }
 
+std::string masker::original(const std::string& token) const {
+  for (const auto& [kind, values] : impl_->seen)
+    for (const auto& [value, tok] : values)
+      if (tok == token) return value;
+  return "";
+}
+
 result<options> load_config(const std::string& path, options base) {
   try {
     YAML::Node d = YAML::LoadFile(path);

@@ -151,6 +151,7 @@ nlohmann::json to_json(const pipeline::run& r) {
     j["input_errors"].push_back({{"path", e.path}, {"reason", e.reason}, {"skipped", e.fatal_for_input}});
   j["stats"] = {{"lines", r.total_lines}, {"bytes", r.total_bytes}};
   j["masking"] = {{"enabled", r.masked}, {"counts", r.mask_counts}};
+  j["recurrences"] = r.recurrences ? nlohmann::json({{"count", *r.recurrences}, {"days", r.recurrence_days}}) : nlohmann::json(nullptr);
   return j;
 }
 
@@ -189,6 +190,9 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
        (d.initiating_rank ? p("1;31", "rank " + std::to_string(*d.initiating_rank)) : std::string("unknown")) +
        (d.initiating_host ? " on host " + *d.initiating_host : ""));
   if (!d.initiating_rule.empty()) line("  decided by: " + d.initiating_rule);
+  if (r.recurrences && *r.recurrences > 0)
+    line(p("1;33", fmt::format("  this host had the same failure {} time(s) in the last {} days (firstfault history stats --by host)",
+                               *r.recurrences, r.recurrence_days)));
   if (!d.collateral.empty()) {
     line("");
     line(p("1", "COLLATERAL") + " (why the loudest errors are not the cause)");
@@ -267,6 +271,8 @@ std::string to_markdown(const pipeline::run& r) {
     line(fmt::format("- **Kind:** {} ({}), confidence {}", d.kind, d.category, d.confidence));
     if (!d.summary.empty()) line("- **Root cause:** " + d.summary);
   }
+  if (r.recurrences && *r.recurrences > 0)
+    line(fmt::format("- **Recurrence:** this host had the same failure {} time(s) in the last {} days", *r.recurrences, r.recurrence_days));
   line("- **First failing rank:** " + (d.initiating_rank ? std::to_string(*d.initiating_rank) : std::string("unknown")) +
        (d.initiating_host ? " on " + *d.initiating_host : "") + (d.initiating_rule.empty() ? "" : " (" + d.initiating_rule + ")"));
   if (!d.evidence_lines.empty()) {

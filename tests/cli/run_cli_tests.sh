@@ -8,6 +8,7 @@ T=$2
 CORPUS=$T/corpus
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+export XDG_DATA_HOME=$tmp/data  # never touch the user's history
 fails=0
 check() {  # check NAME CONDITION...
   local name=$1; shift
@@ -123,6 +124,23 @@ run kb test --healthy "$CORPUS/run-healthy/logs" "$CORPUS/fx-gpud-kmsg-healthy/l
 check "kb test with healthy baselines" test "$rc" -eq 0
 run kb test --healthy "$CORPUS/gh-funasr-2006/logs"
 check "kb test fails when a 'healthy' baseline has a finding" test "$rc" -eq 1
+
+# history: every diagnosis is stored; the second run on the same host mentions the first
+run diagnose "$CORPUS/gh-horovod-3929-duplicate-gpu-mpirun/logs"
+run diagnose "$CORPUS/gh-horovod-3929-duplicate-gpu-mpirun/logs"
+check "recurrence is reported" has "$out" "this host had the same failure 1 time(s) in the last 7 days"
+run history list --format json
+check "history lists both runs" /usr/bin/python3 -c 'import json,sys; l=json.load(open(sys.argv[1])); sys.exit(0 if len([e for e in l if e["kind"]=="duplicate_gpu_device"])>=2 else 1)' "$tmp/out"
+run history stats --by kind
+check "history stats" has "$out" "duplicate_gpu_device"
+run diagnose "$CORPUS/gh-pangeo-258/logs" --no-history
+run history list --format json
+check "--no-history stores nothing" sh -c "! grep -q pangeo '$tmp/out'"
+echo "not a database" >"$tmp/corrupt.db"
+run diagnose "$CORPUS/gh-pangeo-258/logs" --history "$tmp/corrupt.db"
+check "corrupt history: diagnosis still printed, exit 1" test "$rc" -eq 1
+check "corrupt history: clear error" has "$err" "history database is corrupt"
+check "corrupt history: report intact" has "$out" "dataloader_shm_bus_error"
 
 # usage errors exit 2
 run diagnose
