@@ -320,7 +320,7 @@ def agent_block(job, n, t_first, t_rest, is_culprit_node):
     cl = job.clock
     out = []
     for r, _, _, tt in others if is_culprit_node else []:
-        out.append(f"W{cl.parts(tt)['c10'][:-9]}{cl.parts(tt)['c10'][-9:]}.{job.ns[r % 1009][:6]} {job.agent_pid[n]} torch/distributed/elastic/multiprocessing/api.py:897] Sending process {job.pid(r)} closing signal SIGTERM\n")
+        out.append(f"W{cl.parts(tt)['c10']}.{job.ns[r % 1009][:6]} {job.agent_pid[n]} torch/distributed/elastic/multiprocessing/api.py:897] Sending process {job.pid(r)} closing signal SIGTERM\n")
     c = cl.parts(t_root + 3)["c10"]
     out.append(f"E{c}.{job.ns[n % 1009][:6]} {job.agent_pid[n]} torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: {code}) local_rank: {job.local(root)} (pid: {job.pid(root)}) of binary: /usr/bin/python3\n")
     out += [

@@ -126,10 +126,10 @@ run kb test --healthy "$CORPUS/gh-funasr-2006/logs"
 check "kb test fails when a 'healthy' baseline has a finding" test "$rc" -eq 1
 
 # history: every diagnosis is stored; the second run on the same host mentions the first
-run diagnose "$CORPUS/gh-horovod-3929-duplicate-gpu-mpirun/logs"
-run diagnose "$CORPUS/gh-horovod-3929-duplicate-gpu-mpirun/logs"
+run diagnose "$CORPUS/gh-horovod-3929-duplicate-gpu-mpirun/logs" --history "$tmp/h.db"
+run diagnose "$CORPUS/gh-horovod-3929-duplicate-gpu-mpirun/logs" --history "$tmp/h.db"
 check "recurrence is reported" has "$out" "this host had the same failure 1 time(s) in the last 7 days"
-run history list --format json
+run history --history "$tmp/h.db" list --format json
 check "history lists both runs" /usr/bin/python3 -c 'import json,sys; l=json.load(open(sys.argv[1])); sys.exit(0 if len([e for e in l if e["kind"]=="duplicate_gpu_device"])>=2 else 1)' "$tmp/out"
 run history stats --by kind
 check "history stats" has "$out" "duplicate_gpu_device"
