@@ -50,148 +50,175 @@ result<run> diagnose(const std::vector<std::string>& paths, const kb::library& l
   return diagnose(paths, e.value(), opt);
 }
 
-result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, const options& opt) {
-  const auto& lib = *eng.lib;
-  const auto& cat = eng.prefixes;
-  const auto& m = eng.matcher;
-  match::scratch scratch(m);
-  mask::masker masker(opt.mask);
-  if (auto st = masker.check(); !st) return st.error();
-
-  run out;
+struct collector::impl {
+  const engine& eng;
+  const options& opt;
+  match::scratch scratch;
+  mask::masker masker;
   correlate::inputs in;
+  std::vector<match::hit> hits;
+  impl(const engine& e, const options& o) : eng(e), opt(o), scratch(e.matcher), masker(o.mask) {}
+};
+
+collector::collector(const engine& eng, const options& opt) : impl_(std::make_unique<impl>(eng, opt)) {
+  impl_->in.max_suspicious_shown = opt.max_suspicious_shown;
+}
+collector::~collector() = default;
+collector::collector(collector&&) noexcept = default;
+
+status collector::check() const { return impl_->masker.check(); }
+mask::masker& collector::masker() { return impl_->masker; }
+const correlate::inputs& collector::inputs() const { return impl_->in; }
+correlate::diagnosis collector::diagnose() const { return correlate::correlate(impl_->in, *impl_->eng.lib); }
+
+collector::stream collector::open_stream(const ingest::source& raw_src) {
+  stream st;
+  st.display = impl_->masker.apply_path(raw_src.display);  // user names in home paths
+  st.hint = raw_src.hint;
+  st.ex = std::make_unique<extract::extractor>(st.display);
+  if (st.hint.epoch_seconds) st.stream_ts = normalize::timestamp{*st.hint.epoch_seconds};
+  if (st.hint.host) impl_->in.hosts.insert(*st.hint.host);
+  return st;
+}
+
+std::size_t collector::add_line(stream& st, std::string_view raw_text, std::uint64_t line_no) {
   static const re2::RE2 step_re(R"((?i)\b(?:step|iteration|iter|global_step)\s*[=:]?\s*(\d+))");
   static const re2::RE2 planned_re(R"((?i)\b(?:step|iteration|iter|batch)\w*\s*\d+\s*/\s*(\d+))");
   static const re2::RE2 batches_re(R"(\b(\d+) batches\b)");
-  std::vector<match::hit> hits;
+  auto& im = *impl_;
+  auto& in = im.in;
+  const auto& lib = *im.eng.lib;
+  ++st.lines;
+  std::size_t before = in.findings.size();
+  // Masking happens here, before anything else sees the line: no output can carry the raw value.
+  std::string clean = im.masker.apply(text::sanitize(raw_text));
+  normalize::line_meta meta;
+  im.eng.prefixes.normalize(clean, meta);
+  // Attribution: the line's own prefixes first, then the path's hints. Never invented.
+  std::optional<int> rank = meta.rank, local_rank = meta.local_rank;
+  if (!rank && !local_rank && meta.task) rank = meta.task;
+  // An indented continuation line (desync report, NVRM block, wrapped message) with no rank of
+  // its own belongs to the rank of the line before it in this stream.
+  bool continuation = !meta.body.empty() && (meta.body[0] == ' ' || meta.body[0] == '\t');
+  if (!rank && !local_rank && continuation) {
+    rank = st.prev_rank;
+    local_rank = st.prev_local;
+  }
+  st.prev_rank = rank;
+  st.prev_local = local_rank;
+  if (!rank && st.hint.rank) rank = st.hint.rank;
+  if (!local_rank && st.hint.local_rank) local_rank = st.hint.local_rank;
+  if (rank && local_rank && meta.rank) in.local_to_rank[*local_rank] = *rank;
+  std::optional<std::string> host = meta.host ? meta.host : st.hint.host;
+  if (meta.host) in.hosts.insert(*meta.host);
+  std::string key = rank_key(rank, local_rank);
+  std::optional<normalize::timestamp> ts = meta.ts;
+  bool inherited = false;
+  if (ts) {
+    st.last_ts[key] = *ts;
+    if (ts->kind == normalize::timestamp::clock::wall) st.stream_ts = ts;
+  } else if (auto it = st.last_ts.find(key); it != st.last_ts.end()) {
+    ts = it->second;
+    inherited = true;
+  } else if (st.stream_ts) {
+    ts = st.stream_ts;
+    inherited = true;
+  }
 
-  auto visit = [&](const ingest::source& raw_src, ingest::line_reader& reader) -> bool {
-    ingest::source src = raw_src;
-    src.display = masker.apply_path(src.display);  // user names in home paths
-    extract::extractor ex(src.display);
-    std::map<std::string, normalize::timestamp> last_ts;  // per rank key within this stream
-    std::optional<normalize::timestamp> stream_ts;
-    std::optional<int> prev_rank, prev_local;
-    if (src.hint.epoch_seconds) stream_ts = normalize::timestamp{*src.hint.epoch_seconds};
-    if (src.hint.host) in.hosts.insert(*src.hint.host);
+  extract::line_note note;
+  st.ex->feed(meta.body, line_no, note, in.exits, in.terminated);
+  if (!rank && note.rank) rank = note.rank;
+
+  std::string_view body = text::trim(meta.body);
+  if (!key.empty() && !body.empty()) {
+    auto& act = in.activity[key];
+    ++act.lines;
+    if (meta.ts) act.last_ts = meta.ts;
+    act.last_line = std::string(text::prefix_utf8(body, 300));
+    long step = 0;
+    re2::StringPiece bsp(body.data(), body.size());
+    if (re2::RE2::PartialMatch(bsp, step_re, &step)) act.last_step = step;
+    long planned = 0;
+    if (re2::RE2::PartialMatch(bsp, planned_re, &planned) || re2::RE2::PartialMatch(bsp, batches_re, &planned))
+      act.planned_steps = planned;
+  }
+  if (body.empty()) return 0;
+  auto& hits = im.hits;
+  hits.clear();
+  im.eng.matcher.scan(body, im.scratch, hits);
+  if (note.skip_match) {  // inside a stack: only signatures written for stack lines count
+    hits.erase(std::remove_if(hits.begin(), hits.end(),
+                              [&](const match::hit& h) {
+                                return !lib.signatures[static_cast<std::size_t>(h.signature)].match_in_stack;
+                              }),
+               hits.end());
+    if (hits.empty()) return 0;
+  }
+  bool symptom_on_line = false, specific_cause_on_line = false;
+  for (const auto& h : hits) {
+    const auto& hs = lib.signatures[static_cast<std::size_t>(h.signature)];
+    symptom_on_line |= !hs.is_cause();
+    specific_cause_on_line |= hs.is_cause() && hs.priority > 10;
+  }
+  bool kept_any = false;
+  for (auto& h : hits) {
+    const auto& sig = lib.signatures[static_cast<std::size_t>(h.signature)];
+    // A catch-all cause (priority <= 10) on a line that a symptom or a specific cause explains
+    // adds nothing: the line is that symptom or that cause.
+    if (sig.is_cause() && sig.priority <= 10 && (symptom_on_line || specific_cause_on_line)) continue;
+    correlate::finding f;
+    f.signature = h.signature;
+    f.captured = std::move(h.captured);
+    f.rank = rank;
+    f.local_rank = local_rank;
+    f.host = host;
+    f.ts = ts;
+    f.ts_inherited = inherited;
+    f.source = st.display;
+    f.line_no = line_no;
+    f.text = std::string(text::prefix_utf8(body, 2000));
+    in.findings.push_back(std::move(f));
+    kept_any = true;
+  }
+  if (!kept_any && in.suspicious.size() < im.opt.max_suspicious && looks_wrong(body, meta.level))
+    in.suspicious.push_back({st.display, std::string(text::prefix_utf8(body, 500)), line_no, rank,
+                             note.exception_line || meta.level == 'F' || contains(body, "Segmentation fault") ||
+                                 contains(body, "core dumped") || contains(body, "NCCL WARN")});
+  return in.findings.size() - before;
+}
+
+result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, const options& opt) {
+  collector col(eng, opt);
+  if (auto st = col.check(); !st) return st.error();
+  run out;
+  auto visit = [&](const ingest::source& src, ingest::line_reader& reader) -> bool {
+    auto st = col.open_stream(src);
     ingest::raw_line raw;
-    input_stats st{src.display};
-    while (reader.next(raw)) {
-      ++st.lines;
-      // Masking happens here, before anything else sees the line: no output can carry the raw value.
-      std::string clean = masker.apply(text::sanitize(raw.text));
-      normalize::line_meta meta;
-      cat.normalize(clean, meta);
-      // Attribution: the line's own prefixes first, then the path's hints. Never invented.
-      std::optional<int> rank = meta.rank, local_rank = meta.local_rank;
-      if (!rank && !local_rank && meta.task) rank = meta.task;
-      // An indented continuation line (desync report, NVRM block, wrapped message) with no rank of
-      // its own belongs to the rank of the line before it in this stream.
-      bool continuation = !meta.body.empty() && (meta.body[0] == ' ' || meta.body[0] == '\t');
-      if (!rank && !local_rank && continuation) {
-        rank = prev_rank;
-        local_rank = prev_local;
-      }
-      prev_rank = rank;
-      prev_local = local_rank;
-      if (!rank && src.hint.rank) rank = src.hint.rank;
-      if (!local_rank && src.hint.local_rank) local_rank = src.hint.local_rank;
-      if (rank && local_rank && meta.rank) in.local_to_rank[*local_rank] = *rank;
-      std::optional<std::string> host = meta.host ? meta.host : src.hint.host;
-      if (meta.host) in.hosts.insert(*meta.host);
-      std::string key = rank_key(rank, local_rank);
-      std::optional<normalize::timestamp> ts = meta.ts;
-      bool inherited = false;
-      if (ts) {
-        last_ts[key] = *ts;
-        if (ts->kind == normalize::timestamp::clock::wall) stream_ts = ts;
-      } else if (auto it = last_ts.find(key); it != last_ts.end()) {
-        ts = it->second;
-        inherited = true;
-      } else if (stream_ts) {
-        ts = stream_ts;
-        inherited = true;
-      }
-
-      extract::line_note note;
-      ex.feed(meta.body, raw.line_no, note, in.exits, in.terminated);
-      if (!rank && note.rank) rank = note.rank;
-
-      std::string_view body = text::trim(meta.body);
-      if (!key.empty() && !body.empty()) {
-        auto& act = in.activity[key];
-        ++act.lines;
-        if (meta.ts) act.last_ts = meta.ts;
-        act.last_line = std::string(text::prefix_utf8(body, 300));
-        long step = 0;
-        re2::StringPiece bsp(body.data(), body.size());
-        if (re2::RE2::PartialMatch(bsp, step_re, &step)) act.last_step = step;
-        long planned = 0;
-        if (re2::RE2::PartialMatch(bsp, planned_re, &planned) || re2::RE2::PartialMatch(bsp, batches_re, &planned))
-          act.planned_steps = planned;
-      }
-      if (body.empty()) continue;
-      hits.clear();
-      m.scan(body, scratch, hits);
-      if (note.skip_match) {  // inside a stack: only signatures written for stack lines count
-        hits.erase(std::remove_if(hits.begin(), hits.end(),
-                                  [&](const match::hit& h) {
-                                    return !lib.signatures[static_cast<std::size_t>(h.signature)].match_in_stack;
-                                  }),
-                   hits.end());
-        if (hits.empty()) continue;
-      }
-      bool symptom_on_line = false, specific_cause_on_line = false;
-      for (const auto& h : hits) {
-        const auto& hs = lib.signatures[static_cast<std::size_t>(h.signature)];
-        symptom_on_line |= !hs.is_cause();
-        specific_cause_on_line |= hs.is_cause() && hs.priority > 10;
-      }
-      bool kept_any = false;
-      for (auto& h : hits) {
-        const auto& sig = lib.signatures[static_cast<std::size_t>(h.signature)];
-        // A catch-all cause (priority <= 10) on a line that a symptom or a specific cause explains
-        // adds nothing: the line is that symptom or that cause.
-        if (sig.is_cause() && sig.priority <= 10 && (symptom_on_line || specific_cause_on_line)) continue;
-        correlate::finding f;
-        f.signature = h.signature;
-        f.captured = std::move(h.captured);
-        f.rank = rank;
-        f.local_rank = local_rank;
-        f.host = host;
-        f.ts = ts;
-        f.ts_inherited = inherited;
-        f.source = src.display;
-        f.line_no = raw.line_no;
-        f.text = std::string(text::prefix_utf8(body, 2000));
-        in.findings.push_back(std::move(f));
-        kept_any = true;
-      }
-      if (!kept_any && in.suspicious.size() < opt.max_suspicious && looks_wrong(body, meta.level))
-        in.suspicious.push_back({src.display, std::string(text::prefix_utf8(body, 500)), raw.line_no, rank,
-                                 note.exception_line || meta.level == 'F' || contains(body, "Segmentation fault") ||
-                                     contains(body, "core dumped") || contains(body, "NCCL WARN")});
-    }
-    st.bytes = reader.bytes_read();
-    if (st.lines > 0) out.any_readable = true;
-    out.total_lines += st.lines;
-    out.total_bytes += st.bytes;
-    out.inputs.push_back(std::move(st));
+    while (reader.next(raw)) col.add_line(st, raw.text, raw.line_no);
+    input_stats stats{st.display, st.lines, reader.bytes_read()};
+    if (stats.lines > 0) out.any_readable = true;
+    out.total_lines += stats.lines;
+    out.total_bytes += stats.bytes;
+    out.inputs.push_back(std::move(stats));
     return true;
   };
-  in.max_suspicious_shown = opt.max_suspicious_shown;
   out.errors = ingest::read_inputs(paths, opt.ingest, visit);
+  finish(col, out);
+  return out;
+}
+
+void finish(collector& col, run& out) {
+  auto& masker = col.masker();
   for (auto& e : out.errors) e.path = masker.apply_path(text::sanitize(e.path));
   out.masked = masker.enabled();
   out.mask_counts = masker.counts();
-  out.diag = correlate::correlate(std::move(in), lib);
+  out.diag = col.diagnose();
   if (out.diag.initiating_host)
     out.initiating_host_real = masker.enabled() ? masker.original(*out.diag.initiating_host) : *out.diag.initiating_host;
   if (!out.any_readable) {  // nothing was read: never call that healthy
     out.diag.verdict = "undetermined";
     out.diag.initiating_rule = "no input could be read";
   }
-  return out;
 }
 
 }  // namespace ff::pipeline

@@ -103,6 +103,6 @@ struct inputs {
 };
 
 /// Decides the diagnosis. Pure: no I/O.
-diagnosis correlate(inputs in, const kb::library& lib);
+diagnosis correlate(inputs in, const kb::library& lib);  // takes a copy: callers may keep adding
 
 }  // namespace ff::correlate

@@ -8,11 +8,13 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "firstfault/correlate.hpp"
+#include "firstfault/extract.hpp"
 #include "firstfault/ingest.hpp"
 #include "firstfault/kb.hpp"
 #include "firstfault/mask.hpp"
@@ -55,7 +57,38 @@ struct engine {
   static result<engine> build(const kb::library& lib);
 };
 
+/// The per-line work of the pipeline (mask, normalize, extract, match), feeding correlate's inputs.
+/// `diagnose` runs it over files; `watch` feeds it lines as they are written.
+class collector {
+ public:
+  struct stream {  // per-stream state: attribution carries from line to line
+    std::string display;
+    ingest::source_hint hint;
+    std::unique_ptr<extract::extractor> ex;
+    std::map<std::string, normalize::timestamp> last_ts;
+    std::optional<normalize::timestamp> stream_ts;
+    std::optional<int> prev_rank, prev_local;
+    std::uint64_t lines = 0;
+  };
+  collector(const engine& eng, const options& opt);
+  ~collector();
+  collector(collector&&) noexcept;
+  status check() const;
+  stream open_stream(const ingest::source& src);
+  /// Processes one raw line; returns how many findings it added.
+  std::size_t add_line(stream& st, std::string_view raw_text, std::uint64_t line_no);
+  const correlate::inputs& inputs() const;
+  correlate::diagnosis diagnose() const;  ///< correlate over everything so far (does not consume)
+  mask::masker& masker();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
 result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, const options& opt);
+/// Fills the run's diagnosis and masking summary from a collector.
+void finish(collector& col, run& out);
 /// Convenience: builds the engine, then diagnoses.
 result<run> diagnose(const std::vector<std::string>& paths, const kb::library& lib, const options& opt);
 
