@@ -1,7 +1,15 @@
 // firstfault command line. The only place that touches argv, stdout and stderr.
 #include <unistd.h>
 
+#include <httplib.h>
+#include <re2/re2.h>
+
 #include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -13,6 +21,7 @@
 
 #include "firstfault/encyclopedia.hpp"
 #include "firstfault/history.hpp"
+#include "firstfault/watch.hpp"
 #include "firstfault/kb.hpp"
 #include "firstfault/pipeline.hpp"
 #include "firstfault/report.hpp"
@@ -59,6 +68,145 @@ void print_signature(const ff::kb::signature& s) {
     std::cout << "Example:\n  " << s.positive.front().line << "\n\n";
   }
   list("References:", s.references, "");
+}
+
+struct watch_args {
+  std::vector<std::string> paths;
+  bool from_start, json, no_history;
+  std::string silence, exec, webhook, metrics, history;
+  double run_for;
+  int poll_ms;
+  bool no_mask;
+};
+
+std::atomic<bool> g_stop{false};
+
+std::optional<double> parse_duration(const std::string& s) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str()) return std::nullopt;
+  std::string unit(end);
+  if (unit.empty() || unit == "s") return v;
+  if (unit == "ms") return v / 1000;
+  if (unit == "m") return v * 60;
+  if (unit == "h") return v * 3600;
+  return std::nullopt;
+}
+
+// POST with retries; returns an empty string on success, else the last error.
+std::string post_json(const std::string& url, const std::string& body) {
+  static const re2::RE2 url_re(R"(^(https?://[^/]+)(/.*)?$)");
+  std::string base, path;
+  if (!re2::RE2::FullMatch(url, url_re, &base, &path)) return "not an http(s) URL: " + url;
+  if (path.empty()) path = "/";
+  std::string last;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    httplib::Client cli(base);
+    cli.set_connection_timeout(5, 0);
+    cli.set_read_timeout(5, 0);
+    cli.set_write_timeout(5, 0);
+    auto res = cli.Post(path, body, "application/json");
+    if (res && res->status >= 200 && res->status < 300) return "";
+    last = res ? "HTTP " + std::to_string(res->status) : httplib::to_string(res.error());
+    std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));
+  }
+  return last;
+}
+
+int run_watch(const ff::kb::library& L, const watch_args& a) {
+  auto eng = ff::pipeline::engine::build(L);
+  if (!eng) {
+    std::fprintf(stderr, "firstfault: %s\n", eng.error().message.c_str());
+    return kExitUsage;
+  }
+  ff::watch::options opt;
+  opt.paths = a.paths;
+  opt.from_start = a.from_start;
+  opt.poll_ms = a.poll_ms;
+  if (a.run_for > 0) opt.run_for_s = a.run_for;
+  auto sil = parse_duration(a.silence);
+  if (!sil) {
+    std::fprintf(stderr, "firstfault: --silence %s: expected a duration such as 300s or 5m\n", a.silence.c_str());
+    return kExitUsage;
+  }
+  opt.silence_s = *sil;
+  opt.pipeline.mask.enabled = !a.no_mask;
+  std::signal(SIGINT, [](int) { g_stop = true; });
+  std::signal(SIGTERM, [](int) { g_stop = true; });
+  std::signal(SIGPIPE, SIG_IGN);
+
+  ff::watch::metrics mx;
+  std::mutex mu;
+  std::unique_ptr<httplib::Server> server;
+  std::thread server_thread;
+  if (!a.metrics.empty()) {
+    auto colon = a.metrics.rfind(':');
+    if (colon == std::string::npos) {
+      std::fprintf(stderr, "firstfault: --metrics expects HOST:PORT\n");
+      return kExitUsage;
+    }
+    std::string host = a.metrics.substr(0, colon);
+    int port = std::atoi(a.metrics.c_str() + colon + 1);
+    server = std::make_unique<httplib::Server>();
+    server->Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
+      std::lock_guard<std::mutex> g(mu);
+      double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      res.set_content(ff::watch::to_prometheus(mx, now), "text/plain; version=0.0.4");
+    });
+    if (!server->bind_to_port(host.c_str(), port)) {
+      std::fprintf(stderr, "firstfault: --metrics %s: cannot listen there\n", a.metrics.c_str());
+      return kExitUsage;
+    }
+    server_thread = std::thread([&] { server->listen_after_bind(); });
+  }
+  std::optional<ff::history::store> hs;
+  std::string hpath = a.history.empty() ? ff::history::default_path() : a.history;
+  if (!a.no_history) {
+    auto h = ff::history::store::open(hpath);
+    if (!h) std::fprintf(stderr, "firstfault: %s; alerts are printed but not stored\n", h.error().message.c_str());
+    else hs = std::move(h).value();
+  }
+  auto sink = [&](const ff::watch::alert& al) {
+    std::string js = al.report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (a.json) std::cout << js << std::endl;
+    else std::cout << al.text << std::endl;
+    if (!a.exec.empty()) {
+      if (FILE* p = ::popen(a.exec.c_str(), "w")) {
+        std::fwrite(js.data(), 1, js.size(), p);
+        std::fputc('\n', p);
+        int rc = ::pclose(p);
+        if (rc != 0) std::fprintf(stderr, "firstfault: --exec command exited with status %d\n", rc);
+      }
+    }
+    if (!a.webhook.empty())
+      if (auto err = post_json(a.webhook, js); !err.empty())
+        std::fprintf(stderr, "firstfault: --webhook %s: %s (alert not delivered)\n", a.webhook.c_str(), err.c_str());
+    if (hs && al.type == "failure") {
+      ff::history::entry e;
+      e.source = "watch";
+      for (const auto& p : a.paths) e.inputs += (e.inputs.empty() ? "" : "; ") + p;
+      e.verdict = al.report.value("verdict", "");
+      if (al.report["root_cause"].is_object()) {
+        e.signature = al.report["root_cause"].value("signature", "");
+        e.kind = al.report["root_cause"].value("kind", "");
+      }
+      if (al.report["initiating_rank"].is_number_integer()) e.initiating_rank = al.report["initiating_rank"].get<int>();
+      if (al.report["initiating_host"].is_string()) e.initiating_host = al.report["initiating_host"].get<std::string>();
+      e.report_json = js;
+      e.host_key = ff::history::host_key(hpath, al.initiating_host_real);
+      if (auto st = hs->add(e); !st) std::fprintf(stderr, "firstfault: %s\n", st.error().message.c_str());
+    }
+  };
+  auto st = ff::watch::run(eng.value(), opt, sink, g_stop, &mx, &mu);
+  if (server) {
+    server->stop();
+    server_thread.join();
+  }
+  if (!st) {
+    std::fprintf(stderr, "firstfault: %s\n", st.error().message.c_str());
+    return kExitUsage;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -114,6 +262,25 @@ int main(int argc, char** argv) {
   kb_export->add_option("dir", export_dir, "output directory for --format");
   for (auto* c : {kb_lint, kb_test, kb_list, kb_show, kb_search, kb_export})
     c->add_option("--kb", kb_dirs, "extra directory of signature files")->check(CLI::ExistingDirectory);
+
+  auto* watch = app.add_subcommand("watch", "follow a running job's logs and alert on the first fault");
+  std::vector<std::string> watch_paths;
+  bool watch_from_start = false, watch_json = false, watch_no_history = false;
+  std::string watch_silence = "300s", watch_exec, watch_webhook, watch_metrics, watch_history;
+  double watch_run_for = 0;
+  int watch_poll_ms = 200;
+  watch->add_option("paths", watch_paths, "log files or directories to follow")->required();
+  watch->add_flag("--from-start", watch_from_start, "read existing content first (default: start at the end)");
+  watch->add_option("--silence", watch_silence, "quiet time that counts as a possible hang, e.g. 300s, 5m");
+  watch->add_flag("--json", watch_json, "print alerts as JSON lines (same schema as diagnose --format json)");
+  watch->add_option("--exec", watch_exec, "run this shell command per alert, with the alert JSON on stdin");
+  watch->add_option("--webhook", watch_webhook, "POST each alert as JSON to this http:// URL (3 tries, 5 s timeout)");
+  watch->add_option("--metrics", watch_metrics, "serve Prometheus metrics on HOST:PORT (e.g. 127.0.0.1:9464)");
+  watch->add_option("--poll-ms", watch_poll_ms, "wake-up interval when nothing is written (ms)");
+  watch->add_option("--run-for", watch_run_for, "stop after this many seconds (default: until interrupted)");
+  watch->add_flag("--no-history", watch_no_history, "do not store alerts in the local history");
+  watch->add_option("--history", watch_history, "history database");
+  watch->add_flag("--no-mask", no_mask, "do not mask addresses, host names, user names and secrets");
 
   auto* hist = app.add_subcommand("history", "list, show and count stored diagnoses");
   hist->require_subcommand(1);
@@ -210,6 +377,10 @@ int main(int argc, char** argv) {
     }
     return ff::report::exit_code(r);
   }
+
+  if (watch->parsed()) return run_watch(L, {watch_paths, watch_from_start, watch_json, watch_no_history, watch_silence,
+                                             watch_exec, watch_webhook, watch_metrics, watch_history, watch_run_for,
+                                             watch_poll_ms, no_mask});
 
   if (hist->parsed()) {
     auto h = ff::history::store::open(hist_path.empty() ? ff::history::default_path() : hist_path);

@@ -1,0 +1,60 @@
+// firstfault/watch.hpp: follow a running job's logs and alert on the first fault.
+//
+// Follows growing files and new files under directories (inotify wakes the loop; a poll interval is the
+// fallback), survives rotation (the old file is read to its end before the new one is opened) and
+// truncation/copytruncate (reading restarts at offset 0), and starts at the end of existing files unless
+// from_start. Lines are assembled across writes before they are matched, so a record split across two
+// writes is matched once it is complete. Every line goes through the same collector as `diagnose`
+// (masking included). When a cause-role signature fires, an alert carries a full report; updates follow
+// as collateral arrives. A rank that stops writing while others go on, or all ranks going silent, for
+// longer than `silence_s`, raises a "hang" alert with the last line of each rank.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "firstfault/pipeline.hpp"
+
+namespace ff::watch {
+
+struct options {
+  std::vector<std::string> paths;
+  bool from_start = false;
+  double silence_s = 300;      ///< seconds without output that count as a possible hang
+  int poll_ms = 200;           ///< wake-up interval when inotify is quiet (ms)
+  double update_interval_s = 1; ///< at most one "update" alert per interval
+  std::optional<double> run_for_s;  ///< stop after this many seconds (tests, cron); default: until stopped
+  pipeline::options pipeline;
+};
+
+struct alert {
+  std::string type;       ///< failure | update | hang
+  nlohmann::json report;  ///< same schema as `diagnose --format json`, plus "alert" {type, detected_at_ms}
+  std::string text;       ///< terminal rendering
+  std::string initiating_host_real;  ///< only for the history's salted host key; never rendered
+};
+
+/// Counters exported as Prometheus metrics (guarded by the watcher's mutex).
+struct metrics {
+  std::uint64_t lines = 0, bytes = 0;
+  std::map<std::string, std::uint64_t> alerts;  ///< by type
+  std::map<std::string, std::uint64_t> hits;    ///< key: signature|kind|rank|host
+  std::map<std::string, double> last_line_at;   ///< rank key -> unix seconds of its last line
+};
+
+/// Runs until `stop` is set or run_for_s elapses. `sink` receives every alert (from the watcher thread);
+/// `snapshot` is called with the metrics under a lock whenever they change (may be null).
+status run(const pipeline::engine& eng, const options& opt, const std::function<void(const alert&)>& sink,
+           const std::atomic<bool>& stop, metrics* shared = nullptr, std::mutex* shared_mu = nullptr);
+
+/// Prometheus text exposition of the metrics (https://prometheus.io/docs/instrumenting/exposition_formats/).
+std::string to_prometheus(const metrics& m, double now_unix);
+
+}  // namespace ff::watch

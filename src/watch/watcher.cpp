@@ -1,0 +1,316 @@
+// `firstfault watch`: the follow loop, rotation/truncation handling, alerting and silence detection.
+#include "firstfault/watch.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "firstfault/report.hpp"
+#include "firstfault/text.hpp"
+
+namespace fs = std::filesystem;
+
+namespace ff::watch {
+
+namespace {
+
+double now_unix() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+struct tracked {
+  std::string path;
+  int fd = -1;
+  ino_t ino = 0, old_ino = 0;  // old_ino: the file before the last rotation (now under another name)
+  off_t offset = 0;
+  std::string partial;  // bytes after the last newline, waiting for the rest of the line
+  std::uint64_t line_no = 0;
+  pipeline::collector::stream st;
+};
+
+std::string prom_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '\\' || c == '"') o += '\\';
+    if (c == '\n') { o += "\\n"; continue; }
+    o += c;
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string to_prometheus(const metrics& m, double now) {
+  std::string o;
+  o += "# HELP firstfault_lines_read_total Log lines read by firstfault watch.\n# TYPE firstfault_lines_read_total counter\n";
+  o += "firstfault_lines_read_total " + std::to_string(m.lines) + "\n";
+  o += "# HELP firstfault_bytes_read_total Log bytes read by firstfault watch.\n# TYPE firstfault_bytes_read_total counter\n";
+  o += "firstfault_bytes_read_total " + std::to_string(m.bytes) + "\n";
+  o += "# HELP firstfault_alerts_total Alerts raised, by type (failure, update, hang).\n# TYPE firstfault_alerts_total counter\n";
+  for (const auto& [t, n] : m.alerts) o += "firstfault_alerts_total{type=\"" + prom_escape(t) + "\"} " + std::to_string(n) + "\n";
+  o += "# HELP firstfault_signature_hits_total Lines matched, by signature, kind, rank and host.\n# TYPE firstfault_signature_hits_total counter\n";
+  for (const auto& [k, n] : m.hits) {
+    std::string parts[4];
+    std::size_t start = 0;
+    for (int i = 0; i < 4; ++i) {
+      auto bar = k.find('|', start);
+      parts[i] = k.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
+      start = bar == std::string::npos ? k.size() : bar + 1;
+    }
+    o += "firstfault_signature_hits_total{signature=\"" + prom_escape(parts[0]) + "\",kind=\"" + prom_escape(parts[1]) +
+         "\",rank=\"" + prom_escape(parts[2]) + "\",host=\"" + prom_escape(parts[3]) + "\"} " + std::to_string(n) + "\n";
+  }
+  o += "# HELP firstfault_rank_seconds_since_last_line Seconds since each rank last wrote a line.\n# TYPE firstfault_rank_seconds_since_last_line gauge\n";
+  for (const auto& [r, t] : m.last_line_at) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.3f", now - t);
+    o += "firstfault_rank_seconds_since_last_line{rank=\"" + prom_escape(r) + "\"} " + b + "\n";
+  }
+  return o;
+}
+
+status run(const pipeline::engine& eng, const options& opt, const std::function<void(const alert&)>& sink,
+           const std::atomic<bool>& stop, metrics* shared, std::mutex* shared_mu) {
+  pipeline::collector col(eng, opt.pipeline);
+  if (auto st = col.check(); !st) return st;
+  const auto& lib = *eng.lib;
+  std::map<std::string, tracked> files;  // by path
+  std::set<std::string> aliases;          // rotated names of followed files
+  int ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  std::set<std::string> watched_dirs;
+  auto watch_dir = [&](const std::string& d) {
+    if (ino_fd < 0 || watched_dirs.count(d)) return;
+    if (inotify_add_watch(ino_fd, d.c_str(), IN_CREATE | IN_MODIFY | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF) >= 0)
+      watched_dirs.insert(d);
+  };
+  metrics local;
+  metrics& mx = shared ? *shared : local;
+  std::mutex local_mu;
+  std::mutex& mu = shared_mu ? *shared_mu : local_mu;
+
+  // Discovery: the given files, and log files under the given directories (new ones too).
+  bool first_scan = true;
+  auto discover = [&] {
+    std::vector<std::string> found;
+    for (const auto& p : opt.paths) {
+      std::error_code ec;
+      if (fs::is_directory(p, ec)) {
+        watch_dir(p);
+        for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
+             !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+          if (it->is_directory(ec) && !it->is_symlink(ec)) watch_dir(it->path().string());
+          if (it->is_regular_file(ec) && ingest::looks_like_log_name(it->path().filename().string()))
+            found.push_back(it->path().string());
+        }
+      } else {
+        watch_dir(fs::path(p).parent_path().empty() ? "." : fs::path(p).parent_path().string());
+        found.push_back(p);
+      }
+    }
+    for (const auto& f : found) {
+      if (files.count(f) || aliases.count(f)) continue;
+      struct stat sb {};
+      if (::stat(f.c_str(), &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+      // A file we already follow under another name (rotation renamed it): never read it twice.
+      bool known = false;
+      for (const auto& [p, t] : files) known |= (t.ino == sb.st_ino || t.old_ino == sb.st_ino);
+      if (known) {
+        aliases.insert(f);
+        continue;
+      }
+      tracked t;
+      t.path = f;
+      t.fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
+      if (t.fd < 0) continue;
+      t.ino = sb.st_ino;
+      // Existing files start at their end unless --from-start; files that appear later from 0.
+      t.offset = (first_scan && !opt.from_start) ? sb.st_size : 0;
+      ingest::source src{f, ingest::hints_from_path(f)};
+      t.st = col.open_stream(src);
+      files.emplace(f, std::move(t));
+    }
+    first_scan = false;
+  };
+
+  std::optional<std::string> alerted_sig;
+  std::optional<int> alerted_rank;
+  std::size_t alerted_collateral = 0;
+  bool pending_update = false;
+  double last_update = 0;
+  std::map<std::string, double> last_line_at;  // rank key -> unix time
+  std::map<std::string, std::string> last_line_of;
+  std::set<std::string> hang_reported;
+  bool all_silent_reported = false;
+  double last_any = 0;
+
+  auto emit = [&](const std::string& type, const std::string& extra_text) {
+    pipeline::run r;
+    r.any_readable = true;
+    pipeline::finish(col, r);
+    r.total_lines = mx.lines;
+    r.total_bytes = mx.bytes;
+    alert a;
+    a.type = type;
+    a.report = report::to_json(r);
+    a.report["alert"] = {{"type", type}, {"detected_at_ms", static_cast<std::int64_t>(now_unix() * 1000)}};
+    a.text = "== firstfault watch: " + type + " alert\n" + extra_text + report::to_terminal(r, {false});
+    a.initiating_host_real = r.initiating_host_real;
+    {
+      std::lock_guard<std::mutex> g(mu);
+      ++mx.alerts[type];
+    }
+    sink(a);
+    return r;
+  };
+
+  auto read_file = [&](tracked& t, int fd, bool to_end_only) -> bool {
+    bool any = false;
+    char buf[1 << 16];
+    for (int chunk = 0; chunk < 64; ++chunk) {  // at most 4 MiB per file per pass, then let others go
+      ssize_t n = ::pread(fd, buf, sizeof buf, t.offset);
+      if (n <= 0) break;
+      t.offset += n;
+      any = true;
+      {
+        std::lock_guard<std::mutex> g(mu);
+        mx.bytes += static_cast<std::uint64_t>(n);
+      }
+      t.partial.append(buf, static_cast<std::size_t>(n));
+      std::size_t start = 0;
+      for (;;) {
+        std::size_t nl = t.partial.find_first_of("\r\n", start);
+        if (nl == std::string::npos) break;
+        std::string_view line(t.partial.data() + start, nl - start);
+        start = nl + 1;
+        if (t.partial[nl] == '\r' && start < t.partial.size() && t.partial[start] == '\n') ++start;
+        std::size_t added = col.add_line(t.st, line.substr(0, opt.pipeline.ingest.max_line_bytes), ++t.line_no);
+        double now = now_unix();
+        last_any = now;
+        // per-rank activity for silence detection (masked text only)
+        std::string key = t.st.prev_rank ? "rank " + std::to_string(*t.st.prev_rank)
+                          : t.st.hint.rank ? "rank " + std::to_string(*t.st.hint.rank)
+                          : t.st.hint.local_rank ? "local rank " + std::to_string(*t.st.hint.local_rank)
+                                                 : t.st.display;
+        last_line_at[key] = now;
+        last_line_of[key] = std::string(text::prefix_utf8(text::sanitize(line), 200));
+        hang_reported.erase(key);
+        all_silent_reported = false;
+        {
+          std::lock_guard<std::mutex> g(mu);
+          ++mx.lines;
+          mx.last_line_at[key] = now;
+          const auto& fs_ = col.inputs().findings;
+          for (std::size_t i = fs_.size() - added; i < fs_.size(); ++i) {
+            const auto& f = fs_[i];
+            const auto& s = lib.signatures[static_cast<std::size_t>(f.signature)];
+            mx.hits[s.name + "|" + s.kind + "|" + (f.rank ? std::to_string(*f.rank) : "") + "|" + f.host.value_or("")]++;
+          }
+        }
+        if (added == 0) continue;
+        bool cause = false;
+        const auto& fs_ = col.inputs().findings;
+        for (std::size_t i = fs_.size() - added; i < fs_.size(); ++i)
+          cause |= lib.signatures[static_cast<std::size_t>(fs_[i].signature)].is_cause();
+        if (cause) {
+          auto d = col.diagnose();
+          if (d.verdict == "failure" && (!alerted_sig || *alerted_sig != d.signature || alerted_rank != d.initiating_rank)) {
+            auto r = emit(alerted_sig ? "update" : "failure", "");
+            alerted_sig = d.signature;
+            alerted_rank = d.initiating_rank;
+            alerted_collateral = r.diag.collateral.size();
+            last_update = now_unix();
+            continue;
+          }
+        }
+        if (alerted_sig) pending_update = true;
+      }
+      t.partial.erase(0, start);
+      if (t.partial.size() > opt.pipeline.ingest.max_line_bytes) t.partial.clear();  // a runaway line: drop it
+      if (to_end_only && n < static_cast<ssize_t>(sizeof buf)) break;
+    }
+    return any;
+  };
+
+  auto started = std::chrono::steady_clock::now();
+  while (!stop.load()) {
+    if (opt.run_for_s && std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > *opt.run_for_s)
+      break;
+    discover();
+    for (auto& [path, t] : files) {
+      struct stat sb {};
+      bool exists = ::stat(path.c_str(), &sb) == 0;
+      if (exists && sb.st_ino != t.ino) {
+        // Rotated: finish the old file (still open) to its end, then follow the new one from 0.
+        read_file(t, t.fd, true);
+        if (!t.partial.empty()) {
+          col.add_line(t.st, t.partial, ++t.line_no);
+          t.partial.clear();
+        }
+        ::close(t.fd);
+        t.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        t.old_ino = t.ino;
+        t.ino = sb.st_ino;
+        t.offset = 0;
+        if (t.fd < 0) continue;
+      } else if (exists && sb.st_size < t.offset) {
+        t.offset = 0;  // truncated in place (copytruncate): read what was written since
+        t.partial.clear();
+      }
+      if (t.fd >= 0) read_file(t, t.fd, false);
+    }
+    double now = now_unix();
+    if (pending_update && now - last_update >= opt.update_interval_s) {
+      auto d = col.diagnose();
+      if (d.collateral.size() != alerted_collateral) {
+        emit("update", "");
+        alerted_collateral = d.collateral.size();
+      }
+      pending_update = false;
+      last_update = now;
+    }
+    // Silence: one rank quiet while others write, or everyone quiet after having written.
+    if (last_any > 0 && last_line_at.size() > 1) {
+      for (const auto& [key, at] : last_line_at) {
+        bool others_active = false;
+        for (const auto& [k2, at2] : last_line_at) others_active |= (k2 != key && now - at2 < opt.silence_s);
+        if (now - at > opt.silence_s && others_active && !hang_reported.count(key)) {
+          hang_reported.insert(key);
+          std::string extra = "possible hang: " + key + " has written nothing for " + std::to_string(static_cast<int>(now - at)) +
+                              " s while other ranks go on; its last line: " + last_line_of[key] + "\n";
+          emit("hang", extra);
+        }
+      }
+    }
+    if (last_any > 0 && now - last_any > opt.silence_s && !all_silent_reported) {
+      all_silent_reported = true;
+      std::string extra = "possible hang: every rank has been silent for " + std::to_string(static_cast<int>(now - last_any)) + " s; last lines:\n";
+      for (const auto& [k, l] : last_line_of) extra += "  " + k + ": " + l + "\n";
+      emit("hang", extra);
+    }
+    if (ino_fd >= 0) {
+      pollfd p{ino_fd, POLLIN, 0};
+      if (::poll(&p, 1, opt.poll_ms) > 0) {
+        char evbuf[8192];
+        while (::read(ino_fd, evbuf, sizeof evbuf) > 0) {
+        }
+      }
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(opt.poll_ms));
+    }
+  }
+  for (auto& [p, t] : files)
+    if (t.fd >= 0) ::close(t.fd);
+  if (ino_fd >= 0) ::close(ino_fd);
+  return ok();
+}
+
+}  // namespace ff::watch
