@@ -6,7 +6,7 @@ pkgs=(
   build-essential cmake ninja-build pkg-config python3 python3-jsonschema gzip zstd zip
   libvectorscan-dev libre2-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   zlib1g-dev libzstd-dev libarchive-dev libgtest-dev libgmock-dev
-  clang libclang-rt-14-dev libsqlite3-dev libcpp-httplib-dev libssl-dev curl
+  clang libclang-rt-14-dev libsqlite3-dev libcpp-httplib-dev libssl-dev curl prometheus
 )
 missing=()
 for p in "${pkgs[@]}"; do
