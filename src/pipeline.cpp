@@ -57,6 +57,10 @@ struct collector::impl {
   mask::masker masker;
   correlate::inputs in;
   std::vector<match::hit> hits;
+  // Memory stays bounded however long the input: after kMaxPerKey findings of one signature on one
+  // rank, further ones only count as repeats of the last one kept.
+  static constexpr int kMaxPerKey = 64;
+  std::map<std::pair<int, int>, std::pair<int, std::size_t>> per_key;  // (signature, rank) -> (count, last index)
   impl(const engine& e, const options& o) : eng(e), opt(o), scratch(e.matcher), masker(o.mask) {}
 };
 
@@ -166,6 +170,13 @@ std::size_t collector::add_line(stream& st, std::string_view raw_text, std::uint
     // A catch-all cause (priority <= 10) on a line that a symptom or a specific cause explains
     // adds nothing: the line is that symptom or that cause.
     if (sig.is_cause() && sig.priority <= 10 && (symptom_on_line || specific_cause_on_line)) continue;
+    auto& slot = im.per_key[{h.signature, rank.value_or(local_rank ? -2 - *local_rank : -1)}];
+    if (++slot.first > impl::kMaxPerKey) {
+      ++in.findings[slot.second].duplicates;
+      kept_any = true;
+      continue;
+    }
+    slot.second = in.findings.size();
     correlate::finding f;
     f.signature = h.signature;
     f.captured = std::move(h.captured);
