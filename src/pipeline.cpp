@@ -79,7 +79,6 @@ collector::stream collector::open_stream(const ingest::source& raw_src) {
   stream st;
   st.display = impl_->masker.apply_path(raw_src.display);  // user names in home paths
   st.hint = raw_src.hint;
-  st.ex = std::make_unique<extract::extractor>(st.display);
   if (st.hint.epoch_seconds) st.stream_ts = normalize::timestamp{*st.hint.epoch_seconds};
   if (st.hint.host) impl_->in.hosts.insert(*st.hint.host);
   return st;
@@ -130,7 +129,9 @@ std::size_t collector::add_line(stream& st, std::string_view raw_text, std::uint
   }
 
   extract::line_note note;
-  st.ex->feed(meta.body, line_no, note, in.exits, in.terminated);
+  auto& ex = st.ex[key];
+  if (!ex) ex = std::make_unique<extract::extractor>(st.display);
+  ex->feed(meta.body, line_no, note, in.exits, in.terminated);
   if (!rank && note.rank) rank = note.rank;
 
   std::string_view body = text::trim(meta.body);
@@ -188,6 +189,7 @@ std::size_t collector::add_line(stream& st, std::string_view raw_text, std::uint
     f.source = st.display;
     f.line_no = line_no;
     f.text = std::string(text::prefix_utf8(body, 2000));
+    if (!note.collective.empty()) f.captured.emplace_back("collective", note.collective);
     in.findings.push_back(std::move(f));
     kept_any = true;
   }

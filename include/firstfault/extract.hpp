@@ -44,6 +44,7 @@ struct line_note {
   bool exception_line = false; ///< the "XxxError: msg" line that ends a Python traceback
   int record = -1;             ///< record id within this stream, -1 for a plain line
   std::optional<int> rank;     ///< rank of the ChildFailedError entry this line belongs to
+  std::string collective;      ///< on an exception line: the torch.distributed call the stack was in (all_reduce, barrier, ...)
 };
 
 class extractor {
@@ -61,7 +62,8 @@ class extractor {
   bool in_tb_ = false;
   int tb_record_ = -1;
   bool after_exception_ = false;
-  bool chained_ = false;  // a "During handling..."/"direct cause" line joined the next traceback
+  bool chained_ = false;
+  std::string tb_collective_;  // innermost distributed_c10d.py frame of the current traceback  // a "During handling..."/"direct cause" line joined the next traceback
   // C++ frames
   bool in_frames_ = false;
   // ChildFailedError block

@@ -64,7 +64,7 @@ class collector {
   struct stream {  // per-stream state: attribution carries from line to line
     std::string display;
     ingest::source_hint hint;
-    std::unique_ptr<extract::extractor> ex;
+    std::map<std::string, std::unique_ptr<extract::extractor>> ex;  ///< per rank key: ranks interleave in a console
     std::map<std::string, normalize::timestamp> last_ts;
     std::optional<normalize::timestamp> stream_ts;
     std::optional<int> prev_rank, prev_local;

@@ -348,7 +348,29 @@ diagnosis correlate(inputs in, const kb::library& lib) {
           std::sort(rs.begin(), rs.end());
           rs.erase(std::unique(rs.begin(), rs.end()), rs.end());
         }
-        if (by_plan.size() >= 2) {
+        // (e) every rank timed out, in different torch.distributed calls: the ranks disagree on which
+        // collective comes next (order or type mismatch).
+        std::map<std::string, std::set<int>> by_call;
+        for (const auto* f : timeouts)
+          if (auto c = field(*f, "collective"); !c.empty() && f->rank) by_call[c].insert(*f->rank);
+        if (by_plan.size() < 2 && by_call.size() >= 2) {
+          root_sig = inferred(lib, "timeout_in_different_collectives");
+          root_findings = timeouts;
+          std::string calls;
+          for (const auto& [c, rs] : by_call)
+            calls += (calls.empty() ? "" : ", ") + c + " on rank(s) " + text::rank_ranges({rs.begin(), rs.end()});
+          const std::set<int>* odd = nullptr;
+          int singles = 0;
+          for (const auto& [c, rs] : by_call)
+            if (rs.size() == 1) { odd = &rs; ++singles; }
+          if (by_call.size() == 2 && singles == 1 && timed_out.size() >= 3) {
+            init_rank = *odd->begin();
+            rank_rule = "the only rank in a different collective (" + calls + ")";
+          } else {
+            rank_rule = "ranks timed out in different collectives (" + calls + "); which one diverged first is not in the logs";
+          }
+        }
+        if (!root_sig && by_plan.size() >= 2) {
           root_sig = inferred(lib, "timeout_absent_rank_uneven_steps");
           root_findings = timeouts;
           const auto& fewest = by_plan.begin()->second;

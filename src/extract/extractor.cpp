@@ -107,6 +107,7 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
   if (starts_with(t, "Traceback (most recent call last):")) {
     if (!chained_ || tb_record_ < 0) tb_record_ = next_record_++;
     chained_ = false;
+    tb_collective_.clear();
     in_tb_ = true;
     after_exception_ = false;
     note.record = tb_record_;
@@ -119,10 +120,16 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
     if (indented || t.empty() || t == "^" || starts_with(t, "~~~") || starts_with(t, "^^^") ||
         starts_with(t, "...")) {
       note.skip_match = true;  // File "...", line N / source line / caret markers
+      static const re2::RE2 c10d_frame(R"(torch/distributed/distributed_c10d\.py", line \d+, in (\w+))");
+      std::string fn;
+      if (contains(t, "distributed_c10d.py") && re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), c10d_frame, &fn) &&
+          fn != "wrapper")
+        tb_collective_ = fn;
       return;
     }
     if (looks_like_exception(t) || contains(t, "Error: ") || contains(t, "Exception: ")) {
       note.exception_line = true;
+      note.collective = tb_collective_;
       in_tb_ = false;
       after_exception_ = true;
       return;
