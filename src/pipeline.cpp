@@ -160,10 +160,12 @@ std::size_t collector::add_line(stream& st, std::string_view raw_text, std::uint
     if (hits.empty()) return 0;
   }
   bool symptom_on_line = false, specific_cause_on_line = false;
+  int top_cause = 0;
   for (const auto& h : hits) {
     const auto& hs = lib.signatures[static_cast<std::size_t>(h.signature)];
     symptom_on_line |= !hs.is_cause();
     specific_cause_on_line |= hs.is_cause() && hs.priority > 10;
+    if (hs.is_cause()) top_cause = std::max(top_cause, hs.priority);
   }
   bool kept_any = false;
   for (auto& h : hits) {
@@ -171,6 +173,9 @@ std::size_t collector::add_line(stream& st, std::string_view raw_text, std::uint
     // A catch-all cause (priority <= 10) on a line that a symptom or a specific cause explains
     // adds nothing: the line is that symptom or that cause.
     if (sig.is_cause() && sig.priority <= 10 && (symptom_on_line || specific_cause_on_line)) continue;
+    // One line is one event: a weaker cause on the same line (a generic Xid rule beside the Xid 79
+    // rule) describes the same event less precisely.
+    if (sig.is_cause() && sig.priority < top_cause) continue;
     auto& slot = im.per_key[{h.signature, rank.value_or(local_rank ? -2 - *local_rank : -1)}];
     if (++slot.first > impl::kMaxPerKey) {
       ++in.findings[slot.second].duplicates;

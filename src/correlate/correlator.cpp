@@ -223,13 +223,18 @@ diagnosis correlate(inputs in, const kb::library& lib) {
         init_rank = *ranks.begin();
         rank_rule = "the only rank that reported the root-cause error";
       } else if (ranks.size() > 1) {
+        // A time inherited from the line before (the exception line of a traceback has none of its
+        // own) is approximate: it orders ranks only when it leads by more than a second.
         const finding* first = nullptr;
+        for (const auto* f : root_findings)
+          if (f->rank && f->ts && (!first || before(f->ts, first->ts))) first = f;
         bool tie = false;
-        for (const auto* f : root_findings) {
-          if (!f->rank || !f->ts || f->ts_inherited) continue;
-          if (!first || before(f->ts, first->ts)) { first = f; tie = false; }
-          else if (!before(first->ts, f->ts) && *f->rank != *first->rank) tie = true;
-        }
+        if (first)
+          for (const auto* f : root_findings) {
+            if (!f->rank || !f->ts || *f->rank == *first->rank || f->ts->kind != first->ts->kind) continue;
+            double margin = (f->ts_inherited || first->ts_inherited) ? 1.0 : 0.0;
+            if (f->ts->seconds - first->ts->seconds <= margin) tie = true;
+          }
         if (first && !tie) {
           init_rank = first->rank;
           rank_rule = "earliest root-cause line by time across " + std::to_string(ranks.size()) + " ranks";

@@ -1,0 +1,133 @@
+// Correlation rules, one scenario each, on small logs written to a temp directory.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "firstfault/kb.hpp"
+#include "firstfault/pipeline.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const ff::pipeline::engine& engine() {
+  static const ff::kb::library lib = std::move(ff::kb::library::load(true, {})).value();
+  static const ff::pipeline::engine eng = std::move(ff::pipeline::engine::build(lib)).value();
+  return eng;
+}
+
+struct scenario {
+  fs::path dir = fs::temp_directory_path() / ("ff-corr-" + std::to_string(::getpid()) + "-" + std::to_string(rand()));
+  scenario() { fs::create_directories(dir); }
+  ~scenario() { fs::remove_all(dir); }
+  void file(const std::string& name, const std::string& text) {
+    fs::create_directories((dir / name).parent_path());
+    std::ofstream(dir / name) << text;
+  }
+  ff::correlate::diagnosis run() {
+    auto r = ff::pipeline::diagnose({dir.string()}, engine(), {});
+    EXPECT_TRUE(r);
+    return r.value().diag;
+  }
+};
+
+const char* kWatchdog =
+    "[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank %d] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=88, OpType=ALLREDUCE, NumelIn=%d, NumelOut=%d, Timeout(ms)=600000) ran for 600061 milliseconds before timing out.\n";
+
+std::string watchdog(int rank, int numel = 1024) {
+  char b[512];
+  std::snprintf(b, sizeof b, kWatchdog, rank, numel, numel);
+  return "[rank" + std::to_string(rank) + "]:" + b;
+}
+
+TEST(correlate, cause_beats_louder_symptoms_and_names_its_rank) {
+  scenario s;
+  std::string log;
+  for (int r : {0, 1, 3}) log += watchdog(r);
+  log += "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 has a total capacity of 79.15 GiB of which 1.00 GiB is free.\n";
+  s.file("console.log", log);
+  auto d = s.run();
+  EXPECT_EQ(d.verdict, "failure");
+  EXPECT_EQ(d.kind, "cuda_oom");
+  EXPECT_EQ(d.initiating_rank, 2);
+  EXPECT_EQ(d.initiating_rule, "the only rank that reported the root-cause error");
+  bool watchdog_is_collateral = false;
+  for (const auto& g : d.collateral)
+    if (g.signature == "torch_nccl_watchdog_timeout") {
+      watchdog_is_collateral = true;
+      EXPECT_EQ(g.ranks, (std::vector<int>{0, 1, 3}));
+      EXPECT_NE(g.explanation.find("collateral of rank 2"), std::string::npos);
+    }
+  EXPECT_TRUE(watchdog_is_collateral);
+}
+
+TEST(correlate, higher_priority_cause_wins_over_earlier_lower_one) {
+  scenario s;
+  s.file("rank0.log", "2026-01-01 10:00:00,000 INFO    [rank0] x - RuntimeError: CUDA error: an illegal memory access was encountered\n");
+  s.file("dmesg.log", "[Thu Jan  1 10:00:05 2026] NVRM: Xid (PCI:0000:09:00): 79, pid=0, GPU has fallen off the bus.\n");
+  auto d = s.run();
+  EXPECT_EQ(d.kind, "gpu_fell_off_bus");
+  ASSERT_FALSE(d.alternatives.empty());
+  EXPECT_EQ(d.alternatives[0].kind, "illegal_memory_access");
+}
+
+TEST(correlate, earliest_cause_by_time_across_ranks) {
+  scenario s;
+  const char* oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n";
+  s.file("rank3.log", std::string("2026-01-01 10:00:07,000 INFO    [rank3] t - step 9\n") + oom);
+  s.file("rank5.log", std::string("2026-01-01 10:00:02,000 INFO    [rank5] t - step 9\n") + oom);
+  auto d = s.run();
+  EXPECT_EQ(d.kind, "cuda_oom");
+  EXPECT_EQ(d.initiating_rank, 5);
+  EXPECT_NE(d.initiating_rule.find("earliest"), std::string::npos) << d.initiating_rule;
+}
+
+TEST(correlate, the_rank_missing_from_the_timeouts_is_the_straggler) {
+  scenario s;
+  s.file("console.log", watchdog(1) + watchdog(2) + watchdog(3) + "[rank0]: step 7 loss 1.0\n");
+  auto d = s.run();
+  EXPECT_EQ(d.kind, "rank0_exclusive_work_timeout");
+  EXPECT_EQ(d.initiating_rank, 0);
+  s.file("console.log", watchdog(0) + watchdog(1) + watchdog(3) + "[rank2]: step 7 loss 1.0\n[rank0]: step 7 loss 1.0\n");
+  d = s.run();
+  EXPECT_EQ(d.kind, "straggler_timeout");
+  EXPECT_EQ(d.initiating_rank, 2);
+  EXPECT_EQ(d.confidence, "low");
+}
+
+TEST(correlate, numel_differing_at_one_seqnum_is_a_shape_mismatch) {
+  scenario s;
+  s.file("console.log", watchdog(0, 300) + watchdog(1, 300) + watchdog(2, 280) + watchdog(3, 300));
+  auto d = s.run();
+  EXPECT_EQ(d.kind, "collective_shape_mismatch");
+  EXPECT_EQ(d.initiating_rank, 2);
+}
+
+TEST(correlate, only_symptoms_is_undetermined_and_nothing_is_healthy) {
+  scenario s;
+  s.file("console.log", watchdog(0));
+  EXPECT_EQ(s.run().verdict, "undetermined");
+  s.file("console.log", "[rank0]: step 1 loss 2.0\n[rank0]: step 2 loss 1.9\n");
+  EXPECT_EQ(s.run().verdict, "healthy");
+}
+
+TEST(correlate, torchelastic_root_cause_names_the_rank_of_a_node_level_cause) {
+  scenario s;
+  s.file("dmesg.log", "[12345.678] Out of memory: Killed process 14690 (python) total-vm:100kB, anon-rss:90kB, file-rss:0kB\n");
+  s.file("console.log",
+         "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+         "============================================================\n"
+         "train.py FAILED\n------------------------------------------------------------\n"
+         "Failures:\n  <NO_OTHER_FAILURES>\n------------------------------------------------------------\n"
+         "Root Cause (first observed failure):\n[0]:\n  time      : 2026-09-07_13:02:58\n  host      : localhost\n"
+         "  rank      : 5 (local_rank: 1)\n  exitcode  : -9 (pid: 14690)\n  error_file: <N/A>\n"
+         "  traceback : Signal 9 (SIGKILL) received by PID 14690\n============================================================\n");
+  auto d = s.run();
+  EXPECT_EQ(d.kind, "host_oom_sigkill");
+  EXPECT_EQ(d.initiating_rank, 5);
+}
+
+}  // namespace
