@@ -319,8 +319,8 @@ def agent_block(job, n, t_first, t_rest, is_culprit_node):
     host = job.hosts[n]
     cl = job.clock
     out = []
-    for r, _, _, tt in others if is_culprit_node else []:
-        out.append(f"W{cl.parts(tt)['c10']}.{job.ns[r % 1009][:6]} {job.agent_pid[n]} torch/distributed/elastic/multiprocessing/api.py:897] Sending process {job.pid(r)} closing signal SIGTERM\n")
+    for i, (r, _, _, tt) in enumerate(others if is_culprit_node else []):
+        out.append(f"W{cl.parts(tt)['c10']}.{100000 + 7919 * i:06d} {job.agent_pid[n]} torch/distributed/elastic/multiprocessing/api.py:897] Sending process {job.pid(r)} closing signal SIGTERM\n")
     c = cl.parts(t_root + 3)["c10"]
     out.append(f"E{c}.{job.ns[n % 1009][:6]} {job.agent_pid[n]} torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: {code}) local_rank: {job.local(root)} (pid: {job.pid(root)}) of binary: /usr/bin/python3\n")
     out += [
@@ -489,8 +489,6 @@ def gen_per_rank(job, a, root):
         n = job.node(r)
         d = os.path.join(root, "" if one_node else job.hosts[n], job.run_id, "attempt_0", str(job.local(r)))
         os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, "stdout.log"), "wb"):
-            pass
         lines = nccl_init_lines(job, r, "")
         last = fail_step if n == job.cnode else total_steps
         chunk = [lines]

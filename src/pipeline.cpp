@@ -140,11 +140,20 @@ std::size_t collector::add_line(stream& st, std::string_view raw_text, std::uint
     ++act.lines;
     if (meta.ts) act.last_ts = meta.ts;
     act.last_line = std::string(text::prefix_utf8(body, 300));
-    long step = 0;
+    // Progress lines: the regexes run only on lines that can match them (cheap substring tests first).
+    auto has_ci = [&](std::string_view w) {
+      return std::search(body.begin(), body.end(), w.begin(), w.end(), [](char a, char b) {
+               return std::tolower(static_cast<unsigned char>(a)) == b;
+             }) != body.end();
+    };
     re2::StringPiece bsp(body.data(), body.size());
-    if (re2::RE2::PartialMatch(bsp, step_re, &step)) act.last_step = step;
+    bool stepish = has_ci("step") || has_ci("iter");
+    long step = 0;
+    if (stepish && re2::RE2::PartialMatch(bsp, step_re, &step)) act.last_step = step;
     long planned = 0;
-    if (re2::RE2::PartialMatch(bsp, planned_re, &planned) || re2::RE2::PartialMatch(bsp, batches_re, &planned))
+    if (body.find('/') != std::string_view::npos && (stepish || has_ci("batch")) && re2::RE2::PartialMatch(bsp, planned_re, &planned))
+      act.planned_steps = planned;
+    else if (contains(body, " batches") && re2::RE2::PartialMatch(bsp, batches_re, &planned))
       act.planned_steps = planned;
   }
   if (body.empty()) return 0;

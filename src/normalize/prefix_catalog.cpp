@@ -132,6 +132,9 @@ bool prefix_catalog::normalize(std::string_view line, line_meta& out) const {
         auto pos = out.body.find('[', from);
         if (pos == std::string_view::npos) break;
         from = pos + 1;
+        // mid-line headers start "[E1206 ...", "[W ...", "[rank3]:": skip every other '[' cheaply
+        char next = pos + 1 < out.body.size() ? out.body[pos + 1] : '\0';
+        if (next != 'I' && next != 'W' && next != 'E' && next != 'F' && next != 'r') continue;
         re2::StringPiece at(out.body.data() + pos, out.body.size() - pos);
         hits.clear();
         if (!impl_->set->Match(at, &hits)) continue;
