@@ -474,14 +474,17 @@ def gen_single_file(job, a, path):
 
 def gen_per_rank(job, a, root):
     os.makedirs(root, exist_ok=True)
-    per_file = a.total_bytes // job.ranks
+    # the culprit's node stops at the failure: spread its missing bytes over the other files
+    frac = POS[a.position] if a.position != "last" else 1.0
+    per_file = int(a.total_bytes / (job.ranks - len(job.node_ranks(job.cnode)) * (1 - frac)))
     probe_job_pres = [""] * job.ranks
     probe = len("".join(step_block(job, probe_job_pres, [1], 10, 100000, None)).encode())
     # tqdm/warnings/nccl sub-comm lines: averaged over 1000 steps for local rank 0 and 1
-    avg = sum(len("".join(step_block(job, probe_job_pres, [0, 1], s, 100000, None)).encode()) for s in range(0, 1000, 1)) / 2000
+    node0 = list(range(min(GPUS_PER_NODE, job.ranks)))
+    avg = sum(len("".join(step_block(job, probe_job_pres, node0, s, 100000, None)).encode()) for s in range(1000)) / (1000 * len(node0))
     init_sz = len("".join(nccl_init_lines(job, 1, "")).encode())
     wd_sz = len("".join(watchdog_lines(job, 1, job.t(0), "", "[rank1]:")).encode())
-    total_steps = max(3, int((per_file - init_sz - wd_sz) / max(avg, probe * 0.5)))
+    total_steps = max(3, int((per_file - init_sz - wd_sz) / max(avg, 1)))
     fail_step = max(1, int(total_steps * POS[a.position])) if a.position != "last" else total_steps
     written = 0
     one_node = job.nodes == 1

@@ -7,11 +7,18 @@
 #include "firstfault/normalize.hpp"
 #include "firstfault/text.hpp"
 
+namespace {
+const ff::normalize::prefix_catalog* g_cat = nullptr;
+}
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  auto lib = ff::kb::library::load(true, {});
+  g_cat = new ff::normalize::prefix_catalog(std::move(ff::normalize::prefix_catalog::load(lib.value().prefix_files)).value());
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const ff::normalize::prefix_catalog cat = [] {
-    auto lib = ff::kb::library::load(true, {});
-    return std::move(ff::normalize::prefix_catalog::load(lib.value().prefix_files)).value();
-  }();
+  const auto& cat = *g_cat;
   std::string clean = ff::text::sanitize(std::string_view(reinterpret_cast<const char*>(data), size));
   ff::normalize::line_meta m;
   cat.normalize(clean, m);
