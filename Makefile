@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build demo test test-sanitize fuzz-smoke fuzz clean bench score
+.PHONY: all deps build demo test test-sanitize fuzz-smoke fuzz clean bench bench-quick score
 
 all: build
 
@@ -39,6 +39,13 @@ fuzz-smoke: deps
 FUZZ_SECONDS ?= 1800
 fuzz: deps
 	./fuzz/run.sh $(FUZZ_SECONDS)
+
+# Speed and memory against rg and grep on generated multi-rank logs (bench/README.md). Long: 30-60 min.
+bench: deps
+	bench/run.sh
+
+bench-quick: deps
+	bench/run.sh --quick
 
 # The labelled corpus and its scorer live in the team's shared folder beside this repository.
 score: build

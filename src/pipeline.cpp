@@ -77,8 +77,15 @@ correlate::diagnosis collector::diagnose() const { return correlate::correlate(i
 
 collector::stream collector::open_stream(const ingest::source& raw_src) {
   stream st;
+  impl_->masker.reset_stream();
   st.display = impl_->masker.apply_path(raw_src.display);  // user names in home paths
   st.hint = raw_src.hint;
+  if (st.hint.host && impl_->masker.enabled()) {  // node-b.log: the host in the file name is masked too
+    std::string raw = *st.hint.host;
+    st.hint.host = impl_->masker.mask_host(raw);
+    for (auto pos = st.display.find(raw); pos != std::string::npos; pos = st.display.find(raw, pos + st.hint.host->size()))
+      st.display.replace(pos, raw.size(), *st.hint.host);
+  }
   if (st.hint.epoch_seconds) st.stream_ts = normalize::timestamp{*st.hint.epoch_seconds};
   if (st.hint.host) impl_->in.hosts.insert(*st.hint.host);
   return st;
@@ -111,7 +118,9 @@ std::size_t collector::add_line(stream& st, std::string_view raw_text, std::uint
   st.prev_local = local_rank;
   if (!rank && st.hint.rank) rank = st.hint.rank;
   if (!local_rank && st.hint.local_rank) local_rank = st.hint.local_rank;
-  if (rank && local_rank && meta.rank) in.local_to_rank[*local_rank] = *rank;
+  if (rank && local_rank && meta.rank) in.local_to_rank[*local_rank].insert(*rank);
+  // A host a prefix names (pod, syslog, NCCL header) is masked even where no line rule knew the context.
+  if (meta.host) meta.host = im.masker.mask_host(*meta.host);
   std::optional<std::string> host = meta.host ? meta.host : st.hint.host;
   if (meta.host) in.hosts.insert(*meta.host);
   std::string key = rank_key(rank, local_rank);
@@ -135,6 +144,7 @@ std::size_t collector::add_line(stream& st, std::string_view raw_text, std::uint
   if (!rank && note.rank) rank = note.rank;
 
   std::string_view body = text::trim(meta.body);
+  if (!body.empty()) st.last_body = std::string(text::prefix_utf8(body, 300));
   if (!key.empty() && !body.empty()) {
     auto& act = in.activity[key];
     ++act.lines;

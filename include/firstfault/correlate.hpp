@@ -97,7 +97,7 @@ struct inputs {
   std::vector<extract::terminated_pid> terminated;
   std::map<std::string, rank_activity> activity;  ///< key "r<rank>" or "l<local_rank>"
   std::vector<suspicious_line> suspicious;
-  std::map<int, int> local_to_rank;  ///< learnt from lines that carry both
+  std::map<int, std::set<int>> local_to_rank;  ///< learnt from lines that carry both; >1 rank = ambiguous (several nodes)
   std::set<std::string> hosts;       ///< hosts seen in prefixes and paths
   std::size_t max_suspicious_shown = 40;  ///< lines that look wrong, kept in the report at most
 };

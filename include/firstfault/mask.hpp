@@ -45,8 +45,12 @@ class masker {
   status check() const;
   /// Masks one line. Stateful: remembers replacements (consistency) and private-key blocks across lines.
   std::string apply(std::string_view line);
-  /// Masks a path shown to the user (user names in home directories).
+  /// Masks a path shown to the user (user names in home directories, then the line rules).
   std::string apply_path(std::string_view path);
+  /// Masks one host name found by prefix peeling or in a path (node-N, consistent with the line rules).
+  std::string mask_host(const std::string& host);
+  /// Called at the start of each input stream: per-stream state (an open private-key block) ends.
+  void reset_stream();
   /// The original value behind a replacement token made in this run ("" when unknown). Used only to
   /// compute salted keys (history's host_key); never shown or stored.
   std::string original(const std::string& token) const;

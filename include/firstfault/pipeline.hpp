@@ -69,6 +69,7 @@ class collector {
     std::optional<normalize::timestamp> stream_ts;
     std::optional<int> prev_rank, prev_local;
     std::uint64_t lines = 0;
+    std::string last_body;  ///< the last line's body, masked (watch shows it for silent ranks)
   };
   collector(const engine& eng, const options& opt);
   ~collector();

@@ -39,6 +39,7 @@ struct alert {
   nlohmann::json report;  ///< same schema as `diagnose --format json`, plus "alert" {type, detected_at_ms}
   std::string text;       ///< terminal rendering
   std::string initiating_host_real;  ///< only for the history's salted host key; never rendered
+  std::string inputs;                ///< the followed files, masked, "; "-separated
 };
 
 /// Counters exported as Prometheus metrics (guarded by the watcher's mutex).

@@ -70,6 +70,25 @@ void print_signature(const ff::kb::signature& s) {
   list("References:", s.references, "");
 }
 
+// Masking options for diagnose and watch: the team config (explicit or default location), extra rules, --no-mask.
+ff::result<ff::mask::options> mask_options(std::string config, const std::vector<std::string>& rules, bool no_mask) {
+  ff::mask::options o;
+  if (config.empty()) {
+    const char* xdg = std::getenv("XDG_CONFIG_HOME");
+    const char* home = std::getenv("HOME");
+    std::string def = xdg && *xdg ? std::string(xdg) + "/firstfault/mask.yaml" : home ? std::string(home) + "/.config/firstfault/mask.yaml" : "";
+    if (!def.empty() && std::filesystem::exists(def)) config = def;
+  }
+  if (!config.empty()) {
+    auto mo = ff::mask::load_config(config, o);
+    if (!mo) return mo.error();
+    o = mo.value();
+  }
+  for (const auto& r : rules) o.extra.push_back({"custom", r});
+  if (no_mask) o.enabled = false;
+  return o;
+}
+
 struct watch_args {
   std::vector<std::string> paths;
   bool from_start, json, no_history;
@@ -77,6 +96,8 @@ struct watch_args {
   double run_for;
   int poll_ms;
   bool no_mask;
+  std::string mask_config;
+  std::vector<std::string> mask_rules;
 };
 
 std::atomic<bool> g_stop{false};
@@ -130,7 +151,12 @@ int run_watch(const ff::kb::library& L, const watch_args& a) {
     return kExitUsage;
   }
   opt.silence_s = *sil;
-  opt.pipeline.mask.enabled = !a.no_mask;
+  auto mo = mask_options(a.mask_config, a.mask_rules, a.no_mask);
+  if (!mo) {
+    std::fprintf(stderr, "firstfault: %s\n", mo.error().message.c_str());
+    return kExitUsage;
+  }
+  opt.pipeline.mask = mo.value();
   std::signal(SIGINT, [](int) { g_stop = true; });
   std::signal(SIGTERM, [](int) { g_stop = true; });
   std::signal(SIGPIPE, SIG_IGN);
@@ -184,7 +210,7 @@ int run_watch(const ff::kb::library& L, const watch_args& a) {
     if (hs && al.type == "failure") {
       ff::history::entry e;
       e.source = "watch";
-      for (const auto& p : a.paths) e.inputs += (e.inputs.empty() ? "" : "; ") + p;
+      e.inputs = al.inputs;
       e.verdict = al.report.value("verdict", "");
       if (al.report["root_cause"].is_object()) {
         e.signature = al.report["root_cause"].value("signature", "");
@@ -225,7 +251,7 @@ int main(int argc, char** argv) {
   diag->add_option("paths", paths, "log files, directories, archives, or - for stdin")->required();
   diag->add_option("--format,-f", format, "text | json | markdown | html")->check(CLI::IsMember({"text", "json", "markdown", "html"}));
   diag->add_option("--color", color, "auto | always | never")->check(CLI::IsMember({"auto", "always", "never"}));
-  diag->add_option("--max-line-kib", max_line_kib, "cut lines longer than this (KiB)");
+  diag->add_option("--max-line-kib", max_line_kib, "cut lines longer than this (KiB, 1-1048576)")->check(CLI::Range(1, 1048576));
   diag->add_option("--kb", kb_dirs, "extra directory of signature files (repeatable)")->check(CLI::ExistingDirectory);
   bool no_mask = false;
   std::vector<std::string> mask_rules;
@@ -281,6 +307,8 @@ int main(int argc, char** argv) {
   watch->add_flag("--no-history", watch_no_history, "do not store alerts in the local history");
   watch->add_option("--history", watch_history, "history database");
   watch->add_flag("--no-mask", no_mask, "do not mask addresses, host names, user names and secrets");
+  watch->add_option("--mask-rule", mask_rules, "extra RE2 pattern to mask (repeatable)");
+  watch->add_option("--mask-config", mask_config, "team masking config (YAML: enabled, rules, keep_hosts)");
 
   auto* hist = app.add_subcommand("history", "list, show and count stored diagnoses");
   hist->require_subcommand(1);
@@ -320,22 +348,12 @@ int main(int argc, char** argv) {
   if (diag->parsed()) {
     ff::pipeline::options opt;
     opt.ingest.max_line_bytes = max_line_kib << 10;
-    if (mask_config.empty()) {  // a team config in the usual place, if there is one
-      const char* xdg = std::getenv("XDG_CONFIG_HOME");
-      const char* home = std::getenv("HOME");
-      std::string def = xdg && *xdg ? std::string(xdg) + "/firstfault/mask.yaml" : home ? std::string(home) + "/.config/firstfault/mask.yaml" : "";
-      if (!def.empty() && std::filesystem::exists(def)) mask_config = def;
+    auto mo = mask_options(mask_config, mask_rules, no_mask);
+    if (!mo) {
+      std::fprintf(stderr, "firstfault: %s\n", mo.error().message.c_str());
+      return kExitUsage;
     }
-    if (!mask_config.empty()) {
-      auto mo = ff::mask::load_config(mask_config, opt.mask);
-      if (!mo) {
-        std::fprintf(stderr, "firstfault: %s\n", mo.error().message.c_str());
-        return kExitUsage;
-      }
-      opt.mask = mo.value();
-    }
-    for (const auto& r : mask_rules) opt.mask.extra.push_back({"custom", r});
-    if (no_mask) opt.mask.enabled = false;
+    opt.mask = mo.value();
     auto run = ff::pipeline::diagnose(paths, L, opt);
     if (!run) {
       std::fprintf(stderr, "firstfault: %s\n", run.error().message.c_str());
@@ -380,7 +398,7 @@ int main(int argc, char** argv) {
 
   if (watch->parsed()) return run_watch(L, {watch_paths, watch_from_start, watch_json, watch_no_history, watch_silence,
                                              watch_exec, watch_webhook, watch_metrics, watch_history, watch_run_for,
-                                             watch_poll_ms, no_mask});
+                                             watch_poll_ms, no_mask, mask_config, mask_rules});
 
   if (hist->parsed()) {
     auto h = ff::history::store::open(hist_path.empty() ? ff::history::default_path() : hist_path);

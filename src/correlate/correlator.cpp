@@ -58,12 +58,13 @@ evidence to_evidence(const finding& f, std::optional<int> rank) {
 }
 
 struct rank_resolver {
-  std::map<int, int> local_to_rank;
+  std::map<int, std::set<int>> local_to_rank;  // a local rank seen with several ranks (nodes) maps to none
   bool single_node = false;
   std::optional<int> operator()(const std::optional<int>& rank, const std::optional<int>& local) const {
     if (rank) return rank;
     if (!local) return std::nullopt;
-    if (auto it = local_to_rank.find(*local); it != local_to_rank.end()) return it->second;
+    if (auto it = local_to_rank.find(*local); it != local_to_rank.end())
+      return it->second.size() == 1 ? std::optional<int>(*it->second.begin()) : std::nullopt;
     if (single_node) return local;  // one node: local rank == rank
     return std::nullopt;
   }
@@ -102,7 +103,7 @@ diagnosis correlate(inputs in, const kb::library& lib) {
   resolve.local_to_rank = in.local_to_rank;
   std::set<std::string> exit_hosts;
   for (const auto& e : in.exits) {
-    if (e.rank && e.local_rank) resolve.local_to_rank[*e.local_rank] = *e.rank;
+    if (e.rank && e.local_rank) resolve.local_to_rank[*e.local_rank].insert(*e.rank);
     if (!e.host.empty()) exit_hosts.insert(e.host);
   }
   resolve.single_node = in.hosts.size() <= 1 && exit_hosts.size() <= 1;
@@ -167,8 +168,9 @@ diagnosis correlate(inputs in, const kb::library& lib) {
     if (s.initiator == "rank_zero") return 0;
     if (s.initiator.rfind("exit_code:", 0) == 0) {  // the worker torchelastic saw die with this code
       int want = std::atoi(s.initiator.c_str() + 10);
-      for (const auto& e : in.exits)
-        if (e.exitcode && *e.exitcode == want && e.rank) return e.rank;
+      for (bool agent_lines : {false, true})  // the failure summary names global ranks; agent lines only local ones
+        for (const auto& e : in.exits)
+          if (e.from_agent_line == agent_lines && e.exitcode && *e.exitcode == want && e.rank) return e.rank;
     }
     return std::nullopt;
   };
@@ -195,7 +197,7 @@ diagnosis correlate(inputs in, const kb::library& lib) {
     // merge across nodes by the printed time (same format everywhere: YYYY-MM-DD_HH:MM:SS).
     const extract::exit_record* best = nullptr;
     for (const auto& e : in.exits)
-      if (e.root_cause && e.rank && (!best || e.time < best->time)) best = &e;
+      if (e.root_cause && e.rank && !e.time.empty() && (!best || e.time < best->time)) best = &e;
     if (!best) {  // the agent's first "failed (exitcode: N) local_rank: L" line
       for (const auto& e : in.exits)
         if (e.from_agent_line && e.rank && e.exitcode && *e.exitcode != 0) { best = &e; break; }
@@ -229,6 +231,8 @@ diagnosis correlate(inputs in, const kb::library& lib) {
         for (const auto* f : root_findings)
           if (f->rank && f->ts && (!first || before(f->ts, first->ts))) first = f;
         bool tie = false;
+        for (const auto* f : root_findings)  // a rank without a comparable time could have been first
+          if (f->rank && first && (!f->ts || f->ts->kind != first->ts->kind)) tie = true;
         if (first)
           for (const auto* f : root_findings) {
             if (!f->rank || !f->ts || *f->rank == *first->rank || f->ts->kind != first->ts->kind) continue;
@@ -269,9 +273,13 @@ diagnosis correlate(inputs in, const kb::library& lib) {
       if (by_n.size() < 2) continue;
       root_sig = inferred(lib, "numel_differs_at_seq");
       const std::vector<int>* odd = nullptr;
-      for (const auto& [n, rs] : by_n)
-        if (rs.size() == 1 && (!odd || odd->size() > 1)) odd = &rs;
-      if (odd && by_n.size() == 2) {
+      int singles = 0;
+      bool majority = false;
+      for (const auto& [n, rs] : by_n) {
+        if (rs.size() == 1) { odd = &rs; ++singles; }
+        else majority = true;
+      }
+      if (by_n.size() == 2 && singles == 1 && majority) {
         init_rank = (*odd)[0];
         rank_rule = "the only rank whose NumelIn differs at SeqNum " + seq;
       } else {

@@ -36,7 +36,8 @@ const rule_def kRules[] = {
     {"wandb_key", "wandb-key", true, R"((?i)(?:wandb_api_key|wandb[ _-]?(?:api[ _-]?)?key|wandb login(?: --relogin)?)["']?\s*[=: ]\s*["']?((?:local-)?[0-9a-f]{40}))"},
     {"openai_key", "api-key", true, R"(\bsk-(?:proj-|svcacct-|ant-)?[A-Za-z0-9_-]{20,})"},
     {"slack_token", "slack-token", true, R"(\b(?:xox[abprs]-[A-Za-z0-9-]{10,}|hooks\.slack\.com/services/[A-Za-z0-9/]+))"},
-    {"secret_assignment", "secret", true, R"((?i)\b(?:password|passwd|pwd|token|api[_-]?key|apikey|secret|secret[_-]?key|access[_-]?key|auth[_-]?token)["']?\s*[=:]\s*["']?([^\s"',;}]{4,}))"},
+    {"secret_assignment", "secret", true, R"((?i)(?:\b|_)(?:password|passwd|pwd|token|api[_-]?key|apikey|secret|secret[_-]?key|access[_-]?key|auth[_-]?token)["']?\s*[=:]\s*["']?([^\s"',;}]+))"},
+    {"secret_assignment", "secret", true, R"((?i)--(?:password|passwd|token|api[_-]?key|secret)[ =]([^\s"',;]+))"},
     {"email", "email", false, R"(\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b)"},
     {"mac", "mac", false, R"(\b(?:[0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}\b)"},
     {"ipv6", "ip6", false, R"((?i)(?:\b(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}\b|\b[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){1,6}::(?:[0-9a-f]{1,4}(?::[0-9a-f]{1,4})*)?\b(?:%\w+)?|\b[0-9a-f]{1,4}::[0-9a-f]{1,4}(?::[0-9a-f]{1,4})+\b(?:%\w+)?|::ffff:\d{1,3}(?:\.\d{1,3}){3}\b))"},
@@ -44,7 +45,7 @@ const rule_def kRules[] = {
     // host names in known positions: NCCL "host:pid:tid [dev]", syslog, pdsh, torchelastic, Slurm, TCPStore
     {"hostname", "node", false, R"((?:^|[\s\]>:])([A-Za-z][\w.-]*):\d+:\d+ \[\d+\])"},
     {"hostname", "node", false, R"(^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\S+) ([A-Za-z][\w.-]*) [\w./@-]+(?:\[\d+\])?: )"},
-    {"hostname", "node", false, R"(^((?:[a-z0-9]+-)*(?:node|worker|gpu|host|nid|compute|master|slave|dgx|hgx)-?[a-z0-9]*): )"},
+    {"hostname", "node", false, R"(^((?:[a-z0-9]+-)*(?:node|worker|gpu|host|nid|compute|master|slave|dgx|hgx)-?[a-z0-9]+): )"},
     {"hostname", "node", false, R"(\bhost\s*:\s*([A-Za-z][\w.-]*))"},
     {"hostname", "node", false, R"(^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] ([A-Za-z][\w.-]*) \[\d+\] )"},
     {"hostname", "node", false, R"(srun: error: ([A-Za-z][\w.-]*[\w]):)"},
@@ -60,6 +61,15 @@ const char* kPublicHosts[] = {"pytorch.org", "github.com", "nvidia.com", "docs.n
                               "readthedocs.io", "kubernetes.io", "slurm.schedmd.com", "schedmd.com", "wandb.ai",
                               "api.wandb.ai", "localhost", "localhost.localdomain"};
 
+// Words that host rules can capture but that are not host names.
+bool learnable(const std::string& v) {
+  static const std::set<std::string> stop = {"host", "node", "worker", "gpu", "master", "compute", "localhost",
+                                             "hostname", "nodes", "error", "info", "warn", "warning"};
+  std::string l = v;
+  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+  return v.size() >= 3 && !stop.count(l);
+}
+
 }  // namespace
 
 struct masker::impl {
@@ -73,11 +83,39 @@ struct masker::impl {
   std::unordered_map<std::string, std::unordered_map<std::string, std::string>> seen;  // kind -> value -> token
   std::unordered_map<std::string, std::size_t> next;                                  // token -> last number
   std::set<std::string> keep;
-  std::vector<std::string> hosts;  // learnt host names, masked wherever they appear later
-  std::unique_ptr<re2::RE2> hosts_re;
-  bool hosts_dirty = false;
+  std::unordered_map<std::string, std::string> hosts;  // learnt host name -> token, masked wherever it appears
   std::set<std::string> produced;  // every replacement token handed out
   bool in_key_block = false;
+  int key_block_lines = 0;
+  static constexpr std::size_t kMaxLearned = 100000;  // bound memory on hostile input
+
+  // Replaces every word-like token (letters, digits, . _ -) that is a learnt host. Linear in the line.
+  std::size_t replace_learnt_hosts(std::string& line) {
+    if (hosts.empty()) return 0;
+    std::string out;
+    std::size_t n = 0, i = 0, last = 0;
+    auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'; };
+    while (i < line.size()) {
+      if (!is_word(line[i])) { ++i; continue; }
+      std::size_t j = i;
+      while (j < line.size() && is_word(line[j])) ++j;
+      std::size_t k = j;  // a sentence's final '.' or '-' is not part of the name
+      while (k > i && (line[k - 1] == '.' || line[k - 1] == '-')) --k;
+      auto it = hosts.find(line.substr(i, k - i));
+      if (it != hosts.end()) {
+        out.append(line, last, i - last);
+        out += it->second;
+        last = k;
+        ++n;
+      }
+      i = j;
+    }
+    if (n) {
+      out.append(line, last, std::string::npos);
+      line = std::move(out);
+    }
+    return n;
+  }
   std::string bad_rule;
 };
 
@@ -110,62 +148,78 @@ status masker::check() const {
   return ok();
 }
 
+void masker::reset_stream() {
+  impl_->in_key_block = false;
+  impl_->key_block_lines = 0;
+}
+
+std::string masker::mask_host(const std::string& host) {
+  if (!opt_.enabled || host.empty()) return host;
+  auto& im = *impl_;
+  std::string lower = host;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (im.produced.count(host) || im.keep.count(lower)) return host;
+  auto& tok = im.seen["hostname"][host];
+  if (tok.empty()) {
+    tok = "node-" + std::to_string(++im.next["node"]);
+    im.produced.insert(tok);
+    if (learnable(host) && im.hosts.size() < impl::kMaxLearned) im.hosts[host] = tok;
+  }
+  ++counts_["hostname"];
+  return tok;
+}
+
 std::string masker::apply_path(std::string_view path) {
   if (!opt_.enabled) return std::string(path);
-  static const re2::RE2 home(R"((?:/home/|/Users/|/scratch/|/gpfs/home/)([^/\s:'"]+))");
+  // user names in home directories, with or without a leading slash (archive members have none)
+  static const re2::RE2 home(R"((?:^|/)(?:home|Users|scratch|gpfs/home)/([^/\s:'"]+))");
   std::string out(path);
-  std::string user;
-  if (re2::RE2::PartialMatch(out, home, &user)) {
+  re2::StringPiece in(out);
+  re2::StringPiece g[2];
+  std::string res;
+  std::size_t pos = 0;
+  while (pos < out.size() && home.Match(in, pos, out.size(), re2::RE2::UNANCHORED, g, 2)) {
+    std::size_t b = static_cast<std::size_t>(g[1].data() - out.data());
+    res.append(out, pos, b - pos);
+    std::string user(g[1].data(), g[1].size());
     auto& tok = impl_->seen["home_user"][user];
-    if (tok.empty()) tok = "user-" + std::to_string(++impl_->next["user"]);
-    auto pos = out.find("/" + user);
-    if (pos != std::string::npos) out.replace(pos + 1, user.size(), tok);
+    if (tok.empty()) {
+      tok = "user-" + std::to_string(++impl_->next["user"]);
+      impl_->produced.insert(tok);
+    }
+    res += tok;
+    ++counts_["home_user"];
+    pos = b + g[1].size();
   }
-  return out;
+  res.append(out, pos, std::string::npos);
+  // host names in file names (node-b.log, job-worker-2.log) were learnt from the path hint already;
+  // addresses, e-mail and known hosts anywhere in the path go through the line rules.
+  bool key = impl_->in_key_block;
+  impl_->in_key_block = false;
+  std::string masked = apply(res);
+  impl_->in_key_block = key;
+  return masked;
 }
 
 std::string masker::apply(std::string_view line_in) {
   std::string line(line_in);
   if (!opt_.enabled) return line;
   auto& im = *impl_;
-  // private-key blocks: the BEGIN line, everything up to END, and the END line
-  if (im.in_key_block || (line.find("-----BEGIN") != std::string::npos && line.find("PRIVATE KEY") != std::string::npos)) {
+  // private-key blocks: the BEGIN line, everything up to END, and the END line (at most 200 lines;
+  // the state is reset for every new stream).
+  bool begins = line.find("-----BEGIN") != std::string::npos && line.find("PRIVATE KEY") != std::string::npos;
+  if (im.in_key_block || begins) {
     bool ends = line.find("-----END") != std::string::npos;
-    if (!im.in_key_block) ++counts_["private_key"];
-    im.in_key_block = !ends;
+    if (!im.in_key_block) {
+      ++counts_["private_key"];
+      im.key_block_lines = 0;
+    }
+    im.in_key_block = !ends && ++im.key_block_lines < 200;
     return "<private-key>";
   }
   // host names learnt from earlier lines, wherever they appear now
-  if (!im.hosts.empty()) {
-    if (im.hosts_dirty) {
-      std::string alt;
-      for (const auto& h : im.hosts) alt += (alt.empty() ? "" : "|") + re2::RE2::QuoteMeta(h);
-      re2::RE2::Options ro;
-      ro.set_log_errors(false);
-      ro.set_max_mem(64 << 20);
-      im.hosts_re = std::make_unique<re2::RE2>("\\b(" + alt + ")\\b", ro);
-      im.hosts_dirty = false;
-    }
-    if (im.hosts_re && im.hosts_re->ok() && re2::RE2::PartialMatch(line, *im.hosts_re)) {
-      std::string out;
-      re2::StringPiece in(line);
-      re2::StringPiece g[2];
-      std::size_t pos = 0;
-      while (pos < line.size() && im.hosts_re->Match(in, pos, line.size(), re2::RE2::UNANCHORED, g, 2)) {
-        std::size_t b = static_cast<std::size_t>(g[1].data() - line.data());
-        out.append(line, pos, b - pos);
-        out += im.seen["hostname"][std::string(g[1].data(), g[1].size())];
-        ++counts_["hostname"];
-        pos = b + g[1].size();
-        if (g[1].empty()) {  // cannot happen with \b(host)\b, but never loop forever
-          if (pos < line.size()) out += line[pos];
-          ++pos;
-        }
-      }
-      out.append(line, pos, std::string::npos);
-      line = std::move(out);
-    }
-  }
+  if (std::size_t n = im.replace_learnt_hosts(line)) counts_["hostname"] += n;
+  bool learnt_now = false;
   std::vector<int> fired;
   im.set->Match(line, &fired);
   std::sort(fired.begin(), fired.end());
@@ -197,9 +251,9 @@ std::string masker::apply(std::string_view line_in) {
           std::size_t n = ++im.next[r.token];
           tok = r.secret ? "<" + r.token + "-" + std::to_string(n) + ">" : r.token + "-" + std::to_string(n);
           im.produced.insert(tok);
-          if (r.kind == "hostname" && value.size() >= 3) {
-            im.hosts.push_back(value);
-            im.hosts_dirty = true;
+          if (r.kind == "hostname" && learnable(value) && im.hosts.size() < impl::kMaxLearned) {
+            im.hosts[value] = tok;
+            learnt_now = true;
           }
         }
         out += tok;
@@ -217,13 +271,16 @@ std::string masker::apply(std::string_view line_in) {
     if (pos < line.size()) out.append(line, pos, std::string::npos);
     line = std::move(out);
   }
+  // a host learnt on this very line may be mentioned again later in it
+  if (learnt_now)
+    if (std::size_t n = im.replace_learnt_hosts(line)) counts_["hostname"] += n;
   return line;
 }
 
 std::string masker::original(const std::string& token) const {
-  for (const auto& [kind, values] : impl_->seen)
-    for (const auto& [value, tok] : values)
-      if (tok == token) return value;
+  for (const auto& kv : impl_->seen)
+    for (const auto& vt : kv.second)
+      if (vt.second == token) return vt.first;
   return "";
 }
 

@@ -185,6 +185,7 @@ void matcher::scan(std::string_view body, scratch& s, std::vector<hit>& out) con
   re2::StringPiece sp(body.data(), body.size());
   int last_sig = -1;
   for (int id : s.ids_) {
+    if (id < 0 || static_cast<std::size_t>(id) >= impl_->fp_sig.size()) continue;  // never trust a cached database
     int sig = impl_->fp_sig[static_cast<std::size_t>(id)];
     if (sig == last_sig) continue;  // one hit per signature
     if (!re2::RE2::PartialMatch(sp, *impl_->fp_re[static_cast<std::size_t>(id)])) continue;  // prefilter confirm

@@ -164,6 +164,7 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
     a.report["alert"] = {{"type", type}, {"detected_at_ms", static_cast<std::int64_t>(now_unix() * 1000)}};
     a.text = "== firstfault watch: " + type + " alert\n" + extra_text + report::to_terminal(r, {false});
     a.initiating_host_real = r.initiating_host_real;
+    for (const auto& [p, t] : files) a.inputs += (a.inputs.empty() ? "" : "; ") + t.st.display;
     {
       std::lock_guard<std::mutex> g(mu);
       ++mx.alerts[type];
@@ -175,7 +176,8 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
   auto read_file = [&](tracked& t, int fd, bool to_end_only) -> bool {
     bool any = false;
     char buf[1 << 16];
-    for (int chunk = 0; chunk < 64; ++chunk) {  // at most 4 MiB per file per pass, then let others go
+    // at most 4 MiB per file per pass, then let others go; a rotated file is drained to its end
+    for (int chunk = 0; to_end_only || chunk < 64; ++chunk) {
       ssize_t n = ::pread(fd, buf, sizeof buf, t.offset);
       if (n <= 0) break;
       t.offset += n;
@@ -201,7 +203,7 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
                           : t.st.hint.local_rank ? "local rank " + std::to_string(*t.st.hint.local_rank)
                                                  : t.st.display;
         last_line_at[key] = now;
-        last_line_of[key] = std::string(text::prefix_utf8(text::sanitize(line), 200));
+        last_line_of[key] = t.st.last_body;  // masked
         hang_reported.erase(key);
         all_silent_reported = false;
         {
@@ -235,7 +237,7 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
       }
       t.partial.erase(0, start);
       if (t.partial.size() > opt.pipeline.ingest.max_line_bytes) t.partial.clear();  // a runaway line: drop it
-      if (to_end_only && n < static_cast<ssize_t>(sizeof buf)) break;
+
     }
     return any;
   };

@@ -131,3 +131,35 @@ TEST(correlate, torchelastic_root_cause_names_the_rank_of_a_node_level_cause) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(correlate_review, two_ranks_with_different_numel_do_not_name_a_culprit) {
+  scenario s;
+  s.file("console.log", watchdog(0, 100) + watchdog(1, 200));
+  auto d = s.run();
+  EXPECT_EQ(d.kind, "collective_shape_mismatch");
+  EXPECT_FALSE(d.initiating_rank.has_value());
+}
+
+TEST(correlate_review, a_rank_without_a_time_could_have_been_first) {
+  scenario s;
+  s.file("console.log",
+         "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+         "[rank0]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n");
+  auto d = s.run();
+  EXPECT_EQ(d.kind, "cuda_oom");
+  EXPECT_FALSE(d.initiating_rank.has_value()) << d.initiating_rule;
+}
+
+TEST(correlate_review, a_local_rank_on_several_nodes_maps_to_no_rank) {
+  scenario s;
+  s.file("node-a.log", "[default5]:[rank5]: step 1\n");
+  s.file("node-b.log", "[default5]:[rank13]: step 1\nfailed (exitcode: -9) local_rank: 5 (pid: 777) of binary: /usr/bin/python3\n");
+  s.file("dmesg.log", "[12345.678] Out of memory: Killed process 777 (python) total-vm:100kB, anon-rss:90kB, file-rss:0kB\n");
+  auto d = s.run();
+  EXPECT_EQ(d.kind, "host_oom_sigkill");
+  EXPECT_FALSE(d.initiating_rank.has_value()) << "local rank 5 is rank 5 on one node and 13 on the other";
+}
+
+}  // namespace

@@ -1,6 +1,9 @@
 // Masking at ingest: planted secrets never reach any output; the diagnosis is the same with masking on.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -130,6 +133,59 @@ TEST(mask_corpus, diagnosis_unchanged_by_masking) {
     EXPECT_EQ(a.value().diag.signature, b.value().diag.signature) << e.path();
     EXPECT_EQ(a.value().diag.initiating_rank, b.value().diag.initiating_rank) << e.path();
   }
+}
+
+}  // namespace
+
+namespace {
+
+// Findings of a review (each reproduced before the fix).
+TEST(masker_review, env_style_and_flag_secrets) {
+  ff::mask::masker m({});
+  auto out = m.apply("DB_PASSWORD=hunter22 HF_TOKEN=abc GITHUB_TOKEN=xyz9 --password hunter33 password=ab1");
+  for (const char* v : {"hunter22", "abc", "xyz9", "hunter33", "ab1"}) EXPECT_EQ(out.find(v), std::string::npos) << v << " in " << out;
+}
+
+TEST(masker_review, a_host_learnt_on_a_line_is_masked_later_in_the_same_line) {
+  ff::mask::masker m({});
+  auto out = m.apply("host: gpu-alpha-17 started; later gpu-alpha-17 failed");
+  EXPECT_EQ(out.find("gpu-alpha-17"), std::string::npos) << out;
+}
+
+TEST(masker_review, the_word_host_is_never_learnt_as_a_host) {
+  ff::mask::masker m({});
+  m.apply("host: hxq000001 up");
+  auto out = m.apply("host: hxq000002 up again");
+  EXPECT_EQ(out.find("hxq000002"), std::string::npos) << out;
+}
+
+TEST(masker_review, private_key_state_ends_with_the_stream) {
+  ff::mask::masker m({});
+  m.apply("echo \"-----BEGIN OPENSSH PRIVATE KEY-----\" > ~/.ssh/id");
+  m.reset_stream();
+  EXPECT_EQ(m.apply("torch.OutOfMemoryError: CUDA out of memory."), "torch.OutOfMemoryError: CUDA out of memory.");
+}
+
+TEST(masker_review, many_learnt_hosts_stay_linear) {
+  ff::mask::masker m({});
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20000; ++i) m.apply("x host: h" + std::to_string(i) + "x ok");
+  auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(secs, 20.0);  // was minutes with a rebuilt alternation regex; well under a second here
+  EXPECT_EQ(m.apply("h19999x again").find("h19999x"), std::string::npos);
+}
+
+TEST(masker_review, hosts_found_by_prefixes_and_paths_are_masked) {
+  auto dir = fs::temp_directory_path() / ("ff-mr-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "home" / "alice");
+  std::ofstream(dir / "home" / "alice" / "worker-bob7.log")
+      << "[pod/llama-secretjob-worker-3/trainer] ERROR boom\n2025-02-14T05:03:41Z 3node7 kernel: ERROR x\n";
+  auto r = ff::pipeline::diagnose({dir.string()}, engine(), {});
+  ASSERT_TRUE(r);
+  auto json = ff::report::to_json(r.value()).dump();
+  for (const char* v : {"alice", "worker-bob7", "llama-secretjob-worker-3", "3node7"})
+    EXPECT_EQ(json.find(v), std::string::npos) << v;
+  fs::remove_all(dir);
 }
 
 }  // namespace
