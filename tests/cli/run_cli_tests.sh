@@ -81,6 +81,15 @@ run diagnose "$tmp/huge.log" --format json
 check "100 MB line: error names the file" has "$err" "huge.log: 1 line(s) longer than"
 check "100 MB line: the next line is diagnosed" has "$out" '"dataloader_shm_bus_error"'
 
+# a 1 GB single line on stdin: bounded memory, cut with a note, the next line still diagnosed
+if [ -x /usr/bin/time ]; then
+  { head -c 1073741824 /dev/zero | tr '\0' 'a'; printf '\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n'; } |
+    /usr/bin/time -f '%M' -o "$tmp/rss" "$BIN" diagnose - --format json >"$tmp/out" 2>"$tmp/err"
+  check "1 GB line: next line diagnosed" grep -q '"cuda_oom"' "$tmp/out"
+  check "1 GB line: the cut is reported" grep -q "line(s) longer than" "$tmp/err"
+  check "1 GB line: peak RSS under 64 MiB" test "$(tail -1 "$tmp/rss")" -lt 65536
+fi
+
 # invalid UTF-8 and terminal escapes never reach the terminal
 printf 'RuntimeError: CUDA out of memory. Tried to allocate 2.00 MiB \xff\xfe \033]0;pwned\007\033[31mred\033[0m\n' >"$tmp/esc.log"
 run diagnose "$tmp/esc.log" --color never
