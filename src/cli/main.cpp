@@ -70,6 +70,48 @@ void print_signature(const ff::kb::signature& s) {
   list("References:", s.references, "");
 }
 
+// RE2 syntax -> POSIX ERE for `grep -E -f` (best effort: non-capturing and named groups become plain
+// groups, Perl classes become POSIX classes, lazy quantifiers become greedy, inline flags are dropped).
+std::string to_ere(const std::string& re) {
+  std::string o;
+  bool in_class = false;
+  for (std::size_t i = 0; i < re.size(); ++i) {
+    char c = re[i];
+    if (c == '\\' && i + 1 < re.size()) {
+      char n = re[++i];
+      const char* rep = nullptr;
+      switch (n) {
+        case 'd': rep = in_class ? "0-9" : "[0-9]"; break;
+        case 'D': rep = in_class ? nullptr : "[^0-9]"; break;
+        case 's': rep = in_class ? "[:space:]" : "[[:space:]]"; break;
+        case 'S': rep = in_class ? nullptr : "[^[:space:]]"; break;
+        case 'w': rep = in_class ? "[:alnum:]_" : "[[:alnum:]_]"; break;
+        case 'W': rep = in_class ? nullptr : "[^[:alnum:]_]"; break;
+        default: break;
+      }
+      if (rep) o += rep;
+      else { o += '\\'; o += n; }
+      continue;
+    }
+    if (!in_class && c == '(' && i + 2 < re.size() && re[i + 1] == '?') {
+      if (re[i + 2] == ':') { o += '('; i += 2; continue; }
+      if (re[i + 2] == 'P' && i + 3 < re.size() && re[i + 3] == '<') {
+        auto close = re.find('>', i);
+        o += '(';
+        i = close;
+        continue;
+      }
+      auto close = re.find(')', i);  // (?i) and friends: dropped
+      if (close != std::string::npos) { i = close; continue; }
+    }
+    if (!in_class && c == '?' && !o.empty() && (o.back() == '*' || o.back() == '+' || o.back() == '?' || o.back() == '}')) continue;
+    if (c == '[' && !in_class) in_class = true;
+    else if (c == ']' && in_class && !o.empty() && o.back() != '[' && !(o.size() >= 2 && o[o.size() - 2] == '[' && o.back() == '^')) in_class = false;
+    o += c;
+  }
+  return o;
+}
+
 // Masking options for diagnose and watch: the team config (explicit or default location), extra rules, --no-mask.
 ff::result<ff::mask::options> mask_options(std::string config, const std::vector<std::string>& rules, bool no_mask) {
   ff::mask::options o;
@@ -283,7 +325,9 @@ int main(int argc, char** argv) {
   auto* kb_export = kb->add_subcommand("export", "export the knowledge base");
   bool export_patterns = false;
   std::string export_format, export_dir;
-  kb_export->add_flag("--patterns", export_patterns, "one fingerprint regex per line (for grep -E -f / rg -f)");
+  kb_export->add_flag("--patterns", export_patterns, "one fingerprint regex per line (RE2 syntax, for rg -f)");
+  bool export_ere = false;
+  kb_export->add_flag("--ere", export_ere, "with --patterns: POSIX extended syntax, for grep -E -f");
   kb_export->add_option("--format", export_format, "markdown | html: write the encyclopedia")->check(CLI::IsMember({"markdown", "html"}));
   kb_export->add_option("dir", export_dir, "output directory for --format");
   for (auto* c : {kb_lint, kb_test, kb_list, kb_show, kb_search, kb_export})
@@ -552,7 +596,7 @@ int main(int argc, char** argv) {
       return kExitUsage;
     }
     for (const auto& s : L.signatures)
-      for (const auto& p : s.fingerprints) std::cout << p << "\n";
+      for (const auto& p : s.fingerprints) std::cout << (export_ere ? to_ere(p) : p) << "\n";
     return 0;
   }
   return 0;

@@ -111,6 +111,10 @@ run explain cuda_oom
 check "explain by name" has "$out" "CUDA out of memory"
 run kb export --patterns
 check "export patterns" has "$out" "Watchdog caught collective operation timeout"
+"$BIN" kb export --patterns --ere >"$tmp/ere.txt"
+echo x | grep -E -f "$tmp/ere.txt" >/dev/null; ere_rc=$?
+check "ERE export: every pattern is valid for grep -E" test "$ere_rc" -eq 1
+check "ERE export: grep -E finds the OOM line" sh -c "grep -c -E -f '$tmp/ere.txt' '$CORPUS/gh-funasr-2006/logs/pasted.log' | grep -qv '^0$'"
 
 # the encyclopedia on disk: every local link of every page opens a file that exists
 run kb export --format html "$tmp/site"
