@@ -49,6 +49,8 @@ if ! cmake --build "$B" -j2 --target firstfault >>"$WORK/cmake.log" 2>&1; then
 fi
 "$FF" kb export --patterns >"$DATA/patterns.txt"
 PAT=$DATA/patterns.txt
+"$FF" kb export --patterns --ere >"$DATA/patterns.ere"   # POSIX ERE for grep -E
+PAT_ERE=$DATA/patterns.ere
 
 # --- datasets ----------------------------------------------------------------------------------------
 # gen NAME ARGS...: generated once; NAME.truth.json is written last, so it marks a complete dataset.
@@ -135,7 +137,7 @@ EOF
   else
     measure "$ds" rg rg -c -f "$PAT" "$P"
     measure "$ds" "rg --no-unicode" rg --no-unicode -c -f "$PAT" "$P"
-    measure "$ds" "grep -E" grep -c -E -f "$PAT" "$P"
+    measure "$ds" "grep -E" grep -c -E -f "$PAT_ERE" "$P"
     measure "$ds" "wc -l" wc -l "$P"
   fi
 done
