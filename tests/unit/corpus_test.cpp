@@ -4,6 +4,8 @@
 // truth, with the thresholds of the main-job issue.
 #include <gtest/gtest.h>
 
+#include "test_support.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -16,14 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const ff::kb::library& builtin() {
-  static const ff::kb::library lib = [] {
-    auto l = ff::kb::library::load(true, {});
-    if (!l) throw std::runtime_error(l.error().message);
-    return std::move(l).value();
-  }();
-  return lib;
-}
+using ff::testing::builtin;
 
 std::vector<std::string> cases() {
   std::vector<std::string> out;
@@ -42,12 +37,7 @@ nlohmann::json diagnose_case(const std::string& name) {
   // Run from inside the case folder with the relative path "logs", as the scorer does.
   auto old = fs::current_path();
   fs::current_path(fs::path(FF_TEST_DATA) / "corpus" / name);
-  static const ff::pipeline::engine eng = [] {
-    auto e = ff::pipeline::engine::build(builtin());
-    if (!e) throw std::runtime_error(e.error().message);
-    return std::move(e).value();
-  }();
-  auto r = ff::pipeline::diagnose({"logs"}, eng, {});
+  auto r = ff::pipeline::diagnose({"logs"}, ff::testing::engine(), {});
   fs::current_path(old);
   if (!r) throw std::runtime_error(r.error().message);
   return ff::report::to_json(r.value());

@@ -1,5 +1,7 @@
 // Correlation rules, one scenario each, on small logs written to a temp directory.
 #include <gtest/gtest.h>
+
+#include "test_support.hpp"
 #include <unistd.h>
 
 #include <filesystem>
@@ -12,11 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const ff::pipeline::engine& engine() {
-  static const ff::kb::library lib = std::move(ff::kb::library::load(true, {})).value();
-  static const ff::pipeline::engine eng = std::move(ff::pipeline::engine::build(lib)).value();
-  return eng;
-}
+using ff::testing::engine;
 
 struct scenario {
   fs::path dir = fs::temp_directory_path() / ("ff-corr-" + std::to_string(::getpid()) + "-" + std::to_string(rand()));

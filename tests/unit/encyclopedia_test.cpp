@@ -1,19 +1,14 @@
 // The exported encyclopedia: every entry has its page with every section, and every link resolves.
 #include <gtest/gtest.h>
 
+#include "test_support.hpp"
+
 #include "firstfault/encyclopedia.hpp"
 #include "firstfault/kb.hpp"
 
 namespace {
 
-const ff::kb::library& builtin() {
-  static const ff::kb::library lib = [] {
-    auto l = ff::kb::library::load(true, {});
-    if (!l) throw std::runtime_error(l.error().message);
-    return std::move(l).value();
-  }();
-  return lib;
-}
+using ff::testing::builtin;
 
 TEST(encyclopedia, html_site_has_every_entry_and_no_broken_link) {
   auto pages = ff::encyclopedia::render_site(builtin(), ff::encyclopedia::format::html);

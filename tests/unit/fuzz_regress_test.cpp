@@ -2,6 +2,8 @@
 // the same code as its fuzz target without a crash, and the JSON report must serialise.
 #include <gtest/gtest.h>
 
+#include "test_support.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -34,8 +36,7 @@ std::vector<fs::path> artifacts(const std::string& target) {
 }
 
 TEST(fuzz_regressions, pipeline_inputs_are_diagnosed_and_serialised) {
-  static const ff::kb::library lib = std::move(ff::kb::library::load(true, {})).value();
-  static const ff::pipeline::engine eng = std::move(ff::pipeline::engine::build(lib)).value();
+  const auto& eng = ff::testing::engine();
   for (const auto& p : artifacts("pipeline")) {
     ff::pipeline::options opt;
     opt.ingest.max_line_bytes = 4096;
@@ -49,7 +50,7 @@ TEST(fuzz_regressions, pipeline_inputs_are_diagnosed_and_serialised) {
 }
 
 TEST(fuzz_regressions, normalize_and_extract_inputs) {
-  static const ff::kb::library lib = std::move(ff::kb::library::load(true, {})).value();
+  const auto& lib = ff::testing::builtin();
   static const auto cat = std::move(ff::normalize::prefix_catalog::load(lib.prefix_files)).value();
   for (const auto* t : {"normalize", "extract"})
     for (const auto& p : artifacts(t)) {

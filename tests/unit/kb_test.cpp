@@ -1,6 +1,8 @@
 // The knowledge base checks itself: lint (schema, order, patterns in both engines) and every example,
 // one test case per signature so that `ctest -R kb.torch_` works.
 #include <gtest/gtest.h>
+
+#include "test_support.hpp"
 #include <unistd.h>
 
 #include <cstdlib>
@@ -12,14 +14,7 @@
 
 namespace {
 
-const ff::kb::library& builtin() {
-  static const ff::kb::library lib = [] {
-    auto l = ff::kb::library::load(true, {});
-    if (!l) throw std::runtime_error(l.error().message);
-    return std::move(l).value();
-  }();
-  return lib;
-}
+using ff::testing::builtin;
 
 std::vector<std::string> names() {
   std::vector<std::string> out;

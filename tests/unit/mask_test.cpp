@@ -1,6 +1,8 @@
 // Masking at ingest: planted secrets never reach any output; the diagnosis is the same with masking on.
 #include <gtest/gtest.h>
 
+#include "test_support.hpp"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -17,11 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const ff::pipeline::engine& engine() {
-  static const ff::kb::library lib = std::move(ff::kb::library::load(true, {})).value();
-  static const ff::pipeline::engine eng = std::move(ff::pipeline::engine::build(lib)).value();
-  return eng;
-}
+using ff::testing::engine;
 
 std::vector<std::string> planted_values() {
   std::ifstream in(fs::path(FF_TEST_DATA) / "mask" / "planted_values.txt");
