@@ -324,6 +324,27 @@ diagnosis correlate(inputs in, const kb::library& lib) {
       std::vector<int> absent;
       for (int r : all_ranks)
         if (!timed_out.count(r)) absent.push_back(r);
+      // Timeout arithmetic: the timed-out collective began `ran_ms` before the watchdog line. Of several
+      // silent ranks, the one whose last line came before that moment never reached the collective.
+      if (!timed_out.empty() && absent.size() > 1) {
+        std::optional<double> began;
+        for (const auto* f : timeouts) {
+          auto ran = field(*f, "ran_ms");
+          if (!f->ts || f->ts_inherited || ran.empty() || f->ts->kind != timestamp::clock::wall) continue;
+          double b = f->ts->seconds - std::atof(ran.c_str()) / 1000.0;
+          began = began ? std::min(*began, b) : b;
+        }
+        if (began) {
+          std::vector<int> stopped_before;
+          for (int r : absent) {
+            auto it = in.activity.find("r" + std::to_string(r));
+            if (it != in.activity.end() && it->second.last_ts && it->second.last_ts->kind == timestamp::clock::wall &&
+                it->second.last_ts->seconds <= *began + 1.0)
+              stopped_before.push_back(r);
+          }
+          if (stopped_before.size() == 1) absent = stopped_before;
+        }
+      }
       if (!timed_out.empty() && absent.size() == 1) {
         int c = absent[0];
         init_rank = c;

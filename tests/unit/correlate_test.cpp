@@ -161,3 +161,23 @@ TEST(correlate_review, a_local_rank_on_several_nodes_maps_to_no_rank) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(correlate_review, timeout_arithmetic_picks_the_rank_that_stopped_before_the_collective) {
+  scenario s;
+  // The collective timed out at 10:10:00 after 600 s, so it began at 10:00:00. Ranks 2 and 3 printed no
+  // timeout; rank 3 kept logging until 10:05, rank 2's last line is from 09:59:58: rank 2 never arrived.
+  auto wd = [](int r) {
+    return "[rank" + std::to_string(r) + "]:[E0101 10:10:00.000000000 ProcessGroupNCCL.cpp:607] [Rank " + std::to_string(r) +
+           "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, "
+           "Timeout(ms)=600000) ran for 600000 milliseconds before timing out.\n";
+  };
+  s.file("console.log", "[rank2]:[I0101 09:59:58.000000000 train.py:1] step 41 loading shard 17\n"
+                        "[rank3]:[I0101 10:05:00.000000000 train.py:1] step 42 waiting for eval\n" +
+                            wd(0) + wd(1));
+  auto d = s.run();
+  EXPECT_EQ(d.initiating_rank, 2) << d.initiating_rule;
+}
+
+}  // namespace
