@@ -31,6 +31,14 @@ std::size_t utf8_len(std::string_view s, std::size_t i) {
 }  // namespace
 
 std::string sanitize(std::string_view s, std::size_t* invalid) {
+  // Fast path: printable ASCII and tabs only (most log lines) need no work.
+  bool plain = true;
+  for (unsigned char c : s)
+    if ((c < 0x20 && c != '\t') || c >= 0x7F) { plain = false; break; }
+  if (plain) {
+    if (invalid) *invalid = 0;
+    return std::string(s);
+  }
   std::string out;
   out.reserve(s.size());
   std::size_t bad = 0;
