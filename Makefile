@@ -29,7 +29,7 @@ test: build
 test-sanitize: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFF_SANITIZE=ON >/dev/null
 	cmake --build build-asan -j $(JOBS)
-	FIRSTFAULT_CACHE_DIR=$(CURDIR)/build-asan/hs-cache ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	FF_SANITIZED=1 FIRSTFAULT_CACHE_DIR=$(CURDIR)/build-asan/hs-cache ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  ctest --test-dir build-asan --output-on-failure -j $(JOBS)
 
 FUZZ_SMOKE_SECONDS ?= 20
