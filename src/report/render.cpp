@@ -37,6 +37,12 @@ nlohmann::json ev_json(const correlate::evidence& e) {
   return j;
 }
 
+// Log text inside a Markdown code fence must not be able to close the fence.
+std::string unfence(std::string s) {
+  for (std::size_t p = s.find("```"); p != std::string::npos; p = s.find("```", p)) s.replace(p, 3, "'''");
+  return s;
+}
+
 std::string mask_summary(const pipeline::run& r) {
   if (!r.masked) return "masking: off (--no-mask)";
   if (r.mask_counts.empty()) return "masking: on, nothing to mask";
@@ -279,7 +285,7 @@ std::string to_markdown(const pipeline::run& r) {
     line("");
     line("### Evidence");
     line("```");
-    for (const auto& e : d.evidence_lines) line(where(e) + "\n    " + clip(e.text, 400));
+    for (const auto& e : d.evidence_lines) line(unfence(where(e) + "\n    " + clip(e.text, 400)));
     line("```");
   }
   if (!d.collateral.empty()) {
@@ -312,7 +318,7 @@ std::string to_markdown(const pipeline::run& r) {
     line("");
     line("### Lines that look wrong");
     line("```");
-    for (const auto& s : d.suspicious) line(s.source + ":" + std::to_string(s.line_no) + " " + clip(s.text, 300));
+    for (const auto& s : d.suspicious) line(unfence(s.source + ":" + std::to_string(s.line_no) + " " + clip(s.text, 300)));
     line("```");
   }
   line("");
