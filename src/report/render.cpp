@@ -43,6 +43,18 @@ std::string unfence(std::string s) {
   return s;
 }
 
+// Log-derived text in Markdown prose: no code spans, images, links or HTML can be injected.
+std::string md_text(std::string s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '`') o += '\'';
+    else if (c == '<') o += "&lt;";
+    else if (c == '[' || c == ']' || c == '*' || c == '_' || c == '!') { o += '\\'; o += c; }
+    else o += c;
+  }
+  return o;
+}
+
 std::string mask_summary(const pipeline::run& r) {
   if (!r.masked) return "masking: off (--no-mask)";
   if (r.mask_counts.empty()) return "masking: on, nothing to mask";
@@ -275,12 +287,12 @@ std::string to_markdown(const pipeline::run& r) {
   line("");
   if (d.verdict == "failure") {
     line(fmt::format("- **Kind:** {} ({}), confidence {}", d.kind, d.category, d.confidence));
-    if (!d.summary.empty()) line("- **Root cause:** " + d.summary);
+    if (!d.summary.empty()) line("- **Root cause:** " + md_text(d.summary));
   }
   if (r.recurrences && *r.recurrences > 0)
     line(fmt::format("- **Recurrence:** this host had the same failure {} time(s) in the last {} days", *r.recurrences, r.recurrence_days));
   line("- **First failing rank:** " + (d.initiating_rank ? std::to_string(*d.initiating_rank) : std::string("unknown")) +
-       (d.initiating_host ? " on " + *d.initiating_host : "") + (d.initiating_rule.empty() ? "" : " (" + d.initiating_rule + ")"));
+       (d.initiating_host ? " on " + *d.initiating_host : "") + (d.initiating_rule.empty() ? "" : " (" + md_text(d.initiating_rule) + ")"));
   if (!d.evidence_lines.empty()) {
     line("");
     line("### Evidence");
