@@ -74,6 +74,9 @@ check "binary file is named" has "$err" "model.bin.log: binary data"
 check "empty file is named" has "$err" "empty.log: empty file"
 check "truncated gz is named" has "$err" "cut.log.gz: truncated or corrupt"
 check "good file still diagnosed" has "$out" '"dataloader_shm_bus_error"'
+run diagnose /dev/null "$tmp/good.log" --format json
+check "device file skipped with a reason" has "$err" "/dev/null: not a regular file"
+check "device file: the rest still diagnosed" test "$rc" -eq 1
 
 # a single 100 MB line is cut, not held; the line after it is still read
 { head -c 104857600 /dev/zero | tr '\0' 'a'; printf '\nRuntimeError: DataLoader worker (pid 46794) is killed by signal: Bus error. It is possible that dataloader'"'"'s workers are out of shared memory. Please try to raise your shared memory limit.\n'; } >"$tmp/huge.log"
