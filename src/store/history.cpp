@@ -44,6 +44,11 @@ std::string describe(sqlite3* db, int rc, const std::string& path) {
   return path + ": history database error: " + msg;
 }
 
+// Column order read back by row_to_entry().
+const char* kSelect =
+    "SELECT id, created_at, source, inputs, verdict, signature, kind, initiating_rank, initiating_host, host_key,"
+    " report_json FROM diagnoses";
+
 std::int64_t now_s() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -151,10 +156,7 @@ status store::add(entry& e) {
 
 result<std::vector<entry>> store::list(int limit) const {
   sqlite3_stmt* st = nullptr;
-  int rc = sqlite3_prepare_v2(impl_->db,
-                              "SELECT id, created_at, source, inputs, verdict, signature, kind, initiating_rank, initiating_host,"
-                              " host_key, report_json FROM diagnoses ORDER BY id DESC LIMIT ?",
-                              -1, &st, nullptr);
+  int rc = sqlite3_prepare_v2(impl_->db, (std::string(kSelect) + " ORDER BY id DESC LIMIT ?").c_str(), -1, &st, nullptr);
   if (rc != SQLITE_OK) return error{describe(impl_->db, rc, impl_->path)};
   sqlite3_bind_int(st, 1, limit);
   std::vector<entry> out;
@@ -166,10 +168,7 @@ result<std::vector<entry>> store::list(int limit) const {
 
 result<std::optional<entry>> store::get(std::int64_t id) const {
   sqlite3_stmt* st = nullptr;
-  int rc = sqlite3_prepare_v2(impl_->db,
-                              "SELECT id, created_at, source, inputs, verdict, signature, kind, initiating_rank, initiating_host,"
-                              " host_key, report_json FROM diagnoses WHERE id = ?",
-                              -1, &st, nullptr);
+  int rc = sqlite3_prepare_v2(impl_->db, (std::string(kSelect) + " WHERE id = ?").c_str(), -1, &st, nullptr);
   if (rc != SQLITE_OK) return error{describe(impl_->db, rc, impl_->path)};
   sqlite3_bind_int64(st, 1, id);
   std::optional<entry> out;
