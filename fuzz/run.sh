@@ -20,7 +20,10 @@ if [ ! -d "$seeds" ]; then
     head -c 2000 "$f" >"$seeds/extract/s$i"
   done < <(find tests/corpus -type f -size +0 -print0)
   grep -h -o "line: '.*'" kb/*/*.yaml | split -l 1 - "$seeds/normalize/l_"
-  find kb -name '*.yaml' -not -path '*/_*' | head -60 | xargs -I{} cp {} "$seeds/kb_loader/"
+  n=0  # no `| head` here: with pipefail, find's SIGPIPE would fail the script
+  while IFS= read -r -d '' f; do
+    n=$((n + 1)); [ $n -le 60 ] && cp "$f" "$seeds/kb_loader/"
+  done < <(find kb -name '*.yaml' -not -path '*/_*' -print0)
 fi
 export FIRSTFAULT_CACHE_DIR=off ASAN_OPTIONS=detect_leaks=0
 for t in "${targets[@]}"; do
