@@ -350,6 +350,15 @@ diagnosis correlate(inputs in, const kb::library& lib) {
         init_rank = c;
         rank_rule = "every other rank (" + text::rank_ranges({timed_out.begin(), timed_out.end()}) +
                     ") timed out in a collective; rank " + std::to_string(c) + " never did";
+        // Corroboration: torchelastic sent SIGTERM to a worker that was still running (its pid is not
+        // among the failed workers), which is what a rank stuck outside the collective looks like.
+        for (const auto& t : in.terminated) {
+          bool failed = std::any_of(in.exits.begin(), in.exits.end(), [&](const auto& e) { return e.pid && *e.pid == t.pid; });
+          if (!failed) {
+            rank_rule += "; torchelastic had to stop a worker that was still running (pid " + std::to_string(t.pid) + ")";
+            break;
+          }
+        }
         // What was the missing rank doing? More steps than the others: it ran out of data later
         // or earlier (uneven inputs); otherwise it was slow. Rank 0 alone: exclusive work.
         std::optional<long> own, others_max;

@@ -181,3 +181,15 @@ TEST(correlate_review, timeout_arithmetic_picks_the_rank_that_stopped_before_the
 }
 
 }  // namespace
+
+namespace {
+
+TEST(correlate_review, a_worker_stopped_while_still_running_corroborates_the_straggler) {
+  auto r = ff::pipeline::diagnose({(fs::path(FF_TEST_DATA) / "corpus" / "run-k_straggler_timeout" / "logs").string()},
+                                  engine(), {});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r.value().diag.initiating_rank, 2);
+  EXPECT_NE(r.value().diag.initiating_rule.find("still running (pid 17320)"), std::string::npos) << r.value().diag.initiating_rule;
+}
+
+}  // namespace
