@@ -16,15 +16,6 @@ namespace ff::pipeline {
 namespace {
 bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
 
-// An unmatched line that an on-call engineer would still look at.
-bool looks_wrong(std::string_view body, char level) {
-  if (level == 'E' || level == 'F' || level == 'C') return true;
-  for (auto w : {"Error", "ERROR", "error:", "FAILED", "Exception", "fatal", "FATAL", "Killed", "Segmentation fault",
-                 "core dumped", "Aborted", "Traceback"})
-    if (contains(body, w)) return true;
-  return false;
-}
-
 std::string rank_key(const std::optional<int>& rank, const std::optional<int>& local_rank) {
   if (rank) return "r" + std::to_string(*rank);
   if (local_rank) return "l" + std::to_string(*local_rank);
@@ -61,6 +52,7 @@ struct collector::impl {
   // rank, further ones only count as repeats of the last one kept.
   static constexpr int kMaxPerKey = 64;
   std::map<std::pair<int, int>, std::pair<int, std::size_t>> per_key;  // (signature, rank) -> (count, last index)
+  std::map<std::string, std::size_t> suspicious_by_template;  // template -> index in in.suspicious
   impl(const engine& e, const options& o) : eng(e), opt(o), scratch(e.matcher), masker(o.mask) {}
 };
 
@@ -89,6 +81,34 @@ collector::stream collector::open_stream(const ingest::source& raw_src) {
   if (st.hint.epoch_seconds) st.stream_ts = normalize::timestamp{*st.hint.epoch_seconds};
   if (st.hint.host) impl_->in.hosts.insert(*st.hint.host);
   return st;
+}
+
+void collector::add_suspicious(const stream& st, std::string_view body, char level, bool exception_line,
+                               std::optional<int> rank, std::uint64_t line_no) {
+  auto& im = *impl_;
+  auto sev = extract::classify_line(body, level);
+  if (exception_line && sev == extract::suspicion::none) sev = extract::suspicion::strong;
+  if (sev == extract::suspicion::none) return;
+  auto tmpl = extract::line_template(body);
+  auto& in = im.in;
+  auto it = im.suspicious_by_template.find(tmpl);
+  if (it == im.suspicious_by_template.end()) {
+    if (in.suspicious.size() >= im.opt.max_suspicious) return;
+    it = im.suspicious_by_template.emplace(tmpl, in.suspicious.size()).first;
+    correlate::suspicious_line s;
+    s.source = st.display;
+    s.text = std::string(text::prefix_utf8(body, 500));
+    s.line_no = line_no;
+    s.rank = rank;
+    s.strong = sev == extract::suspicion::strong;
+    s.tmpl = std::move(tmpl);
+    s.count = 0;
+    in.suspicious.push_back(std::move(s));
+  }
+  auto& g = in.suspicious[it->second];
+  ++g.count;
+  if (rank && !std::binary_search(g.ranks.begin(), g.ranks.end(), *rank) && g.ranks.size() < 4096)
+    g.ranks.insert(std::upper_bound(g.ranks.begin(), g.ranks.end(), *rank), *rank);
 }
 
 std::size_t collector::add_line(stream& st, std::string_view raw_text, std::uint64_t line_no) {
@@ -178,17 +198,27 @@ std::size_t collector::add_line(stream& st, std::string_view raw_text, std::uint
                hits.end());
     if (hits.empty()) return 0;
   }
+  // A benign signature (a message known from healthy runs) explains the whole line.
+  for (const auto& h : hits)
+    if (lib.signatures[static_cast<std::size_t>(h.signature)].is_benign()) {
+      ++in.benign_lines;
+      return 0;
+    }
   bool symptom_on_line = false, specific_cause_on_line = false;
-  int top_cause = 0;
+  int top_cause = 0, best_layer = 2;
   for (const auto& h : hits) {
     const auto& hs = lib.signatures[static_cast<std::size_t>(h.signature)];
     symptom_on_line |= !hs.is_cause();
     specific_cause_on_line |= hs.is_cause() && hs.priority > 10;
     if (hs.is_cause()) top_cause = std::max(top_cause, hs.priority);
+    best_layer = std::min(best_layer, hs.layer_rank());
   }
   bool kept_any = false;
   for (auto& h : hits) {
     const auto& sig = lib.signatures[static_cast<std::size_t>(h.signature)];
+    // Specific > family > generic: a less specific signature on a line that a more specific one
+    // explains describes the same event less precisely.
+    if (sig.layer_rank() > best_layer) continue;
     // A catch-all cause (priority <= 10) on a line that a symptom or a specific cause explains
     // adds nothing: the line is that symptom or that cause.
     if (sig.is_cause() && sig.priority <= 10 && (symptom_on_line || specific_cause_on_line)) continue;
@@ -217,10 +247,7 @@ std::size_t collector::add_line(stream& st, std::string_view raw_text, std::uint
     in.findings.push_back(std::move(f));
     kept_any = true;
   }
-  if (!kept_any && in.suspicious.size() < im.opt.max_suspicious && looks_wrong(body, meta.level))
-    in.suspicious.push_back({st.display, std::string(text::prefix_utf8(body, 500)), line_no, rank,
-                             note.exception_line || meta.level == 'F' || contains(body, "Segmentation fault") ||
-                                 contains(body, "core dumped") || contains(body, "NCCL WARN")});
+  if (!kept_any) add_suspicious(st, body, meta.level, note.exception_line, rank, line_no);
   return in.findings.size() - before;
 }
 

@@ -46,12 +46,16 @@ struct rank_activity {
   std::optional<long> planned_steps;  ///< "iter i/N", "N batches": how many steps this rank planned
 };
 
-/// A line that looks wrong (error level, "Error"/"FAILED" text) but matched no signature.
+/// Lines that look wrong (error level, "Error"/"FAILED" text, an exception) but matched no signature,
+/// grouped by their template (extract::line_template): the same message on many ranks is one entry.
 struct suspicious_line {
-  std::string source, text;
+  std::string source, text;  ///< the first line of the group, as an example
   std::uint64_t line_no = 0;
-  std::optional<int> rank;
-  bool strong = false;  ///< an exception line ending a traceback, a fatal-level line, a crash message
+  std::optional<int> rank;   ///< rank of the example line
+  bool strong = false;  ///< an exception line, a fatal-level line, a crash message, an NCCL WARN
+  std::string tmpl;     ///< the template: variables replaced by <*>
+  int count = 1;        ///< lines in the group
+  std::vector<int> ranks;  ///< distinct ranks of the group's lines, sorted
 };
 
 struct evidence {
@@ -96,7 +100,8 @@ struct inputs {
   std::vector<extract::exit_record> exits;
   std::vector<extract::terminated_pid> terminated;
   std::map<std::string, rank_activity> activity;  ///< key "r<rank>" or "l<local_rank>"
-  std::vector<suspicious_line> suspicious;
+  std::vector<suspicious_line> suspicious;  ///< one entry per template, in order of first appearance
+  std::uint64_t benign_lines = 0;  ///< lines a benign signature explained (known harmless warnings)
   std::map<int, std::set<int>> local_to_rank;  ///< learnt from lines that carry both; >1 rank = ambiguous (several nodes)
   std::set<std::string> hosts;       ///< hosts seen in prefixes and paths
   std::size_t max_suspicious_shown = 40;  ///< lines that look wrong, kept in the report at most

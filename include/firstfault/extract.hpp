@@ -72,3 +72,29 @@ class extractor {
 };
 
 }  // namespace ff::extract
+
+namespace ff::extract {
+
+/// How strongly an unmatched line looks like a failure to an on-call engineer reading it cold.
+enum class suspicion {
+  none,    ///< informational, progress, or a warning (warnings do not page anyone)
+  weak,    ///< an error word or an error level, a failed state or a non-zero exit
+  strong,  ///< an exception line, a crash (segfault, abort, core dump, Fatal), an NCCL WARN
+};
+
+/// Classifies one line body (prefixes peeled). `level` is the header's level letter ('I','W','E','F')
+/// or 0. Zero counts ("0 errors", "failed=0") and warnings are not failures; NCCL's "NCCL WARN" is
+/// its error level (https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-debug).
+suspicion classify_line(std::string_view body, char level);
+
+/// A Python exception line after any prefix: "...: KeyError: 'x'", "[1,0]<stderr>:ValueError: bad".
+/// Returns the exception type (e.g. "KeyError") or an empty view. Source lines (`raise KeyError(`)
+/// and warning categories (`UserWarning:`) are not exception lines.
+std::string_view exception_type(std::string_view body);
+
+/// Drain-style line template (He et al., "Drain: An Online Log Parsing Approach with Fixed Depth
+/// Tree", ICWS 2017): numbers, hex ids, paths, addresses and quoted values become "<*>", so the
+/// same message from many ranks groups into one template.
+std::string line_template(std::string_view body);
+
+}  // namespace ff::extract

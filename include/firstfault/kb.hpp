@@ -38,6 +38,11 @@ struct signature {
   std::vector<std::string> references, tags, systems, collateral_of;
   std::vector<std::string> related;  ///< names (or ids) of related signatures: a declared co-match is not a collision
   std::string kind, category, role, inferred_by;
+  /// How specific the fingerprints are: "specific" (one failure, default), "family" (every message of a
+  /// layer or source file, e.g. any NCCL WARN from net_ib.cc, any Xid by number) or "generic" (any
+  /// error of a kind, e.g. any Python exception). On one line a more specific hit hides the less
+  /// specific ones: specific > family > generic.
+  std::string layer = "specific";
   /// Which rank a matching line names as the initiator: "printing_rank" (the rank that wrote it),
   /// "named_rank" (the rank in the peer_rank group, or a single rank in ranks), or empty (none).
   std::string initiator;
@@ -53,6 +58,11 @@ struct signature {
   std::vector<std::string> field_order;  ///< top-level keys in file order (for lint)
 
   bool is_cause() const { return role == "cause"; }
+  /// role: benign: a message known to appear in healthy runs (each with a real healthy sample). A line it
+  /// matches is not evidence of a failure: no finding, not a suspicious line.
+  bool is_benign() const { return role == "benign"; }
+  /// 0 specific, 1 family, 2 generic.
+  int layer_rank() const { return layer == "generic" ? 2 : layer == "family" ? 1 : 0; }
 };
 
 struct kind_info {

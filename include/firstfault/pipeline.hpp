@@ -83,6 +83,8 @@ class collector {
   mask::masker& masker();
 
  private:
+  void add_suspicious(const stream& st, std::string_view body, char level, bool exception_line, std::optional<int> rank,
+                      std::uint64_t line_no);
   struct impl;
   std::unique_ptr<impl> impl_;
 };

@@ -431,13 +431,15 @@ diagnosis correlate(inputs in, const kb::library& lib) {
   }
 
   // --- verdict --------------------------------------------------------------------------------
-  bool strong_suspicious = std::any_of(in.suspicious.begin(), in.suspicious.end(), [](auto& s) { return s.strong; });
+  // Honest verdict: healthy only when nothing looks like a failure (no finding, no line that looks
+  // wrong after benign messages were set aside, no failed worker).
+  bool any_suspicious = !in.suspicious.empty();
   bool bad_exit = std::any_of(in.exits.begin(), in.exits.end(), [](auto& e) { return e.exitcode && *e.exitcode != 0; });
   if (root_sig) {
     d.verdict = "failure";
     fill_from_signature(d, *root_sig);
     if (!root) d.priority = 0;
-  } else if (!fs.empty() || strong_suspicious || bad_exit) {
+  } else if (!fs.empty() || any_suspicious || bad_exit) {
     d.verdict = "undetermined";
     rank_rule = "no signature explains the failure";
   } else {
@@ -530,10 +532,12 @@ diagnosis correlate(inputs in, const kb::library& lib) {
   std::stable_sort(d.alternatives.begin(), d.alternatives.end(),
                    [](const alternative& a, const alternative& b) { return a.priority > b.priority; });
   if (d.verdict != "healthy") {
-    for (auto& s : in.suspicious)
-      if (s.strong) d.suspicious.push_back(s);
-    for (auto& s : in.suspicious)
-      if (!s.strong && d.suspicious.size() < in.max_suspicious_shown) d.suspicious.push_back(s);
+    // Severity first, then rarity across ranks (the odd rank out first), then order of appearance.
+    d.suspicious = in.suspicious;
+    std::stable_sort(d.suspicious.begin(), d.suspicious.end(), [](const suspicious_line& a, const suspicious_line& b) {
+      if (a.strong != b.strong) return a.strong;
+      return std::max<std::size_t>(1, a.ranks.size()) < std::max<std::size_t>(1, b.ranks.size());
+    });
     if (d.suspicious.size() > in.max_suspicious_shown) d.suspicious.resize(in.max_suspicious_shown);
   }
   return d;

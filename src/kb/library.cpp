@@ -72,6 +72,7 @@ result<signature> parse_signature(const std::string& file, const std::string& te
     s.kind = str(d["kind"]);
     s.category = str(d["category"]);
     s.role = str(d["role"]);
+    if (d["layer"]) s.layer = str(d["layer"]);
     s.priority = d["priority"] ? d["priority"].as<int>() : 0;
     s.systems = str_list(d["systems"]);
     s.collateral_of = str_list(d["collateral_of"]);

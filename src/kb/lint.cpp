@@ -12,7 +12,7 @@ namespace ff::kb {
 namespace {
 const std::vector<std::string> kOrder = {
     "title", "id", "name", "status", "level", "description", "references", "author", "date", "modified", "tags",
-    "related", "kind", "category", "role", "priority", "systems", "collateral_of", "initiator", "match_in_stack", "inferred_by", "fingerprints",
+    "related", "kind", "category", "role", "layer", "priority", "systems", "collateral_of", "initiator", "match_in_stack", "inferred_by", "fingerprints",
     "extract", "root_cause", "fix", "fix_code", "verify", "confirm", "prevention", "falsepositives", "examples"};
 const std::vector<std::string> kRequired = {"title", "id", "name", "status", "level", "description", "references",
                                             "author", "date", "tags", "kind", "category", "role", "systems",
@@ -53,7 +53,11 @@ std::vector<lint_issue> lint(const library& lib) {
     if (!names.insert(s.name).second) add("duplicate name");
     if (!one_of(s.status, {"experimental", "test", "stable", "deprecated"})) add("bad status '" + s.status + "'");
     if (!one_of(s.level, {"informational", "low", "medium", "high", "critical"})) add("bad level '" + s.level + "'");
-    if (!one_of(s.role, {"cause", "symptom"})) add("role must be cause or symptom");
+    if (!one_of(s.role, {"cause", "symptom", "benign"})) add("role must be cause, symptom or benign");
+    if (!one_of(s.layer, {"specific", "family", "generic"})) add("layer must be specific, family or generic");
+    if (s.is_benign() && s.kind != "healthy") add("a benign signature has kind healthy");
+    if (s.is_benign() && s.priority != 0) add("a benign signature has no priority");
+    if (!s.is_benign() && s.kind == "healthy") add("kind healthy is only for role: benign");
     const auto* k = lib.kind(s.kind);
     if (!k) add("kind '" + s.kind + "' is not in kinds.tsv");
     else if (k->category != s.category) add("category should be '" + k->category + "' for kind " + s.kind);

@@ -8,6 +8,15 @@ namespace ff::report {
 
 namespace {
 
+// "ranks 0-3 (4x) logs/x.log:12" for a group of lines that look wrong.
+std::string suspicious_where(const correlate::suspicious_line& s) {
+  std::string w;
+  if (s.ranks.size() > 1) w = "ranks " + text::rank_ranges(s.ranks) + " ";
+  else if (s.rank) w = "rank " + std::to_string(*s.rank) + " ";
+  if (s.count > 1) w += "(" + std::to_string(s.count) + "x) ";
+  return w + s.source + ":" + std::to_string(s.line_no);
+}
+
 struct paint {
   bool on;
   std::string operator()(const char* code, const std::string& s) const {
@@ -113,7 +122,7 @@ std::string to_html(const pipeline::run& r) {
   }
   if (!d.suspicious.empty()) {
     o += "<h2>Lines that look wrong</h2><pre>";
-    for (const auto& s : d.suspicious) o += esc(s.source + ":" + std::to_string(s.line_no) + " " + s.text) + "\n";
+    for (const auto& s : d.suspicious) o += esc(suspicious_where(s) + " " + s.text) + "\n";
     o += "</pre>\n";
   }
   o += "<p><small>" + esc(mask_summary(r)) + "</small></p></body></html>\n";
@@ -161,7 +170,8 @@ nlohmann::json to_json(const pipeline::run& r) {
   j["suspicious"] = nlohmann::json::array();
   for (const auto& s : d.suspicious)
     j["suspicious"].push_back({{"file", s.source}, {"line", s.line_no}, {"text", s.text},
-                               {"rank", s.rank ? nlohmann::json(*s.rank) : nlohmann::json(nullptr)}});
+                               {"rank", s.rank ? nlohmann::json(*s.rank) : nlohmann::json(nullptr)},
+                               {"template", s.tmpl}, {"count", s.count}, {"ranks", s.ranks}, {"strong", s.strong}});
   j["inputs"] = nlohmann::json::array();
   for (const auto& i : r.inputs) j["inputs"].push_back({{"path", i.path}, {"lines", i.lines}, {"bytes", i.bytes}});
   j["input_errors"] = nlohmann::json::array();
@@ -260,9 +270,7 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
   if (d.verdict == "undetermined" && !d.suspicious.empty()) {
     line("");
     line(p("1", "LINES THAT LOOK WRONG"));
-    for (const auto& s : d.suspicious)
-      line("  " + p("2", s.source + ":" + std::to_string(s.line_no) + (s.rank ? " rank " + std::to_string(*s.rank) : "")) +
-           " " + clip(s.text, 300));
+    for (const auto& s : d.suspicious) line("  " + p("2", suspicious_where(s)) + " " + clip(s.text, 300));
   }
   if (!r.errors.empty()) {
     line("");
@@ -330,7 +338,7 @@ std::string to_markdown(const pipeline::run& r) {
     line("");
     line("### Lines that look wrong");
     line("```");
-    for (const auto& s : d.suspicious) line(unfence(s.source + ":" + std::to_string(s.line_no) + " " + clip(s.text, 300)));
+    for (const auto& s : d.suspicious) line(unfence(suspicious_where(s) + " " + clip(s.text, 300)));
     line("```");
   }
   line("");
