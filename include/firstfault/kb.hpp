@@ -51,6 +51,10 @@ struct signature {
   bool match_in_stack = false;
   int priority = 0;  ///< 0-100, only for role: cause
   std::vector<std::string> fingerprints, extract;
+  /// `lookup: TABLE:FIELD`: the captured FIELD is looked up in kb/_tables/TABLE.tsv; the row's columns
+  /// fill {lookup.COLUMN} placeholders, and a non-empty `kind` column overrides this signature's kind
+  /// (e.g. Xid 13 is an application fault, Xid 79 a GPU that fell off the bus).
+  std::string lookup_table, lookup_field;
   std::string root_cause;
   std::vector<std::string> fix, verify, confirm, prevention, falsepositives;
   std::vector<code_fix> fix_code;
@@ -69,6 +73,17 @@ struct kind_info {
   std::string kind, category, meaning;
 };
 
+/// A lookup table (kb/_tables/NAME.tsv): a header line of column names, then one row per key (the
+/// first column). Facts copied from upstream documentation, each row with its source column.
+struct table {
+  std::string name;
+  std::vector<std::string> columns;  ///< column names, the key column first
+  std::map<std::string, std::vector<std::string>> rows;  ///< key -> cells (same order as columns)
+  /// The cell of `column` in the row of `key`, or empty.
+  std::string get(const std::string& key, const std::string& column) const;
+  bool has_column(const std::string& column) const;
+};
+
 class library {
  public:
   /// Loads the built-in files (when `builtin`) and every *.yaml under each extra directory.
@@ -80,12 +95,15 @@ class library {
 
   std::vector<signature> signatures;
   std::vector<kind_info> kinds;
+  std::map<std::string, table> tables;  ///< by name (file stem under _tables/)
   std::vector<std::pair<std::string, std::string>> prefix_files;  ///< (name, yaml text)
   std::vector<std::pair<std::string, std::string>> encyclopedia_files;  ///< kb/_encyclopedia/*.yaml
   std::string content_hash;  ///< FNV-1a over all loaded texts, hex (cache key for compiled databases)
 
   const signature* find(std::string_view name) const;
   const kind_info* kind(std::string_view k) const;
+  /// The row cell for a signature's lookup (empty when the signature has no lookup or no such row).
+  std::string lookup(const signature& s, const std::string& key, const std::string& column) const;
 };
 
 /// One problem found by lint(): "file: signature: message".

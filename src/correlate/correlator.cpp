@@ -470,17 +470,49 @@ diagnosis correlate(inputs in, const kb::library& lib) {
       for (const auto* f : ev)
         if (f->rank == init_rank && f->host) { d.initiating_host = f->host; break; }
     if (!d.initiating_host && lead->host && (!init_rank || lead->rank == init_rank)) d.initiating_host = lead->host;
-    // summary from the template
-    d.summary = text::fill_template(root_sig->root_cause, [&](const std::string& name) -> std::string {
-      if (name == "rank") return init_rank ? std::to_string(*init_rank) : (lead->rank ? std::to_string(*lead->rank) : "(unknown)");
-      if (name == "host") return d.initiating_host.value_or(lead->host.value_or("(unknown host)"));
+    // summary and fix from the templates; a lookup table (Xid number -> NVIDIA's meaning) adds facts
+    std::string key = root_sig->lookup_field.empty() ? "" : field(*lead, root_sig->lookup_field);
+    if (key.empty() && !root_sig->lookup_field.empty())
+      for (const auto* f : ev)
+        if (!(key = field(*f, root_sig->lookup_field)).empty()) break;
+    if (!key.empty()) {
+      auto k = lib.lookup(*root_sig, key, "kind");
+      if (const auto* ki = k.empty() ? nullptr : lib.kind(k)) {
+        d.kind = ki->kind;
+        d.category = ki->category;
+      }
+    }
+    auto value = [&](const std::string& name) -> std::string {
+      if (name == "rank") return init_rank ? std::to_string(*init_rank) : (lead->rank ? std::to_string(*lead->rank) : "");
+      if (name == "host") return d.initiating_host.value_or(lead->host.value_or(""));
       if (name == "ts") return fmt_ts(lead->ts);
+      if (name.rfind("lookup.", 0) == 0) return key.empty() ? "" : lib.lookup(*root_sig, key, name.substr(7));
       auto v = field(*lead, name);
       if (v.empty())
         for (const auto* f : ev)
           if (!(v = field(*f, name)).empty()) break;
-      return v.empty() ? "(unknown)" : v;
+      return v;
+    };
+    d.summary = text::fill_template(root_sig->root_cause, [&](const std::string& name) -> std::string {
+      auto v = value(name);
+      if (!v.empty()) return v;
+      return name == "host" ? "(unknown host)" : "(unknown)";
     });
+    // A fix or confirm step whose placeholders all have values is shown filled; otherwise as written.
+    auto fill_list = [&](std::vector<std::string>& list) {
+      for (auto& line : list) {
+        bool all = true;
+        auto filled = text::fill_template(line, [&](const std::string& name) {
+          auto v = value(name);
+          all = all && !v.empty();
+          return v;
+        });
+        if (all) line = filled;
+      }
+    };
+    fill_list(d.fix);
+    fill_list(d.verify);
+    fill_list(d.confirm);
   } else if (root_sig) {
     d.summary = text::fill_template(root_sig->root_cause, [&](const std::string& name) -> std::string {
       if (name == "rank") return init_rank ? std::to_string(*init_rank) : "(unknown)";

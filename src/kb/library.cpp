@@ -81,6 +81,12 @@ result<signature> parse_signature(const std::string& file, const std::string& te
     s.match_in_stack = d["match_in_stack"] && d["match_in_stack"].as<bool>();
     s.fingerprints = str_list(d["fingerprints"]);
     s.extract = str_list(d["extract"]);
+    if (auto lk = str(d["lookup"]); !lk.empty()) {
+      auto colon = lk.find(':');
+      if (colon == std::string::npos) return error{file + ": lookup must be TABLE:FIELD, got '" + lk + "'"};
+      s.lookup_table = lk.substr(0, colon);
+      s.lookup_field = lk.substr(colon + 1);
+    }
     s.root_cause = str(d["root_cause"]);
     s.fix = str_list(d["fix"]);
     s.verify = str_list(d["verify"]);
@@ -118,6 +124,38 @@ std::string fnv1a_hex(const std::vector<std::pair<std::string, std::string>>& fi
 result<library> library::from_files(const std::vector<std::pair<std::string, std::string>>& files) {
   library lib;
   for (const auto& [name, text] : files) {
+    if (name.find("_tables/") != std::string::npos && name.size() >= 4 && name.substr(name.size() - 4) == ".tsv") {
+      auto slash = name.find_last_of('/');
+      table t;
+      t.name = name.substr(slash + 1, name.size() - slash - 5);
+      std::istringstream in(text);
+      std::string line;
+      auto split = [](const std::string& l) {
+        std::vector<std::string> cells;
+        std::size_t from = 0;
+        for (auto tab = l.find('\t'); ; tab = l.find('\t', from)) {
+          cells.push_back(l.substr(from, tab == std::string::npos ? std::string::npos : tab - from));
+          if (tab == std::string::npos) break;
+          from = tab + 1;
+        }
+        return cells;
+      };
+      int line_no = 0;
+      while (std::getline(in, line)) {
+        ++line_no;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty() || line[0] == '#') continue;
+        auto cells = split(line);
+        if (t.columns.empty()) { t.columns = cells; continue; }
+        if (cells.size() != t.columns.size())
+          return error{name + ":" + std::to_string(line_no) + ": " + std::to_string(cells.size()) + " cells, the header has " +
+                       std::to_string(t.columns.size())};
+        auto key = cells[0];
+        if (!t.rows.emplace(key, std::move(cells)).second) return error{name + ":" + std::to_string(line_no) + ": duplicate key " + key};
+      }
+      lib.tables[t.name] = std::move(t);
+      continue;
+    }
     if (name.size() >= 4 && name.substr(name.size() - 4) == ".tsv") {
       std::istringstream in(text);
       std::string line;
@@ -162,7 +200,8 @@ result<library> library::load(bool builtin, const std::vector<std::string>& extr
     for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
       auto ext = it->path().extension().string();
-      if (it->is_regular_file() && (ext == ".yaml" || ext == ".yml" || it->path().filename() == "kinds.tsv"))
+      bool table = ext == ".tsv" && it->path().parent_path().filename() == "_tables";
+      if (it->is_regular_file() && (ext == ".yaml" || ext == ".yml" || it->path().filename() == "kinds.tsv" || table))
         paths.push_back(it->path());
     }
     std::sort(paths.begin(), paths.end());
@@ -175,6 +214,7 @@ result<library> library::load(bool builtin, const std::vector<std::string>& extr
       std::string key = p.string();
       if (rel.rfind("_prefixes/", 0) == 0) key = "_prefixes/" + key;
       if (rel.rfind("_encyclopedia/", 0) == 0) key = "_encyclopedia/" + key;
+      if (rel.rfind("_tables/", 0) == 0) key = "_tables/" + p.filename().string();
       files.emplace_back(key, ss.str());
     }
   }
@@ -185,6 +225,24 @@ const signature* library::find(std::string_view name) const {
   for (const auto& s : signatures)
     if (s.name == name) return &s;
   return nullptr;
+}
+
+std::string table::get(const std::string& key, const std::string& column) const {
+  auto r = rows.find(key);
+  if (r == rows.end()) return "";
+  for (std::size_t i = 0; i < columns.size(); ++i)
+    if (columns[i] == column) return r->second[i];
+  return "";
+}
+
+bool table::has_column(const std::string& column) const {
+  return std::find(columns.begin(), columns.end(), column) != columns.end();
+}
+
+std::string library::lookup(const signature& s, const std::string& key, const std::string& column) const {
+  if (s.lookup_table.empty()) return "";
+  auto t = tables.find(s.lookup_table);
+  return t == tables.end() ? "" : t->second.get(key, column);
 }
 
 const kind_info* library::kind(std::string_view k) const {

@@ -13,7 +13,7 @@ namespace {
 const std::vector<std::string> kOrder = {
     "title", "id", "name", "status", "level", "description", "references", "author", "date", "modified", "tags",
     "related", "kind", "category", "role", "layer", "priority", "systems", "collateral_of", "initiator", "match_in_stack", "inferred_by", "fingerprints",
-    "extract", "root_cause", "fix", "fix_code", "verify", "confirm", "prevention", "falsepositives", "examples"};
+    "extract", "lookup", "root_cause", "fix", "fix_code", "verify", "confirm", "prevention", "falsepositives", "examples"};
 const std::vector<std::string> kRequired = {"title", "id", "name", "status", "level", "description", "references",
                                             "author", "date", "tags", "kind", "category", "role", "systems",
                                             "root_cause", "fix", "verify", "confirm", "examples"};
@@ -27,7 +27,6 @@ std::vector<lint_issue> lint(const library& lib) {
   std::set<std::string> ids, names;
   static const re2::RE2 name_re("[a-z0-9_]{8,64}");
   static const re2::RE2 uuid_re("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
-  static const re2::RE2 placeholder_re(R"(\{(\w+)\})");
   static const re2::RE2 group_re(R"(\(\?P<(\w+)>)");
   static const re2::RE2 bad_syntax_re(R"(\(\?[=!]|\(\?<[=!]|\(\?<\w|\(\?>|\\[1-9]|\\Q|[*+?]\+)");
   for (const auto& s : lib.signatures) {
@@ -84,11 +83,32 @@ std::vector<lint_issue> lint(const library& lib) {
       std::string g;
       while (re2::RE2::FindAndConsume(&in, group_re, &g)) groups.insert(g);
     }
-    re2::StringPiece in(s.root_cause);
-    std::string ph;
-    while (re2::RE2::FindAndConsume(&in, placeholder_re, &ph))
-      if (!groups.count(ph) && ph != "rank" && ph != "host" && ph != "ts")
-        add("placeholder {" + ph + "} is not an extract group or built-in");
+    const table* lt = nullptr;
+    if (!s.lookup_table.empty()) {
+      auto t = lib.tables.find(s.lookup_table);
+      if (t == lib.tables.end()) add("lookup table '" + s.lookup_table + "' is not in _tables/");
+      else lt = &t->second;
+      if (!groups.count(s.lookup_field)) add("lookup field '" + s.lookup_field + "' is not an extract group");
+      if (lt && lt->has_column("kind"))
+        for (const auto& [key, cells] : lt->rows) {
+          auto k2 = lt->get(key, "kind");
+          if (!k2.empty() && !lib.kind(k2)) add("table " + lt->name + " row " + key + ": kind '" + k2 + "' is not in kinds.tsv");
+        }
+    }
+    static const re2::RE2 placeholder_any(R"(\{([\w.]+)\})");
+    auto check_placeholders = [&](const std::string& tpl) {
+      re2::StringPiece in(tpl);
+      std::string ph;
+      while (re2::RE2::FindAndConsume(&in, placeholder_any, &ph)) {
+        if (ph.rfind("lookup.", 0) == 0) {
+          if (!lt) add("placeholder {" + ph + "} needs a lookup table");
+          else if (!lt->has_column(ph.substr(7))) add("placeholder {" + ph + "}: table " + lt->name + " has no such column");
+        } else if (!groups.count(ph) && ph != "rank" && ph != "host" && ph != "ts") {
+          add("placeholder {" + ph + "} is not an extract group or built-in");
+        }
+      }
+    };
+    check_placeholders(s.root_cause);
   }
   return out;
 }
