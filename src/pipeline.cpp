@@ -112,6 +112,36 @@ void collector::add_suspicious(const stream& st, std::string_view body, char lev
 }
 
 std::size_t collector::add_line(stream& st, std::string_view raw_text, std::uint64_t line_no) {
+  std::string clean = prepare(raw_text);
+  observe(st, clean);
+  return process(st, clean, line_no);
+}
+
+std::string collector::prepare(std::string_view raw_text) {
+  // Masking happens here, before anything else sees the line: no output can carry the raw value.
+  return impl_->masker.apply(text::sanitize(raw_text));
+}
+
+void collector::observe(stream& st, std::string_view clean) {
+  normalize::line_meta meta;
+  impl_->eng.prefixes.normalize(clean, meta);
+  st.learner.observe(meta.body);
+}
+
+std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::string, std::uint64_t>>& raw) {
+  // Learn unknown prefixes from the whole batch first, so that its first lines are peeled too.
+  std::vector<std::string> clean;
+  clean.reserve(raw.size());
+  for (const auto& [text, _] : raw) {
+    clean.push_back(prepare(text));
+    observe(st, clean.back());
+  }
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < raw.size(); ++i) n += process(st, clean[i], raw[i].second);
+  return n;
+}
+
+std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t line_no) {
   static const re2::RE2 step_re(R"((?i)\b(?:step|iteration|iter|global_step)\s*[=:]?\s*(\d+))");
   static const re2::RE2 planned_re(R"((?i)\b(?:step|iteration|iter|batch)\w*\s*\d+\s*/\s*(\d+))");
   static const re2::RE2 batches_re(R"(\b(\d+) batches\b)");
@@ -120,10 +150,22 @@ std::size_t collector::add_line(stream& st, std::string_view raw_text, std::uint
   const auto& lib = *im.eng.lib;
   ++st.lines;
   std::size_t before = in.findings.size();
-  // Masking happens here, before anything else sees the line: no output can carry the raw value.
-  std::string clean = im.masker.apply(text::sanitize(raw_text));
   normalize::line_meta meta;
   im.eng.prefixes.normalize(clean, meta);
+  // A prefix no catalogue entry lists, learnt from this stream: peel it, then the catalogue again.
+  std::string_view rest;
+  normalize::line_meta learnt;
+  if (st.learner.peel(meta.body, learnt, rest)) {
+    normalize::line_meta inner;
+    im.eng.prefixes.normalize(rest, inner);
+    meta.body = inner.body;
+    if (!meta.rank) meta.rank = inner.rank ? inner.rank : learnt.rank;
+    if (!meta.local_rank) meta.local_rank = inner.local_rank;
+    if (!meta.task) meta.task = inner.task;
+    if (!meta.host) meta.host = inner.host;
+    if (!meta.ts) meta.ts = inner.ts;
+    if (!meta.level) meta.level = inner.level;
+  }
   // Attribution: the line's own prefixes first, then the path's hints. Never invented.
   std::optional<int> rank = meta.rank, local_rank = meta.local_rank;
   if (!rank && !local_rank && meta.task) rank = meta.task;
@@ -252,12 +294,18 @@ std::size_t collector::add_line(stream& st, std::string_view raw_text, std::uint
 }
 
 result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, const options& opt) {
+  constexpr std::size_t kLearnLines = 256;
   collector col(eng, opt);
   if (auto st = col.check(); !st) return st.error();
   run out;
   auto visit = [&](const ingest::source& src, ingest::line_reader& reader) -> bool {
     auto st = col.open_stream(src);
     ingest::raw_line raw;
+    // The first lines are read as a batch so unknown prefixes are learnt before any line is matched.
+    std::vector<std::pair<std::string, std::uint64_t>> head;
+    while (head.size() < kLearnLines && reader.next(raw)) head.emplace_back(std::string(raw.text), raw.line_no);
+    col.add_lines(st, head);
+    head.clear();
     while (reader.next(raw)) col.add_line(st, raw.text, raw.line_no);
     input_stats stats{st.display, st.lines, reader.bytes_read()};
     if (stats.lines > 0) out.any_readable = true;

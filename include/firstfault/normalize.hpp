@@ -16,7 +16,9 @@
 //   // m.local_rank == 3, m.rank == 3, m.body == "Traceback (most recent call last):"
 #pragma once
 
+#include <map>
 #include <memory>
+#include <set>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -76,5 +78,43 @@ class prefix_catalog {
   std::unique_ptr<impl> impl_;
   int default_year_ = 2026;
 };
+
+/// Learns line prefixes that no catalogue entry describes, per stream (one file or console).
+///
+/// A token at the start of many lines that has the same shape once its digits are ignored
+/// (`[host1:0]`, `12: `, `node3 | `, `[7]<stdout> `) is a prefix some tool added: a `--tag-output`
+/// or `--tee` style wrapper, a pdsh/clush host label, a pasted console's line numbers. It is peeled
+/// so that signatures anchored at the message start still see the message. Its number is taken as
+/// the rank only when it is consistent: it varies across lines, it is the only number that varies
+/// in the token, and it stays below 65536. A token holding an error or level word ("Error:",
+/// "WARNING:") is never learnt.
+///
+///   prefix_learner pl;
+///   for (auto l : first_lines) pl.observe(l);      // diagnose: the first lines; watch: every line
+///   line_meta m; std::string_view rest;
+///   if (pl.peel(line, m, rest)) ...                // rest: the line without the learnt token
+class prefix_learner {
+ public:
+  static constexpr int kMinLines = 3;         ///< a shape must start at least this many lines
+  static constexpr double kMinShare = 0.2;    ///< and this share of the lines observed
+  void observe(std::string_view line);
+  /// When `line` starts with a learnt token: sets out.rank (when consistent), `rest` to the remainder
+  /// and returns true.
+  bool peel(std::string_view line, line_meta& out, std::string_view& rest) const;
+  std::size_t observed() const { return lines_; }
+
+ private:
+  struct shape_stats {
+    std::size_t lines = 0;
+    int numbers = 0;              ///< digit runs in the token
+    std::vector<std::set<long>> values;  ///< distinct values per digit run (capped)
+  };
+  std::map<std::string, shape_stats> shapes_;
+  std::size_t lines_ = 0;
+};
+
+/// The learnable token at the start of `line` and its shape (digit runs as '#'); empty when none.
+/// Exposed for tests.
+std::pair<std::string_view, std::string> leading_token(std::string_view line);
 
 }  // namespace ff::normalize

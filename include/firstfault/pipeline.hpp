@@ -70,6 +70,7 @@ class collector {
     std::optional<int> prev_rank, prev_local;
     std::uint64_t lines = 0;
     std::string last_body;  ///< the last line's body, masked (watch shows it for silent ranks)
+    normalize::prefix_learner learner;  ///< prefixes no catalogue entry lists, learnt from this stream
   };
   collector(const engine& eng, const options& opt);
   ~collector();
@@ -78,11 +79,17 @@ class collector {
   stream open_stream(const ingest::source& src);
   /// Processes one raw line; returns how many findings it added.
   std::size_t add_line(stream& st, std::string_view raw_text, std::uint64_t line_no);
+  /// Processes a batch of raw lines (text, line number), learning unknown prefixes from all of them
+  /// before the first is matched (diagnose reads each input's first lines this way).
+  std::size_t add_lines(stream& st, const std::vector<std::pair<std::string, std::uint64_t>>& raw);
   const correlate::inputs& inputs() const;
   correlate::diagnosis diagnose() const;  ///< correlate over everything so far (does not consume)
   mask::masker& masker();
 
  private:
+  std::string prepare(std::string_view raw_text);           // sanitise and mask
+  void observe(stream& st, std::string_view clean);         // feed the prefix learner
+  std::size_t process(stream& st, std::string_view clean, std::uint64_t line_no);
   void add_suspicious(const stream& st, std::string_view body, char level, bool exception_line, std::optional<int> rank,
                       std::uint64_t line_no);
   struct impl;

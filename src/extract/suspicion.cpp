@@ -31,7 +31,10 @@ suspicion classify_line(std::string_view body, char level) {
   if (level == 'F' || level == 'C') return suspicion::strong;
   // Warnings, by level or by the message's own category, do not page anyone.
   static const re2::RE2 warning(R"(^\s*(?:\[?(?:WARNING|WARN|Warning)\b|[\w.]*Warning:|\S+:\d+: \w*Warning:))");
-  if (level == 'W' || re2::RE2::PartialMatch(sp(body), warning)) return suspicion::none;
+  // A logger's level word among the first tokens ("train WARNING eval: ...", "W1201 ...") counts too.
+  static const re2::RE2 warning_level(R"(^[\w.:\-\[\] ]{0,60}?\b(?:WARNING|WARN)\b)");
+  if (level == 'W' || re2::RE2::PartialMatch(sp(body), warning) || re2::RE2::PartialMatch(sp(body), warning_level))
+    return suspicion::none;
   if (!exception_type(body).empty()) return suspicion::strong;
   if (level == 'E') return suspicion::weak;
   static const re2::RE2 zero(R"((?i)\b0 (?:errors?|failures?|failed)\b|\b(?:errors?|failures?|failed)\s*[=:]\s*0\b|\bno errors?\b|\bwithout errors?\b)");
