@@ -1,7 +1,6 @@
-// Golden tests: every case under tests/corpus/<case>/ (copied from the labelled corpus) is diagnosed
-// in-process and compared with its expected.json: the approved verdict, kind and initiating rank
-// (tools/update_expected.py re-approves). A separate test checks the accuracy against the labelled
-// truth, with the thresholds of the main-job issue.
+// Golden tests: every case under tests/corpus/<case>/ (copied from the labelled corpora) is diagnosed
+// in-process and checked against its labelled truth in expected.json, with explicit known misses. A
+// separate test checks the accuracy over all cases, with the thresholds of the unseen-logs issue.
 #include <gtest/gtest.h>
 
 #include "test_support.hpp"
@@ -9,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "firstfault/kb.hpp"
 #include "firstfault/pipeline.hpp"
@@ -45,19 +45,38 @@ nlohmann::json diagnose_case(const std::string& name) {
 
 class corpus_case : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(corpus_case, matches_approved_diagnosis) {
+// Each case asserts its labelled truth: the kind (or one of also_ok; a healthy truth needs the healthy
+// verdict) and, when labelled, the initiating rank. A case the tool still gets wrong says so in
+// expected.json ("known_miss": {"kind": "why", "rank": "why"}, Semgrep's todoruleid): it must stay
+// wrong in that respect, so that a fixed miss is noticed and its known_miss removed.
+TEST_P(corpus_case, matches_labelled_truth) {
   auto exp = read_json(fs::path(FF_TEST_DATA) / "corpus" / GetParam() / "expected.json");
   auto got = diagnose_case(GetParam());
-  const auto& a = exp.at("approved");
-  EXPECT_EQ(got["verdict"], a["verdict"]);
-  auto kind = got["root_cause"].is_object() ? got["root_cause"]["kind"] : nlohmann::json(nullptr);
-  auto sig = got["root_cause"].is_object() ? got["root_cause"]["signature"] : nlohmann::json(nullptr);
-  EXPECT_EQ(kind, a["kind"]);
-  EXPECT_EQ(sig, a["signature"]);
-  EXPECT_EQ(got["initiating_rank"], a["initiating_rank"]);
   EXPECT_EQ(got["schema"], "firstfault.report/v1");
-  if (got["verdict"] == "failure") {
+  std::string want = exp.at("kind");
+  std::set<std::string> ok{want};
+  for (const auto& k : exp.value("also_ok", nlohmann::json::array())) ok.insert(k.get<std::string>());
+  std::string verdict = got["verdict"];
+  std::string kind = got["root_cause"].is_object() ? got["root_cause"]["kind"].get<std::string>() : "";
+  bool kind_right = want == "healthy" ? verdict == "healthy" : (verdict == "failure" && ok.count(kind) > 0);
+  auto miss = exp.value("known_miss", nlohmann::json::object());
+  if (miss.contains("kind"))
+    EXPECT_FALSE(kind_right) << "known miss now passes (remove known_miss.kind): " << miss["kind"];
+  else
+    EXPECT_TRUE(kind_right) << "want " << want << ", got " << verdict << " " << kind;
+  if (exp["initiating_rank"].is_number_integer()) {
+    bool rank_right = got["initiating_rank"] == exp["initiating_rank"];
+    if (miss.contains("rank"))
+      EXPECT_FALSE(rank_right) << "known miss now passes (remove known_miss.rank): " << miss["rank"];
+    else
+      EXPECT_TRUE(rank_right) << "want rank " << exp["initiating_rank"] << ", got " << got["initiating_rank"] << " ("
+                              << got["initiating_rule"] << ")";
+  }
+  if (verdict == "failure") {
     EXPECT_FALSE(got["root_cause"]["evidence"].empty());
+  }
+  if (verdict == "undetermined" && want != "healthy") {
+    EXPECT_FALSE(got["suspicious"].empty()) << "an undetermined report lists the lines that look wrong";
   }
 }
 
