@@ -159,7 +159,8 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
     normalize::line_meta inner;
     im.eng.prefixes.normalize(rest, inner);
     meta.body = inner.body;
-    if (!meta.rank) meta.rank = inner.rank ? inner.rank : learnt.rank;
+    // The learnt number is a rank only where no catalogue prefix attributed the line.
+    if (!meta.rank) meta.rank = inner.rank ? inner.rank : (meta.local_rank || meta.task ? std::nullopt : learnt.rank);
     if (!meta.local_rank) meta.local_rank = inner.local_rank;
     if (!meta.task) meta.task = inner.task;
     if (!meta.host) meta.host = inner.host;
@@ -184,6 +185,10 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
   // A host a prefix names (pod, syslog, NCCL header) is masked even where no line rule knew the context.
   if (meta.host) meta.host = im.masker.mask_host(*meta.host);
   std::optional<std::string> host = meta.host ? meta.host : st.hint.host;
+  if (host && rank && (meta.rank || st.hint.rank)) {
+    auto& hr = in.host_ranks[*host];
+    if (hr.size() < 1024) hr.insert(*rank);
+  }
   if (meta.host) in.hosts.insert(*meta.host);
   std::string key = rank_key(rank, local_rank);
   std::optional<normalize::timestamp> ts = meta.ts;

@@ -86,7 +86,7 @@ class prefix_catalog {
 /// or `--tee` style wrapper, a pdsh/clush host label, a pasted console's line numbers. It is peeled
 /// so that signatures anchored at the message start still see the message. Its number is taken as
 /// the rank only when it is consistent: it varies across lines, it is the only number that varies
-/// in the token, and it stays below 65536. A token holding an error or level word ("Error:",
+/// in the token, it stays below 65536 and starts near 0 (not pids or ports), and no catalogue prefix attributed the line. A token holding an error or level word ("Error:",
 /// "WARNING:") is never learnt.
 ///
 ///   prefix_learner pl;

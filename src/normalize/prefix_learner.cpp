@@ -75,7 +75,8 @@ bool prefix_learner::peel(std::string_view line, line_meta& out, std::string_vie
     if (st.values[i].size() > 1) { varying = static_cast<int>(i); ++n_varying; }
   if (n_varying == 1 && !out.rank) {
     const auto& vals = st.values[static_cast<std::size_t>(varying)];
-    bool small = *vals.rbegin() < 65536;
+    // Ranks count from 0: a set of values far from 0 (pids, ports, years) is not ranks.
+    bool small = *vals.rbegin() < 65536 && *vals.begin() <= static_cast<long>(2 * vals.size());
     bool not_a_counter = vals.size() * 2 <= st.lines;  // line numbers and pids change on (almost) every line
     auto nums = numbers_in(t);
     if (small && not_a_counter && static_cast<std::size_t>(varying) < nums.size()) out.rank = static_cast<int>(nums[static_cast<std::size_t>(varying)]);

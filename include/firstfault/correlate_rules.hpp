@@ -1,0 +1,105 @@
+// firstfault/correlate_rules.hpp: the correlator's rules, one named function each.
+//
+// correlate() (correlate.hpp) runs three tables in order, and every decision it reports names the
+// rule that made it:
+//  1. root rules choose the root-cause finding among cause-role findings (strongest first);
+//  2. rank rules find the initiating rank for a root cause that lines report;
+//  3. inference rules reason across ranks when no line names a cause (a rank that never reached the
+//     collective, sizes that differ at one SeqNum); each produces knowledge-base entries whose
+//     `inferred_by` names it, and `kb lint` checks both directions (kb::lint_rules).
+// Rules are pure functions of a `context` built once from the correlator's inputs, so each can be
+// unit-tested on hand-built findings:
+//
+//   ff::correlate::inputs in;  in.findings.push_back(...);
+//   auto ctx = ff::correlate::rules::make_context(in, lib);
+//   for (const auto& r : ff::correlate::rules::inference_rules())
+//     if (auto inf = r.fn(ctx)) ...;            // inf->rule names the KB entry, inf->rank the culprit
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "firstfault/correlate.hpp"
+
+namespace ff::correlate::rules {
+
+/// Maps local ranks to global ranks with the evidence of the run (lines that carry both, torchelastic's
+/// `rank : R (local_rank: L)`). A local rank seen with several global ranks (several nodes) maps to none;
+/// on a single node a local rank is the rank.
+struct rank_resolver {
+  std::map<int, std::set<int>> local_to_rank;
+  bool single_node = false;
+  std::optional<int> operator()(const std::optional<int>& rank, const std::optional<int>& local) const;
+};
+
+/// Everything the rules read. Built once by make_context(); rules never modify it.
+struct context {
+  const inputs* in = nullptr;
+  const kb::library* lib = nullptr;
+  std::vector<finding> fs;        ///< findings de-duplicated (console + per-rank files), ranks resolved
+  std::vector<extract::exit_record> exits;  ///< with ranks resolved where possible
+  std::set<int> all_ranks;        ///< every rank with activity, exits or findings
+  std::map<int, rank_activity> activity;    ///< by resolved rank
+  rank_resolver resolve;
+  std::optional<int> year;        ///< the year of the run's dated stamps (year-less stamps were rebased to it)
+  const kb::signature& sig(const finding& f) const { return lib->signatures[static_cast<std::size_t>(f.signature)]; }
+};
+
+/// Resolves ranks, merges duplicates, rebases year-less timestamps (c10, glog, syslog headers) to the
+/// year of the run's dated stamps (the nearest of that year, the year before and after, so a
+/// 31 Dec/1 Jan rollover lands right); with no dated stamp they stay as parsed and are marked undated.
+context make_context(const inputs& in, const kb::library& lib);
+
+/// A decision about the initiating rank.
+struct rank_decision {
+  std::optional<int> rank;
+  std::optional<std::string> host;
+  std::string why;  ///< shown as "decided by"
+};
+
+/// The result of an inference rule.
+struct inference {
+  std::string entry;  ///< the `inferred_by` value of the knowledge-base entry that gives the verdict
+  std::optional<int> rank;
+  std::string why;
+  std::vector<const finding*> findings;  ///< the lines the inference rests on (evidence)
+  std::vector<evidence> extra;           ///< evidence that is not a finding (a silent rank's last line)
+};
+
+struct root_rule {
+  std::string_view name, summary, source;
+  /// Given the current root candidate (strongest cause), may pick another finding; returns nullptr to keep it.
+  std::function<const finding*(const context&, const finding& root)> fn;
+};
+struct rank_rule {
+  std::string_view name, summary, source;
+  std::function<std::optional<rank_decision>(const context&, const std::vector<const finding*>& root_findings)> fn;
+};
+struct inference_rule {
+  std::string_view name, summary, source;
+  std::vector<std::string_view> produces;  ///< the `inferred_by` values it can give
+  std::function<std::optional<inference>(const context&)> fn;
+};
+
+/// The strongest cause-role finding: highest priority, then earliest time (same clock only).
+const finding* strongest_cause(const context& ctx);
+const std::vector<root_rule>& root_rules();
+const std::vector<rank_rule>& rank_rules();
+const std::vector<inference_rule>& inference_rules();
+
+/// The rank a matching line names as the initiator, per its signature's `initiator` field.
+std::optional<int> initiator_of(const context& ctx, const finding& f);
+
+/// a strictly before b; false when either is missing or they are on different clocks.
+bool before(const std::optional<normalize::timestamp>& a, const std::optional<normalize::timestamp>& b);
+/// "2026-01-01 10:00:05.000", "+12.500s since boot", "01-01 10:00:05.000" (no year known).
+std::string format_time(const std::optional<normalize::timestamp>& ts);
+/// A captured field of a finding, or "".
+std::string field(const finding& f, const std::string& name);
+
+}  // namespace ff::correlate::rules

@@ -1,0 +1,533 @@
+// The correlator's named rules (correlate_rules.hpp). Each rule is a small pure function of the
+// context; docs/ARCHITECTURE.md ("Correlation rules") lists them in order.
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+
+#include "firstfault/correlate_rules.hpp"
+#include "firstfault/text.hpp"
+
+namespace ff::correlate::rules {
+
+using normalize::timestamp;
+
+namespace {
+
+std::optional<int> to_int(const std::string& s) {
+  if (s.empty() || s.size() > 9) return std::nullopt;
+  for (char c : s)
+    if (c < '0' || c > '9') return std::nullopt;
+  return std::stoi(s);
+}
+
+bool has_tag(const kb::signature& s, std::string_view t) { return std::find(s.tags.begin(), s.tags.end(), t) != s.tags.end(); }
+
+// A collective or barrier timeout: a symptom in the synchronization category, or tagged as a hang.
+bool is_timeout(const kb::signature& s) {
+  return s.category == "synchronization" || has_tag(s, "symptom.hang") || has_tag(s, "symptom.timeout");
+}
+
+int year_of(double seconds) {
+  std::time_t t = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return tm.tm_year + 1900;
+}
+
+// The same month, day and time of day in another year.
+double with_year(double seconds, int year) {
+  std::time_t t = static_cast<std::time_t>(std::floor(seconds));
+  double frac = seconds - std::floor(seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  tm.tm_year = year - 1900;
+  return static_cast<double>(timegm(&tm)) + frac;
+}
+
+// Timeouts by rank, shared by the inference rules.
+struct timeout_view {
+  std::set<int> timed_out;
+  std::vector<const finding*> lines;
+  std::vector<int> absent;  // known ranks that never timed out
+};
+
+timeout_view timeouts(const context& ctx) {
+  timeout_view v;
+  for (const auto& f : ctx.fs)
+    if (is_timeout(ctx.sig(f)) && f.rank) {
+      v.timed_out.insert(*f.rank);
+      v.lines.push_back(&f);
+    }
+  std::set<int> all = ctx.all_ranks;
+  for (int r : v.timed_out) all.insert(r);
+  // Ranks are numbered 0..world_size-1: a rank below the highest one seen exists even if it wrote
+  // nothing we can attribute.
+  if (!all.empty() && *all.rbegin() < 4096)
+    for (int r = 0; r < *all.rbegin(); ++r) all.insert(r);
+  for (int r : all)
+    if (!v.timed_out.count(r)) v.absent.push_back(r);
+  return v;
+}
+
+}  // namespace
+
+std::optional<int> rank_resolver::operator()(const std::optional<int>& rank, const std::optional<int>& local) const {
+  if (rank) return rank;
+  if (!local) return std::nullopt;
+  if (auto it = local_to_rank.find(*local); it != local_to_rank.end())
+    return it->second.size() == 1 ? std::optional<int>(*it->second.begin()) : std::nullopt;
+  if (single_node) return local;
+  return std::nullopt;
+}
+
+bool before(const std::optional<timestamp>& a, const std::optional<timestamp>& b) {
+  if (!a || !b || a->kind != b->kind) return false;
+  return a->seconds < b->seconds;
+}
+
+std::string format_time(const std::optional<timestamp>& ts) {
+  if (!ts) return "";
+  if (ts->kind == timestamp::clock::uptime) {
+    char b[48];
+    std::snprintf(b, sizeof b, "+%.3fs since boot", ts->seconds);
+    return b;
+  }
+  long long ms_total = std::llround(ts->seconds * 1000.0);  // round: 07,257 parses as 7.2569999...
+  std::time_t t = static_cast<std::time_t>(ms_total / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char b[48];
+  if (ts->has_date) std::strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S", &tm);
+  else std::strftime(b, sizeof b, "%m-%d %H:%M:%S", &tm);
+  char ms[16];
+  std::snprintf(ms, sizeof ms, ".%03d", static_cast<int>(ms_total % 1000));
+  return std::string(b) + ms;
+}
+
+std::string field(const finding& f, const std::string& name) {
+  for (const auto& [k, v] : f.captured)
+    if (k == name) return v;
+  return "";
+}
+
+context make_context(const inputs& in, const kb::library& lib) {
+  context c;
+  c.in = &in;
+  c.lib = &lib;
+  c.resolve.local_to_rank = in.local_to_rank;
+  std::set<std::string> exit_hosts;
+  c.exits = in.exits;
+  for (const auto& e : c.exits) {
+    if (e.rank && e.local_rank) c.resolve.local_to_rank[*e.local_rank].insert(*e.rank);
+    if (!e.host.empty()) exit_hosts.insert(e.host);
+  }
+  c.resolve.single_node = in.hosts.size() <= 1 && exit_hosts.size() <= 1;
+  for (auto& e : c.exits)
+    if (!e.rank) e.rank = c.resolve(std::nullopt, e.local_rank);
+  for (const auto& [key, act] : in.activity) {
+    int v = std::stoi(key.substr(1));
+    auto r = key[0] == 'r' ? std::optional<int>(v) : c.resolve(std::nullopt, v);
+    if (!r) continue;
+    c.all_ranks.insert(*r);
+    // One rank can have several keys (its global rank and its local rank on a single node): merge them,
+    // field by field, the later line winning where both have one.
+    auto& a = c.activity[*r];
+    bool later = a.lines == 0 || before(a.last_ts, act.last_ts) || !a.last_ts;
+    a.lines += act.lines;
+    if (later || a.last_line.empty()) {
+      if (act.last_ts) a.last_ts = act.last_ts;
+      if (!act.last_line.empty()) a.last_line = act.last_line;
+    }
+    if (act.last_step && (later || !a.last_step)) a.last_step = act.last_step;
+    if (act.planned_steps && (later || !a.planned_steps)) a.planned_steps = act.planned_steps;
+  }
+  for (const auto& e : c.exits)
+    if (e.rank) c.all_ranks.insert(*e.rank);
+
+  // De-duplicate: a console log repeats the per-rank files. Key: signature, rank, text (a struct key,
+  // so no character of a line can collide with a separator).
+  std::map<std::tuple<int, int, std::string>, std::size_t> seen;
+  for (auto f : in.findings) {
+    auto r = c.resolve(f.rank, f.local_rank);
+    if (!r) r = to_int(field(f, "rank"));  // the message itself says which rank printed it
+    if (!r) r = to_int(field(f, "task"));  // Slurm task id (srun starts one task per rank)
+    if (!r) r = to_int(field(f, "tasks"));
+    f.rank = r;
+    auto key = std::make_tuple(f.signature, r.value_or(-1), f.text);
+    if (auto it = seen.find(key); it != seen.end()) {
+      auto& kept = c.fs[it->second];
+      ++kept.duplicates;
+      if ((!kept.ts || kept.ts_inherited) && f.ts && !f.ts_inherited) {
+        kept.ts = f.ts;
+        kept.ts_inherited = false;
+      }
+      continue;
+    }
+    seen[key] = c.fs.size();
+    c.fs.push_back(std::move(f));
+  }
+
+  // Year-less stamps (c10 "[E1206 18:44:12...]", glog, syslog) take the year of the run's dated stamps:
+  // of the same day in the year before, the same and the next, the one nearest the dated stamps.
+  std::optional<double> ref;
+  auto consider = [&](const std::optional<timestamp>& t) {
+    if (t && t->kind == timestamp::clock::wall && t->has_date) ref = ref ? std::min(*ref, t->seconds) : t->seconds;
+  };
+  for (const auto& f : c.fs) consider(f.ts);
+  for (const auto& [_, a] : c.activity) consider(a.last_ts);
+  if (ref) {
+    c.year = year_of(*ref);
+    auto rebase = [&](std::optional<timestamp>& t) {
+      if (!t || t->kind != timestamp::clock::wall || t->has_date) return;
+      double best = t->seconds;
+      double best_gap = -1;
+      for (int y : {*c.year - 1, *c.year, *c.year + 1}) {
+        double s = with_year(t->seconds, y);
+        double gap = std::fabs(s - *ref);
+        if (best_gap < 0 || gap < best_gap) { best = s; best_gap = gap; }
+      }
+      t->seconds = best;
+    };
+    for (auto& f : c.fs) rebase(f.ts);
+    for (auto& [_, a] : c.activity) rebase(a.last_ts);
+  }
+  return c;
+}
+
+std::optional<int> initiator_of(const context& ctx, const finding& f) {
+  const auto& s = ctx.sig(f);
+  if (s.initiator == "printing_rank") return f.rank;
+  if (s.initiator == "named_rank") {
+    if (auto r = to_int(field(f, "peer_rank"))) return r;
+    if (auto r = to_int(text::trim_copy(field(f, "ranks")))) return r;
+    if (!field(f, "origin").empty()) return f.rank;
+  }
+  if (s.initiator == "rank_zero") return 0;
+  if (s.initiator.rfind("exit_code:", 0) == 0) {  // the worker torchelastic saw die with this code
+    int want = std::atoi(s.initiator.c_str() + 10);
+    for (bool agent_lines : {false, true})  // the failure summary names global ranks; agent lines only local ones
+      for (const auto& e : ctx.exits)
+        if (e.from_agent_line == agent_lines && e.exitcode && *e.exitcode == want && e.rank) return e.rank;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+std::optional<rank_decision> culprit_from(const context& ctx, const std::vector<const finding*>& list) {
+  for (const auto* f : list)
+    if (auto c = initiator_of(ctx, *f)) {
+      const auto& how = ctx.sig(*f).initiator;
+      rank_decision d;
+      d.rank = c;
+      auto quoted = "\"" + std::string(text::prefix_utf8(f->text, 160)) + "\"";
+      if (how == "printing_rank") d.why = "the rank that printed: " + quoted;
+      else if (how == "rank_zero") d.why = "this failure is rank 0's own work (" + ctx.sig(*f).title + ")";
+      else if (how.rfind("exit_code:", 0) == 0) d.why = "the worker torchelastic reported with exit code " + how.substr(10);
+      else d.why = "named in: " + quoted + (f->rank ? " (printed by rank " + std::to_string(*f->rank) + ")" : "");
+      return d;
+    }
+  return std::nullopt;
+}
+
+std::set<int> ranks_of(const std::vector<const finding*>& list) {
+  std::set<int> r;
+  for (const auto* f : list)
+    if (f->rank) r.insert(*f->rank);
+  return r;
+}
+
+}  // namespace
+
+const finding* strongest_cause(const context& ctx) {
+  const finding* root = nullptr;
+  for (const auto& f : ctx.fs) {
+    const auto& s = ctx.sig(f);
+    if (!s.is_cause()) continue;
+    if (!root || s.priority > ctx.sig(*root).priority || (s.priority == ctx.sig(*root).priority && before(f.ts, root->ts)))
+      root = &f;
+  }
+  return root;
+}
+
+const std::vector<root_rule>& root_rules() {
+  static const std::vector<root_rule> rules = {
+      {"scheduler_end_after_rank_error",
+       "a cancel or time limit that came after a rank's own error is its consequence: the rank's error is the root",
+       "on-call practice: srun/slurmstepd CANCELLED lines follow the failure that stopped the job "
+       "(https://slurm.schedmd.com/srun.html#OPT_kill-on-bad-exit)",
+       [](const context& ctx, const finding& root) -> const finding* {
+         const auto& rs = ctx.sig(root);
+         if (rs.kind != "job_cancelled" && rs.kind != "job_time_limit") return nullptr;
+         if (!root.ts || root.ts->kind != timestamp::clock::wall) return nullptr;
+         const finding* best = nullptr;
+         for (const auto& f : ctx.fs) {
+           const auto& s = ctx.sig(f);
+           if (!s.is_cause() || s.category == "scheduler" || !f.rank || !f.ts || f.ts->kind != timestamp::clock::wall) continue;
+           if (f.ts->seconds > root.ts->seconds - 1.0) continue;  // at least a second earlier
+           if (!best || s.priority > ctx.sig(*best).priority ||
+               (s.priority == ctx.sig(*best).priority && before(f.ts, best->ts)))
+             best = &f;
+         }
+         return best;
+       }},
+  };
+  return rules;
+}
+
+const std::vector<rank_rule>& rank_rules() {
+  static const std::vector<rank_rule> rules = {
+      {"initiator_field", "the root-cause signature says which rank its line names (printing rank, named peer, rank 0, an exit code)",
+       "docs/signatures.md (initiator)",
+       [](const context& ctx, const std::vector<const finding*>& root) { return culprit_from(ctx, root); }},
+      {"only_rank", "the only rank that reported the root-cause error", "correlation by rank (docs/ARCHITECTURE.md)",
+       [](const context&, const std::vector<const finding*>& root) -> std::optional<rank_decision> {
+         auto r = ranks_of(root);
+         if (r.size() != 1) return std::nullopt;
+         return rank_decision{*r.begin(), std::nullopt, "the only rank that reported the root-cause error"};
+       }},
+      {"earliest_time", "among several ranks with the error, the earliest by time when it leads without a tie",
+       "per-rank timelines merged by wall-clock time",
+       [](const context&, const std::vector<const finding*>& root) -> std::optional<rank_decision> {
+         auto ranks = ranks_of(root);
+         if (ranks.size() < 2) return std::nullopt;
+         // A time inherited from the line before (the exception line of a traceback has none of its own)
+         // is approximate: it orders ranks only when it leads by more than a second.
+         const finding* first = nullptr;
+         for (const auto* f : root)
+           if (f->rank && f->ts && (!first || before(f->ts, first->ts))) first = f;
+         if (!first) return std::nullopt;
+         for (const auto* f : root) {
+           if (!f->rank || *f->rank == *first->rank) continue;
+           if (!f->ts || f->ts->kind != first->ts->kind) return std::nullopt;  // a rank without a comparable time could have been first
+           double margin = (f->ts_inherited || first->ts_inherited) ? 1.0 : 0.0;
+           if (f->ts->seconds - first->ts->seconds <= margin) return std::nullopt;
+         }
+         return rank_decision{first->rank, std::nullopt,
+                              "earliest root-cause line by time across " + std::to_string(ranks.size()) + " ranks"};
+       }},
+      {"torchelastic_root_among", "torchelastic's \"Root Cause (first observed failure)\" entry, among the ranks with the error",
+       "https://pytorch.org/docs/stable/elastic/errors.html",
+       [](const context& ctx, const std::vector<const finding*>& root) -> std::optional<rank_decision> {
+         auto ranks = ranks_of(root);
+         if (ranks.size() < 2) return std::nullopt;
+         for (const auto& e : ctx.exits)
+           if (e.root_cause && e.rank && ranks.count(*e.rank))
+             return rank_decision{e.rank, std::nullopt,
+                                  "torchelastic's \"Root Cause (first observed failure)\" among the ranks with the error"};
+         return std::nullopt;
+       }},
+      {"host_ranks", "a node-level fault (no rank on its line) on a host where exactly one rank ran",
+       "ranks per host learnt from lines that carry both",
+       [](const context& ctx, const std::vector<const finding*>& root) -> std::optional<rank_decision> {
+         if (!ranks_of(root).empty()) return std::nullopt;
+         for (const auto* f : root) {
+           if (!f->host) continue;
+           auto it = ctx.in->host_ranks.find(*f->host);
+           if (it != ctx.in->host_ranks.end() && it->second.size() == 1)
+             return rank_decision{*it->second.begin(), f->host,
+                                  "the only rank that ran on " + *f->host + ", where the fault was reported"};
+         }
+         return std::nullopt;
+       }},
+      {"culprit_anywhere", "a node-level root cause; another line names the culprit rank (initiator field)",
+       "docs/signatures.md (initiator)",
+       [](const context& ctx, const std::vector<const finding*>& root) -> std::optional<rank_decision> {
+         if (!ranks_of(root).empty()) return std::nullopt;
+         std::vector<const finding*> all;
+         for (const auto& f : ctx.fs) all.push_back(&f);
+         return culprit_from(ctx, all);
+       }},
+      {"torchelastic_root", "a node-level root cause; torchelastic's first observed failure (merged across nodes by time), "
+                            "else the agent's first failed worker",
+       "https://pytorch.org/docs/stable/elastic/errors.html",
+       [](const context& ctx, const std::vector<const finding*>& root) -> std::optional<rank_decision> {
+         if (!ranks_of(root).empty()) return std::nullopt;
+         // Each agent only knows its own node: merge by the printed time (YYYY-MM-DD_HH:MM:SS everywhere).
+         const extract::exit_record* best = nullptr;
+         for (const auto& e : ctx.exits)
+           if (e.root_cause && e.rank && !e.time.empty() && (!best || e.time < best->time)) best = &e;
+         if (!best)
+           for (const auto& e : ctx.exits)
+             if (e.from_agent_line && e.rank && e.exitcode && *e.exitcode != 0) { best = &e; break; }
+         if (!best) return std::nullopt;
+         rank_decision d;
+         d.rank = best->rank;
+         if (!best->host.empty()) d.host = best->host;
+         auto code = std::to_string(best->exitcode.value_or(0));
+         d.why = best->root_cause ? "torchelastic's \"Root Cause (first observed failure)\" entry (exit code " + code + ")"
+                                  : "first worker the torchelastic agent saw fail (exit code " + code + ")";
+         return d;
+       }},
+  };
+  return rules;
+}
+
+const std::vector<inference_rule>& inference_rules() {
+  static const std::vector<inference_rule> rules = {
+      {"numel_differs_at_seq", "watchdog lines at the same SeqNum with different NumelIn: ranks passed different sizes",
+       "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications",
+       {"numel_differs_at_seq"},
+       [](const context& ctx) -> std::optional<inference> {
+         std::map<std::string, std::map<std::string, std::vector<int>>> by_seq;
+         for (const auto& f : ctx.fs) {
+           auto seq = field(f, "seq"), n = field(f, "numel_in");
+           if (!seq.empty() && !n.empty() && f.rank) by_seq[seq][n].push_back(*f.rank);
+         }
+         for (const auto& [seq, by_n] : by_seq) {
+           if (by_n.size() < 2) continue;
+           inference inf;
+           inf.entry = "numel_differs_at_seq";
+           const std::vector<int>* odd = nullptr;
+           int singles = 0;
+           bool majority = false;
+           for (const auto& [n, rs] : by_n) {
+             if (rs.size() == 1) { odd = &rs; ++singles; }
+             else majority = true;
+           }
+           if (by_n.size() == 2 && singles == 1 && majority) {
+             inf.rank = (*odd)[0];
+             inf.why = "the only rank whose NumelIn differs at SeqNum " + seq;
+           } else {
+             inf.why = "NumelIn differs at SeqNum " + seq + " but no single rank stands out";
+           }
+           for (const auto& f : ctx.fs)
+             if (field(f, "seq") == seq && !field(f, "numel_in").empty()) inf.findings.push_back(&f);
+           return inf;
+         }
+         return std::nullopt;
+       }},
+      {"named_culprit", "a symptom line names the culprit (desync report, monitored barrier)",
+       "https://pytorch.org/docs/stable/distributed.html#torch.distributed.monitored_barrier",
+       {"timeout_absent_rank"},
+       [](const context& ctx) -> std::optional<inference> {
+         std::vector<const finding*> named;
+         for (const auto& f : ctx.fs)
+           if (initiator_of(ctx, f)) named.push_back(&f);
+         auto d = culprit_from(ctx, named);
+         if (!d) return std::nullopt;
+         return inference{"timeout_absent_rank", d->rank, d->why, named, {}};
+       }},
+      {"timeout_absent_rank", "every known rank but one timed out in a collective: the missing rank held them up "
+                              "(rank 0 alone: exclusive work; a different last step: uneven inputs; else a straggler)",
+       "https://pytorch.org/docs/stable/distributed.html (collectives block until every rank joins)",
+       {"timeout_absent_rank", "timeout_absent_rank0", "timeout_absent_rank_uneven_steps"},
+       [](const context& ctx) -> std::optional<inference> {
+         auto v = timeouts(ctx);
+         if (v.timed_out.empty() || v.absent.empty()) return std::nullopt;
+         auto absent = v.absent;
+         // Timeout arithmetic: the timed-out collective began `ran_ms` before the watchdog line. Of several
+         // silent ranks, the one whose last line came before that moment never reached the collective.
+         if (absent.size() > 1) {
+           std::optional<double> began;
+           for (const auto* f : v.lines) {
+             auto ran = field(*f, "ran_ms");
+             if (!f->ts || f->ts_inherited || ran.empty() || f->ts->kind != timestamp::clock::wall) continue;
+             double b = f->ts->seconds - std::atof(ran.c_str()) / 1000.0;
+             began = began ? std::min(*began, b) : b;
+           }
+           if (began) {
+             std::vector<int> stopped_before;
+             for (int r : absent) {
+               auto it = ctx.activity.find(r);
+               if (it != ctx.activity.end() && it->second.last_ts && it->second.last_ts->kind == timestamp::clock::wall &&
+                   it->second.last_ts->seconds <= *began + 1.0)
+                 stopped_before.push_back(r);
+             }
+             if (stopped_before.size() == 1) absent = stopped_before;
+           }
+         }
+         if (absent.size() != 1) return std::nullopt;
+         int c = absent[0];
+         inference inf;
+         inf.rank = c;
+         inf.findings = v.lines;
+         inf.why = "every other rank (" + text::rank_ranges({v.timed_out.begin(), v.timed_out.end()}) +
+                   ") timed out in a collective; rank " + std::to_string(c) + " never did";
+         // Corroboration: torchelastic sent SIGTERM to a worker that was still running (its pid is not
+         // among the failed workers), which is what a rank stuck outside the collective looks like.
+         // Only when exactly one such worker exists: after a failure torchelastic stops every survivor.
+         std::vector<int> running;
+         for (const auto& t : ctx.in->terminated)
+           if (std::none_of(ctx.exits.begin(), ctx.exits.end(), [&](const auto& e) { return e.pid && *e.pid == t.pid; }) &&
+               std::find(running.begin(), running.end(), t.pid) == running.end())
+             running.push_back(t.pid);
+         if (running.size() == 1)
+           inf.why += "; torchelastic had to stop a worker that was still running (pid " + std::to_string(running[0]) + ")";
+         std::optional<long> own, others_max;
+         for (const auto& [r, act] : ctx.activity) {
+           if (!act.last_step) continue;
+           if (r == c) own = act.last_step;
+           else others_max = std::max(others_max.value_or(*act.last_step), *act.last_step);
+         }
+         inf.entry = "timeout_absent_rank";
+         if (own && others_max && *own != *others_max) inf.entry = "timeout_absent_rank_uneven_steps";
+         else if (c == 0) inf.entry = "timeout_absent_rank0";
+         if (auto it = ctx.activity.find(c); it != ctx.activity.end())
+           inf.extra.push_back({"", "last line of rank " + std::to_string(c) + ": " + it->second.last_line,
+                                format_time(it->second.last_ts), 0, c, std::nullopt});
+         return inf;
+       }},
+      {"timeout_in_different_collectives", "every rank timed out, in different torch.distributed calls: the ranks disagree on "
+                                           "which collective comes next",
+       "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications",
+       {"timeout_in_different_collectives"},
+       [](const context& ctx) -> std::optional<inference> {
+         auto v = timeouts(ctx);
+         if (v.timed_out.empty() || !v.absent.empty()) return std::nullopt;
+         std::set<long> plans;
+         for (const auto& [_, act] : ctx.activity)
+           if (act.planned_steps) plans.insert(*act.planned_steps);
+         if (plans.size() >= 2) return std::nullopt;  // uneven plans explain it better
+         std::map<std::string, std::set<int>> by_call;
+         for (const auto* f : v.lines)
+           if (auto c = field(*f, "collective"); !c.empty() && f->rank) by_call[c].insert(*f->rank);
+         if (by_call.size() < 2) return std::nullopt;
+         inference inf;
+         inf.entry = "timeout_in_different_collectives";
+         inf.findings = v.lines;
+         std::string calls;
+         for (const auto& [c, rs] : by_call)
+           calls += (calls.empty() ? "" : ", ") + c + " on rank(s) " + text::rank_ranges({rs.begin(), rs.end()});
+         const std::set<int>* odd = nullptr;
+         int singles = 0;
+         for (const auto& [c, rs] : by_call)
+           if (rs.size() == 1) { odd = &rs; ++singles; }
+         if (by_call.size() == 2 && singles == 1 && v.timed_out.size() >= 3) {
+           inf.rank = *odd->begin();
+           inf.why = "the only rank in a different collective (" + calls + ")";
+         } else {
+           inf.why = "ranks timed out in different collectives (" + calls + "); which one diverged first is not in the logs";
+         }
+         return inf;
+       }},
+      {"uneven_planned_steps", "every rank timed out, but the ranks planned different numbers of steps (uneven shards): the "
+                               "rank with the fewest left the loop first",
+       "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler (drop_last)",
+       {"timeout_absent_rank_uneven_steps"},
+       [](const context& ctx) -> std::optional<inference> {
+         auto v = timeouts(ctx);
+         if (v.timed_out.empty() || !v.absent.empty()) return std::nullopt;
+         std::map<long, std::vector<int>> by_plan;
+         for (const auto& [r, act] : ctx.activity)
+           if (act.planned_steps) by_plan[*act.planned_steps].push_back(r);
+         if (by_plan.size() < 2) return std::nullopt;
+         inference inf;
+         inf.entry = "timeout_absent_rank_uneven_steps";
+         inf.findings = v.lines;
+         const auto& fewest = by_plan.begin()->second;
+         if (fewest.size() == 1) {
+           inf.rank = fewest[0];
+           inf.why = "rank " + std::to_string(fewest[0]) + " planned " + std::to_string(by_plan.begin()->first) +
+                     " steps, the others " + std::to_string(by_plan.rbegin()->first) +
+                     ": it left the loop first while its peers waited in a collective";
+         } else {
+           inf.why = "ranks planned different numbers of steps, but no single rank stands out";
+         }
+         return inf;
+       }},
+  };
+  return rules;
+}
+
+}  // namespace ff::correlate::rules
