@@ -251,21 +251,26 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
       ++in.benign_lines;
       return 0;
     }
+  // Specific > family > generic: a less specific signature on a line that a more specific one
+  // explains describes the same event less precisely.
+  int best_layer = 2;
+  for (const auto& h : hits) best_layer = std::min(best_layer, lib.signatures[static_cast<std::size_t>(h.signature)].layer_rank());
+  hits.erase(std::remove_if(hits.begin(), hits.end(),
+                            [&](const match::hit& h) {
+                              return lib.signatures[static_cast<std::size_t>(h.signature)].layer_rank() > best_layer;
+                            }),
+             hits.end());
   bool symptom_on_line = false, specific_cause_on_line = false;
-  int top_cause = 0, best_layer = 2;
+  int top_cause = 0;
   for (const auto& h : hits) {
     const auto& hs = lib.signatures[static_cast<std::size_t>(h.signature)];
     symptom_on_line |= !hs.is_cause();
     specific_cause_on_line |= hs.is_cause() && hs.priority > 10;
     if (hs.is_cause()) top_cause = std::max(top_cause, hs.priority);
-    best_layer = std::min(best_layer, hs.layer_rank());
   }
   bool kept_any = false;
   for (auto& h : hits) {
     const auto& sig = lib.signatures[static_cast<std::size_t>(h.signature)];
-    // Specific > family > generic: a less specific signature on a line that a more specific one
-    // explains describes the same event less precisely.
-    if (sig.layer_rank() > best_layer) continue;
     // A catch-all cause (priority <= 10) on a line that a symptom or a specific cause explains
     // adds nothing: the line is that symptom or that cause.
     if (sig.is_cause() && sig.priority <= 10 && (symptom_on_line || specific_cause_on_line)) continue;
