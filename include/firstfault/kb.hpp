@@ -114,6 +114,11 @@ struct lint_issue {
 /// Schema, ordering, uniqueness and pattern checks (every pattern compiled in RE2 and Vectorscan).
 std::vector<lint_issue> lint(const library& lib);
 
+/// Both directions between the correlator's inference rules and the knowledge base: every entry a
+/// rule can produce exists with that `inferred_by`, and every `inferred_by` entry is produced by a
+/// rule. `produced` is the union of the rules' outputs (correlate::rules::inference_rules()).
+std::vector<lint_issue> lint_inferred(const library& lib, const std::vector<std::string>& produced);
+
 /// Result of running every example of every signature (firstfault kb test).
 struct example_failure {
   std::string name, message;

@@ -19,6 +19,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "firstfault/correlate_rules.hpp"
 #include "firstfault/encyclopedia.hpp"
 #include "firstfault/history.hpp"
 #include "firstfault/watch.hpp"
@@ -494,6 +495,10 @@ int main(int argc, char** argv) {
 
   if (kb_lint->parsed()) {
     auto issues = ff::kb::lint(L);
+    std::vector<std::string> produced;
+    for (const auto& r : ff::correlate::rules::inference_rules())
+      for (auto p : r.produces) produced.emplace_back(p);
+    for (auto& i : ff::kb::lint_inferred(L, produced)) issues.push_back(std::move(i));
     for (const auto& i : issues) std::printf("%s: %s: %s\n", i.file.c_str(), i.name.c_str(), i.message.c_str());
     std::printf("%zu signatures, %zu problem(s)\n", L.signatures.size(), issues.size());
     return issues.empty() ? 0 : 1;

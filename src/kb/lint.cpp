@@ -113,6 +113,18 @@ std::vector<lint_issue> lint(const library& lib) {
   return out;
 }
 
+std::vector<lint_issue> lint_inferred(const library& lib, const std::vector<std::string>& produced) {
+  std::vector<lint_issue> out;
+  std::set<std::string> made(produced.begin(), produced.end());
+  for (const auto& p : made)
+    if (std::none_of(lib.signatures.begin(), lib.signatures.end(), [&](const signature& s) { return s.inferred_by == p; }))
+      out.push_back({"(correlator)", p, "a correlation rule produces '" + p + "' but no signature has inferred_by: " + p});
+  for (const auto& s : lib.signatures)
+    if (!s.inferred_by.empty() && !made.count(s.inferred_by))
+      out.push_back({s.file, s.name, "inferred_by '" + s.inferred_by + "' names no correlation rule output"});
+  return out;
+}
+
 std::vector<example_failure> test_examples(const library& lib) {
   std::vector<example_failure> out;
   auto m = match::matcher::compile(lib);

@@ -1,0 +1,493 @@
+// The correlator's named rules, each on hand-built findings (no log parsing), plus the per-line layers
+// the unseen-logs work added: year inference, prefix learning, template grouping, benign warnings.
+#include <gtest/gtest.h>
+
+#include "test_support.hpp"
+
+#include <algorithm>
+#include <ctime>
+
+#include "firstfault/correlate_rules.hpp"
+#include "firstfault/extract.hpp"
+#include "firstfault/normalize.hpp"
+
+namespace {
+
+using namespace ff::correlate;
+using ff::normalize::timestamp;
+using ff::testing::builtin;
+
+int sig(const std::string& name) {
+  const auto& s = builtin().signatures;
+  auto it = std::find_if(s.begin(), s.end(), [&](const ff::kb::signature& x) { return x.name == name; });
+  if (it == s.end()) throw std::runtime_error("no signature " + name);
+  return static_cast<int>(it - s.begin());
+}
+
+timestamp at(int y, int mo, int d, int h, int mi, int s, bool dated = true) {
+  std::tm tm{};
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = s;
+  timestamp t;
+  t.seconds = static_cast<double>(timegm(&tm));
+  t.has_date = dated;
+  return t;
+}
+
+finding make(const std::string& name, std::optional<int> rank, std::optional<timestamp> ts = std::nullopt,
+             ff::match::fields captured = {}, std::string text = "line") {
+  finding f;
+  f.signature = sig(name);
+  f.rank = rank;
+  f.ts = ts;
+  f.captured = std::move(captured);
+  f.text = std::move(text) + " " + std::to_string(rank.value_or(-1));
+  f.source = "console.log";
+  return f;
+}
+
+finding watchdog(int rank, const std::string& seq = "88", const std::string& numel = "1024") {
+  return make("torch_nccl_watchdog_timeout", rank, std::nullopt, {{"seq", seq}, {"numel_in", numel}, {"ran_ms", "600061"}},
+              "Watchdog caught collective operation timeout");
+}
+
+void activity(inputs& in, int rank, std::optional<long> step = std::nullopt, std::optional<long> planned = std::nullopt) {
+  auto& a = in.activity["r" + std::to_string(rank)];
+  a.lines = 10;
+  a.last_line = "step " + std::to_string(step.value_or(0));
+  a.last_step = step;
+  a.planned_steps = planned;
+}
+
+std::optional<rules::inference> infer(const inputs& in, std::string_view rule) {
+  auto ctx = rules::make_context(in, builtin());
+  for (const auto& r : rules::inference_rules())
+    if (r.name == rule) return r.fn(ctx);
+  ADD_FAILURE() << "no rule " << rule;
+  return std::nullopt;
+}
+
+std::optional<rules::rank_decision> rank_by(const inputs& in, std::string_view rule, const std::string& root_sig) {
+  auto ctx = rules::make_context(in, builtin());
+  std::vector<const finding*> root;
+  for (const auto& f : ctx.fs)
+    if (f.signature == sig(root_sig)) root.push_back(&f);
+  for (const auto& r : rules::rank_rules())
+    if (r.name == rule) return r.fn(ctx, root);
+  ADD_FAILURE() << "no rule " << rule;
+  return std::nullopt;
+}
+
+// --- inference rules ------------------------------------------------------------------------------
+
+TEST(rule_numel_differs_at_seq, names_the_odd_rank_out) {
+  inputs in;
+  for (int r : {0, 1, 3}) in.findings.push_back(watchdog(r, "88", "1024"));
+  in.findings.push_back(watchdog(2, "88", "2048"));
+  auto inf = infer(in, "numel_differs_at_seq");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "numel_differs_at_seq");
+  EXPECT_EQ(inf->rank, 2);
+}
+
+TEST(rule_numel_differs_at_seq, no_single_rank_when_split_evenly) {
+  inputs in;
+  for (int r : {0, 1}) in.findings.push_back(watchdog(r, "88", "1024"));
+  for (int r : {2, 3}) in.findings.push_back(watchdog(r, "88", "2048"));
+  auto inf = infer(in, "numel_differs_at_seq");
+  ASSERT_TRUE(inf);
+  EXPECT_FALSE(inf->rank);
+}
+
+TEST(rule_numel_differs_at_seq, silent_when_sizes_agree) {
+  inputs in;
+  for (int r : {0, 1, 2}) in.findings.push_back(watchdog(r));
+  EXPECT_FALSE(infer(in, "numel_differs_at_seq"));
+}
+
+TEST(rule_named_culprit, a_desync_line_names_its_rank) {
+  inputs in;
+  in.findings.push_back(watchdog(0));
+  in.findings.push_back(make("torch_nccl_desync_not_joined", 3));
+  auto inf = infer(in, "named_culprit");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 3);
+}
+
+TEST(rule_timeout_absent_rank, the_one_silent_rank_is_the_straggler) {
+  inputs in;
+  for (int r : {0, 2, 3}) {
+    in.findings.push_back(watchdog(r));
+    activity(in, r, 40);
+  }
+  activity(in, 1, 40);
+  auto inf = infer(in, "timeout_absent_rank");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 1);
+  EXPECT_EQ(inf->entry, "timeout_absent_rank");
+  ASSERT_FALSE(inf->extra.empty());
+  EXPECT_NE(inf->extra[0].text.find("last line of rank 1"), std::string::npos);
+}
+
+TEST(rule_timeout_absent_rank, rank0_alone_is_exclusive_work) {
+  inputs in;
+  for (int r : {1, 2, 3}) in.findings.push_back(watchdog(r));
+  auto inf = infer(in, "timeout_absent_rank");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 0);
+  EXPECT_EQ(inf->entry, "timeout_absent_rank0");
+}
+
+TEST(rule_timeout_absent_rank, a_different_last_step_is_uneven_inputs) {
+  inputs in;
+  for (int r : {0, 1, 2}) {
+    in.findings.push_back(watchdog(r));
+    activity(in, r, 50);
+  }
+  activity(in, 3, 49);
+  auto inf = infer(in, "timeout_absent_rank");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 3);
+  EXPECT_EQ(inf->entry, "timeout_absent_rank_uneven_steps");
+}
+
+TEST(rule_timeout_absent_rank, two_silent_ranks_decide_nothing_without_times) {
+  inputs in;
+  for (int r : {0, 1}) in.findings.push_back(watchdog(r));
+  activity(in, 2);
+  activity(in, 3);
+  EXPECT_FALSE(infer(in, "timeout_absent_rank"));
+}
+
+TEST(rule_timeout_absent_rank, timeout_arithmetic_picks_the_rank_that_stopped_first) {
+  inputs in;
+  auto t = at(2026, 1, 1, 10, 10, 1);
+  for (int r : {0, 1}) {
+    auto f = watchdog(r);
+    f.ts = t;  // ran 600.061 s: the collective began at 10:00:01
+    in.findings.push_back(f);
+  }
+  activity(in, 2);
+  in.activity["r2"].last_ts = at(2026, 1, 1, 9, 59, 0);  // before the collective began
+  activity(in, 3);
+  in.activity["r3"].last_ts = at(2026, 1, 1, 10, 5, 0);  // after: it reached the collective
+  auto inf = infer(in, "timeout_absent_rank");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 2);
+}
+
+TEST(rule_timeout_in_different_collectives, the_only_rank_in_another_call) {
+  inputs in;
+  for (int r : {0, 1, 2}) {
+    auto f = watchdog(r);
+    f.captured.emplace_back("collective", r == 1 ? "broadcast" : "all_reduce");
+    in.findings.push_back(f);
+  }
+  auto inf = infer(in, "timeout_in_different_collectives");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 1);
+}
+
+TEST(rule_timeout_in_different_collectives, silent_when_a_rank_is_absent) {
+  inputs in;
+  for (int r : {0, 2}) {
+    auto f = watchdog(r);
+    f.captured.emplace_back("collective", r == 0 ? "broadcast" : "all_reduce");
+    in.findings.push_back(f);
+  }
+  activity(in, 1);
+  EXPECT_FALSE(infer(in, "timeout_in_different_collectives"));
+}
+
+TEST(rule_uneven_planned_steps, the_rank_with_the_fewest_steps) {
+  inputs in;
+  for (int r : {0, 1, 2, 3}) {
+    in.findings.push_back(watchdog(r));
+    activity(in, r, 10, r == 3 ? 90 : 100);
+  }
+  auto inf = infer(in, "uneven_planned_steps");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 3);
+  EXPECT_EQ(inf->entry, "timeout_absent_rank_uneven_steps");
+}
+
+// --- rank rules ---------------------------------------------------------------------------------
+
+TEST(rule_only_rank, one_rank_reports_the_cause) {
+  inputs in;
+  in.findings.push_back(make("cuda_oom", 5));
+  auto d = rank_by(in, "only_rank", "cuda_oom");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->rank, 5);
+}
+
+TEST(rule_earliest_time, leads_by_time_and_ties_decide_nothing) {
+  inputs in;
+  in.findings.push_back(make("cuda_oom", 3, at(2026, 1, 1, 10, 0, 7)));
+  in.findings.push_back(make("cuda_oom", 5, at(2026, 1, 1, 10, 0, 2)));
+  auto d = rank_by(in, "earliest_time", "cuda_oom");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->rank, 5);
+  inputs tie;
+  tie.findings.push_back(make("cuda_oom", 3, at(2026, 1, 1, 10, 0, 2)));
+  tie.findings.push_back(make("cuda_oom", 5, at(2026, 1, 1, 10, 0, 2)));
+  EXPECT_FALSE(rank_by(tie, "earliest_time", "cuda_oom"));
+}
+
+TEST(rule_torchelastic_root_among, the_root_cause_entry_among_the_ranks) {
+  inputs in;
+  in.findings.push_back(make("cuda_oom", 3));
+  in.findings.push_back(make("cuda_oom", 5));
+  ff::extract::exit_record e;
+  e.rank = 5;
+  e.root_cause = true;
+  e.exitcode = 1;
+  in.exits.push_back(e);
+  auto d = rank_by(in, "torchelastic_root_among", "cuda_oom");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->rank, 5);
+}
+
+TEST(rule_initiator_field, exit_code_initiator_finds_the_killed_worker) {
+  inputs in;
+  in.findings.push_back(make("host_oom_killer_killed_process", std::nullopt));
+  ff::extract::exit_record e;
+  e.rank = 6;
+  e.exitcode = -9;
+  in.exits.push_back(e);
+  auto d = rank_by(in, "initiator_field", "host_oom_killer_killed_process");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->rank, 6);
+}
+
+TEST(rule_host_ranks, a_node_fault_names_the_one_rank_on_its_host) {
+  inputs in;
+  auto f = make("xid_79_fallen_off_bus", std::nullopt);
+  f.host = "node-b";
+  in.findings.push_back(f);
+  in.host_ranks["node-b"] = {7};
+  in.host_ranks["node-a"] = {0, 1};
+  auto d = rank_by(in, "host_ranks", "xid_79_fallen_off_bus");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->rank, 7);
+  in.host_ranks["node-b"] = {6, 7};
+  EXPECT_FALSE(rank_by(in, "host_ranks", "xid_79_fallen_off_bus"));
+}
+
+TEST(rule_culprit_anywhere, another_line_names_the_culprit) {
+  inputs in;
+  in.findings.push_back(make("xid_79_fallen_off_bus", std::nullopt));
+  in.findings.push_back(make("torch_nccl_desync_not_joined", 4));
+  auto d = rank_by(in, "culprit_anywhere", "xid_79_fallen_off_bus");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->rank, 4);
+}
+
+TEST(rule_torchelastic_root, first_observed_failure_across_nodes_by_time) {
+  inputs in;
+  in.findings.push_back(make("xid_79_fallen_off_bus", std::nullopt));
+  ff::extract::exit_record a, b;
+  a.rank = 9;
+  a.root_cause = true;
+  a.time = "2026-01-01_10:00:09";
+  b.rank = 2;
+  b.root_cause = true;
+  b.time = "2026-01-01_10:00:03";
+  in.exits = {a, b};
+  auto d = rank_by(in, "torchelastic_root", "xid_79_fallen_off_bus");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->rank, 2);
+}
+
+// --- root rules ---------------------------------------------------------------------------------
+
+TEST(rule_scheduler_end_after_rank_error, a_cancel_after_a_rank_error_is_its_consequence) {
+  inputs in;
+  in.findings.push_back(make("py_keyerror", 3, at(2026, 1, 1, 9, 0, 1)));
+  in.findings.push_back(make("slurm_job_cancelled", std::nullopt, at(2026, 1, 1, 9, 10, 5)));
+  auto d = ff::correlate::correlate(in, builtin());
+  EXPECT_EQ(d.kind, "rank_exception");
+  EXPECT_EQ(d.rule, "scheduler_end_after_rank_error");
+  EXPECT_EQ(d.initiating_rank, 3);
+}
+
+TEST(rule_scheduler_end_after_rank_error, a_cancel_with_no_earlier_error_stays) {
+  inputs in;
+  in.findings.push_back(make("slurm_job_cancelled", std::nullopt, at(2026, 1, 1, 9, 10, 5)));
+  in.findings.push_back(make("py_keyerror", 3, at(2026, 1, 1, 9, 10, 6)));  // after the cancel
+  auto d = ff::correlate::correlate(in, builtin());
+  EXPECT_EQ(d.kind, "job_cancelled");
+}
+
+// --- time -----------------------------------------------------------------------------------------
+
+TEST(year_inference, undated_stamps_take_the_runs_year) {
+  inputs in;
+  // The c10 header has no year (parsed as the default year); the dated line is from 2023.
+  in.findings.push_back(make("cuda_oom", 1, at(2026, 6, 2, 10, 0, 0, false)));
+  in.findings.push_back(make("torch_nccl_watchdog_timeout", 0, at(2023, 6, 2, 10, 0, 8)));
+  auto ctx = rules::make_context(in, builtin());
+  ASSERT_TRUE(ctx.year);
+  EXPECT_EQ(*ctx.year, 2023);
+  EXPECT_TRUE(rules::before(ctx.fs[0].ts, ctx.fs[1].ts)) << "the undated OOM is 8 s earlier";
+  EXPECT_FALSE(ctx.fs[0].ts->has_date) << "an inferred year is not shown as the line's own";
+}
+
+TEST(year_inference, december_january_rollover) {
+  inputs in;
+  in.findings.push_back(make("cuda_oom", 1, at(2026, 1, 1, 0, 0, 5, false)));    // "0101 00:00:05", no year
+  in.findings.push_back(make("cuda_oom", 2, at(2023, 12, 31, 23, 59, 50)));     // dated, the evening before
+  auto ctx = rules::make_context(in, builtin());
+  auto y = [](double s) {
+    std::time_t t = static_cast<std::time_t>(s);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    return tm.tm_year + 1900;
+  };
+  EXPECT_EQ(y(ctx.fs[0].ts->seconds), 2024);
+  EXPECT_TRUE(rules::before(ctx.fs[1].ts, ctx.fs[0].ts));
+}
+
+TEST(year_inference, uptime_and_wall_clocks_never_compare) {
+  timestamp up;
+  up.kind = timestamp::clock::uptime;
+  up.seconds = 5;
+  EXPECT_FALSE(rules::before(up, at(2026, 1, 1, 0, 0, 0)));
+  EXPECT_FALSE(rules::before(at(2026, 1, 1, 0, 0, 0), up));
+}
+
+// --- prefix learning ------------------------------------------------------------------------------
+
+TEST(prefix_learner, peels_a_repeated_unknown_prefix_and_reads_its_rank) {
+  ff::normalize::prefix_learner pl;
+  for (int r = 0; r < 4; ++r)
+    for (int i = 0; i < 3; ++i) pl.observe("[gpu-a:" + std::to_string(r) + "] step " + std::to_string(i));
+  ff::normalize::line_meta m;
+  std::string_view rest;
+  ASSERT_TRUE(pl.peel("[gpu-a:2] KeyError: 'input_ids'", m, rest));
+  EXPECT_EQ(rest, "KeyError: 'input_ids'");
+  EXPECT_EQ(m.rank, 2);
+}
+
+TEST(prefix_learner, pids_are_not_ranks_and_error_words_are_not_prefixes) {
+  ff::normalize::prefix_learner pl;
+  for (int p = 24254; p < 24258; ++p)
+    for (int i = 0; i < 3; ++i) pl.observe("[" + std::to_string(p) + "] rank x step " + std::to_string(i));
+  ff::normalize::line_meta m;
+  std::string_view rest;
+  ASSERT_TRUE(pl.peel("[24255] rank 1 step 5", m, rest));
+  EXPECT_FALSE(m.rank) << "values far from 0 are pids, not ranks";
+  for (int i = 0; i < 10; ++i) pl.observe("Error: disk 3 failed");
+  EXPECT_FALSE(pl.peel("Error: disk 3 failed", m, rest));
+}
+
+TEST(prefix_learner, a_rare_token_is_not_learnt) {
+  ff::normalize::prefix_learner pl;
+  pl.observe("[node7] hello");
+  for (int i = 0; i < 40; ++i) pl.observe("plain line " + std::to_string(i));
+  ff::normalize::line_meta m;
+  std::string_view rest;
+  EXPECT_FALSE(pl.peel("[node7] KeyError: 'x'", m, rest));
+}
+
+// --- templates and suspicion ----------------------------------------------------------------------
+
+TEST(line_template, numbers_paths_and_quotes_are_variables) {
+  EXPECT_EQ(ff::extract::line_template("AttributeError: 'list' object has no attribute 'sum' at /data/x/dataset.py:785"),
+            ff::extract::line_template("AttributeError: 'dict' object has no attribute 'sum' at /data/y/dataset.py:12"));
+  EXPECT_NE(ff::extract::line_template("KeyError: 'a'"), ff::extract::line_template("ValueError: 'a'"));
+}
+
+TEST(classify_line, failures_warnings_and_zero_counts) {
+  using ff::extract::classify_line;
+  using ff::extract::suspicion;
+  EXPECT_EQ(classify_line("[1,0]<stderr>:ValueError: bad shard", 0), suspicion::strong);
+  EXPECT_EQ(classify_line("host:12:34 [0] NCCL WARN Cuda failure 'out of memory'", 0), suspicion::strong);
+  EXPECT_EQ(classify_line("Segmentation fault (core dumped)", 0), suspicion::strong);
+  EXPECT_EQ(classify_line("12345678   train   FAILED   1:0", 0), suspicion::weak);
+  EXPECT_EQ(classify_line("step 10 finished, 0 errors", 0), suspicion::none);
+  EXPECT_EQ(classify_line("train WARNING eval: val error rate=0.641", 0), suspicion::none);
+  EXPECT_EQ(classify_line("UserWarning: failed to load image extension", 0), suspicion::none);
+  EXPECT_EQ(classify_line("The server socket has failed to bind", 'W'), suspicion::none);
+  EXPECT_EQ(classify_line("    raise KeyError(key)", 0), suspicion::none);
+  EXPECT_EQ(classify_line("timeout=1800 seconds configured", 0), suspicion::none);
+}
+
+// --- the verdict ------------------------------------------------------------------------------------
+
+TEST(verdict, healthy_only_when_nothing_looks_wrong) {
+  inputs in;
+  EXPECT_EQ(ff::correlate::correlate(in, builtin()).verdict, "healthy");
+  suspicious_line s;
+  s.text = "srun: error: node3: task 5: Exited with exit code 2";
+  s.tmpl = ff::extract::line_template(s.text);
+  in.suspicious.push_back(s);
+  auto d = ff::correlate::correlate(in, builtin());
+  EXPECT_EQ(d.verdict, "undetermined");
+  ASSERT_EQ(d.suspicious.size(), 1u);
+}
+
+TEST(verdict, suspicious_groups_rank_strong_and_rare_first) {
+  inputs in;
+  suspicious_line common, rare, strong;
+  common.text = "error: retrying";
+  common.ranks = {0, 1, 2, 3};
+  rare.text = "error: shard 7 unreadable";
+  rare.ranks = {2};
+  strong.text = "ValueError: x";
+  strong.strong = true;
+  strong.ranks = {0, 1, 2, 3};
+  in.suspicious = {common, rare, strong};
+  auto d = ff::correlate::correlate(in, builtin());
+  ASSERT_EQ(d.suspicious.size(), 3u);
+  EXPECT_EQ(d.suspicious[0].text, "ValueError: x");
+  EXPECT_EQ(d.suspicious[1].text, "error: shard 7 unreadable");
+}
+
+TEST(benign, a_known_healthy_warning_is_not_evidence) {
+  ff::pipeline::collector col(ff::testing::engine(), {});
+  ff::ingest::source src;
+  src.display = "console.log";
+  auto st = col.open_stream(src);
+  col.add_line(st, "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system "
+                   "being overloaded, please further tune the variable for optimal performance in your application as needed.",
+               1);
+  col.add_line(st, "[W socket.cpp:426] [c10d] The server socket cannot be initialized on [::]:29500 (errno: 97 - Address family "
+                   "not supported by protocol).",
+               2);
+  col.add_line(st, "Training completed", 3);
+  EXPECT_EQ(col.inputs().benign_lines, 2u);
+  EXPECT_EQ(col.diagnose().verdict, "healthy");
+}
+
+// --- lint both ways ---------------------------------------------------------------------------------
+
+TEST(rules_and_kb, every_rule_output_has_an_entry_and_every_entry_a_rule) {
+  std::vector<std::string> produced;
+  for (const auto& r : rules::inference_rules())
+    for (auto p : r.produces) produced.emplace_back(p);
+  EXPECT_TRUE(ff::kb::lint_inferred(builtin(), produced).empty());
+  produced.push_back("no_such_rule_output");
+  EXPECT_EQ(ff::kb::lint_inferred(builtin(), produced).size(), 1u);
+  produced.pop_back();
+  produced.erase(std::remove(produced.begin(), produced.end(), "numel_differs_at_seq"), produced.end());
+  EXPECT_EQ(ff::kb::lint_inferred(builtin(), produced).size(), 1u);
+}
+
+TEST(rules_and_kb, every_rule_is_named_summarised_and_sourced) {
+  std::set<std::string_view> names;
+  auto check = [&](std::string_view n, std::string_view summary, std::string_view source) {
+    EXPECT_TRUE(names.insert(n).second) << "duplicate rule " << n;
+    EXPECT_FALSE(summary.empty()) << n;
+    EXPECT_FALSE(source.empty()) << n;
+  };
+  for (const auto& r : rules::root_rules()) check(r.name, r.summary, r.source);
+  for (const auto& r : rules::rank_rules()) check(r.name, r.summary, r.source);
+  for (const auto& r : rules::inference_rules()) check(r.name, r.summary, r.source);
+}
+
+}  // namespace
