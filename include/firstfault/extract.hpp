@@ -20,13 +20,18 @@
 
 namespace ff::extract {
 
-/// One failed worker as torchelastic reported it. Source: torch/distributed/elastic/multiprocessing/errors
-/// (https://pytorch.org/docs/stable/elastic/errors.html); format in ../shared/reference/log_formats.md §4.
+/// One failed worker as its launcher reported it: torchelastic's ChildFailedError block and agent lines
+/// (https://pytorch.org/docs/stable/elastic/errors.html; ../shared/reference/log_formats.md §4), mpirun's
+/// "The first process to do so was" block (Open MPI orte/tools/orterun help-orterun.txt), srun's
+/// "error: NODE: task N: Exited with exit code C" (https://slurm.schedmd.com/srun.html), and the
+/// `CalledProcessError: Command '[..., '--local_rank=L', ...]' returned non-zero exit status C` of
+/// torch.distributed.launch and DeepSpeed's launcher.
 struct exit_record {
   std::optional<int> rank, local_rank, exitcode, pid;
   std::string host, time, signal;  ///< time as printed (YYYY-MM-DD_HH:MM:SS, local); signal e.g. "SIGKILL"
   bool root_cause = false;         ///< listed under "Root Cause (first observed failure)"
   bool from_agent_line = false;    ///< from "failed (exitcode: ...)" rather than the block
+  std::string launcher = "torchelastic";  ///< torchelastic | mpirun | srun | launch (CalledProcessError)
   std::string source;
   std::uint64_t line_no = 0;
 };
@@ -66,6 +71,9 @@ class extractor {
   std::string tb_collective_;  // innermost distributed_c10d.py frame of the current traceback  // a "During handling..."/"direct cause" line joined the next traceback
   // C++ frames
   bool in_frames_ = false;
+  // mpirun's "The first process to do so was:" block
+  bool mpi_first_ = false;
+  std::optional<exit_record> mpi_entry_;
   // ChildFailedError block
   enum class block { none, header, failures, root_cause } block_ = block::none;
   std::optional<exit_record> entry_;

@@ -349,14 +349,16 @@ const std::vector<rank_rule>& rank_rules() {
            if (e.root_cause && e.rank && !e.time.empty() && (!best || e.time < best->time)) best = &e;
          if (!best)
            for (const auto& e : ctx.exits)
-             if (e.from_agent_line && e.rank && e.exitcode && *e.exitcode != 0) { best = &e; break; }
+             if ((e.from_agent_line || e.launcher == "srun") && e.rank && e.exitcode && *e.exitcode != 0) { best = &e; break; }
          if (!best) return std::nullopt;
          rank_decision d;
          d.rank = best->rank;
          if (!best->host.empty()) d.host = best->host;
          auto code = std::to_string(best->exitcode.value_or(0));
-         d.why = best->root_cause ? "torchelastic's \"Root Cause (first observed failure)\" entry (exit code " + code + ")"
-                                  : "first worker the torchelastic agent saw fail (exit code " + code + ")";
+         d.why = best->launcher == "mpirun" ? "mpirun's first process to exit with a non-zero status (exit code " + code + ")"
+                 : best->launcher == "srun" ? "the first task srun reported failed (exit code " + code + ")"
+                 : best->root_cause       ? "torchelastic's \"Root Cause (first observed failure)\" entry (exit code " + code + ")"
+                                          : "first worker the torchelastic agent saw fail (exit code " + code + ")";
          return d;
        }},
   };
@@ -524,6 +526,39 @@ const std::vector<inference_rule>& inference_rules() {
          } else {
            inf.why = "ranks planned different numbers of steps, but no single rank stands out";
          }
+         return inf;
+       }},
+      {"launcher_exit", "no line explains the failure, no rank timed out, and the launcher names the first worker that "
+                        "exited (torchelastic Root Cause, mpirun's first process, srun's first task, CalledProcessError): "
+                        "the exit code says what kind of end it was",
+       "https://pytorch.org/docs/stable/elastic/errors.html; https://slurm.schedmd.com/srun.html; Open MPI help-orterun.txt",
+       {"launcher_exit_error", "launcher_exit_sigkill", "launcher_exit_sigsegv"},
+       [](const context& ctx) -> std::optional<inference> {
+         if (!timeouts(ctx).timed_out.empty()) return std::nullopt;  // waiting ranks: the launcher names a victim
+         const extract::exit_record* best = nullptr;
+         for (const auto& e : ctx.exits)  // the launcher's own "first failure" first
+           if (e.root_cause && e.rank && e.exitcode && *e.exitcode != 0 && (!best || (!e.time.empty() && e.time < best->time)))
+             best = &e;
+         if (!best)
+           for (const auto& e : ctx.exits)
+             if (e.rank && e.exitcode && *e.exitcode != 0) { best = &e; break; }
+         if (!best) return std::nullopt;
+         int code = *best->exitcode;
+         inference inf;
+         inf.rank = best->rank;
+         inf.entry = code == -9 || best->signal == "SIGKILL" ? "launcher_exit_sigkill"
+                     : code == -11 || best->signal == "SIGSEGV" ? "launcher_exit_sigsegv"
+                     : code > 0 ? "launcher_exit_error" : "";
+         if (inf.entry.empty()) return std::nullopt;  // other signals (SIGTERM, SIGABRT) say who stopped it, not why
+         inf.why = (best->launcher == "mpirun" ? std::string("mpirun's first process to exit with a non-zero status")
+                    : best->launcher == "srun" ? std::string("the first task srun reported failed")
+                    : best->root_cause ? std::string("torchelastic's \"Root Cause (first observed failure)\" entry")
+                                       : std::string("the first worker the launcher saw fail")) +
+                   " (rank " + std::to_string(*best->rank) + ", exit code " + std::to_string(code) + ")";
+         inf.extra.push_back({best->source, "launcher: rank " + std::to_string(*best->rank) + " exited with code " + std::to_string(code),
+                              best->time, best->line_no, best->rank, best->host.empty() ? std::nullopt : std::optional<std::string>(best->host)});
+         for (const auto& f : ctx.fs)
+           if (ctx.sig(f).kind == "rank_exception" || ctx.sig(f).category == "launch") inf.findings.push_back(&f);
          return inf;
        }},
   };

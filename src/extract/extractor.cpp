@@ -69,6 +69,63 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
     }
   }
 
+  // --- other launchers' exit reports ------------------------------------------------------------
+  {
+    re2::StringPiece sp(t.data(), t.size());
+    // mpirun: "The first process to do so was:" / "Process name: [[37533,1],3]" / "Exit code:    1"
+    if (contains(t, "The first process to do so was")) {
+      mpi_first_ = true;
+      mpi_entry_ = exit_record{};
+      mpi_entry_->launcher = "mpirun";
+      mpi_entry_->root_cause = true;
+      mpi_entry_->source = source_;
+      mpi_entry_->line_no = line_no;
+      return;
+    }
+    if (mpi_first_) {
+      static const re2::RE2 proc_re(R"(^Process name:\s*\[\[\d+,\d+\],(\d+)\])"), code_re(R"(^Exit code:\s*(-?\d+))"),
+          host_re(R"(^(?:Node|Local host):\s*(\S+))");
+      int v = 0;
+      std::string h;
+      if (re2::RE2::PartialMatch(sp, proc_re, &v)) { mpi_entry_->rank = v; return; }
+      if (re2::RE2::PartialMatch(sp, code_re, &v)) { mpi_entry_->exitcode = v; return; }
+      if (re2::RE2::PartialMatch(sp, host_re, &h)) { mpi_entry_->host = h; return; }
+      if (t.empty()) return;
+      if (mpi_entry_->rank) exits.push_back(*mpi_entry_);
+      mpi_first_ = false;
+      mpi_entry_.reset();
+    }
+    // srun: "srun: error: node3: task 5: Exited with exit code 2" (the task id is the rank under srun)
+    static const re2::RE2 srun_re(R"(srun: error: ([\w.-]+): tasks? (\d+): (?:Exited with exit code (\d+)|(Killed|Segmentation fault|Aborted|Terminated)))");
+    std::string host, what;
+    int task = 0, code = 0;
+    if (contains(t, "srun: error:") && re2::RE2::PartialMatch(sp, srun_re, &host, &task, &code, &what)) {
+      exit_record r;
+      r.launcher = "srun";
+      r.rank = task;
+      r.host = host;
+      if (what.empty()) r.exitcode = code;
+      else r.signal = what == "Killed" ? "SIGKILL" : what == "Segmentation fault" ? "SIGSEGV" : what == "Aborted" ? "SIGABRT" : "SIGTERM";
+      r.exitcode = what.empty() ? code : what == "Killed" ? -9 : what == "Segmentation fault" ? -11 : what == "Aborted" ? -6 : -15;
+      r.source = source_;
+      r.line_no = line_no;
+      exits.push_back(r);
+    }
+    // torch.distributed.launch / DeepSpeed: CalledProcessError naming the worker's --local_rank
+    static const re2::RE2 cpe_re(R"(CalledProcessError: Command .*--local[_-]rank[= ](\d+).* returned non-zero exit status (-?\d+))");
+    int lr = 0;
+    if (contains(t, "CalledProcessError") && re2::RE2::PartialMatch(sp, cpe_re, &lr, &code)) {
+      exit_record r;
+      r.launcher = "launch";
+      r.local_rank = lr;
+      r.exitcode = code;
+      r.from_agent_line = true;
+      r.source = source_;
+      r.line_no = line_no;
+      exits.push_back(r);
+    }
+  }
+
   // --- torchelastic agent lines ----------------------------------------------------------------
   {
     static const re2::RE2 failed_re(R"(failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\))");
