@@ -128,6 +128,10 @@ void collector::observe(stream& st, std::string_view clean) {
   st.learner.observe(meta.body);
 }
 
+void collector::close_stream(const stream& st) {
+  if (st.lines > 0 && impl_->in.stream_ends.size() < 4096) impl_->in.stream_ends.emplace_back(st.display, st.last_body);
+}
+
 std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::string, std::uint64_t>>& raw) {
   // Learn unknown prefixes from the whole batch first, so that its first lines are peeled too.
   std::vector<std::string> clean;
@@ -317,6 +321,7 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
     col.add_lines(st, head);
     head.clear();
     while (reader.next(raw)) col.add_line(st, raw.text, raw.line_no);
+    col.close_stream(st);
     input_stats stats{st.display, st.lines, reader.bytes_read()};
     if (stats.lines > 0) out.any_readable = true;
     out.total_lines += stats.lines;

@@ -88,6 +88,7 @@ struct diagnosis {
   std::optional<std::string> initiating_host;
   std::string initiating_rule;  ///< which rule decided the rank, or why none could
   std::string rule;             ///< the named rule that decided the verdict (correlate_rules.hpp), or empty
+  std::string kind_reason;      ///< why a kind rule changed the kind, or empty
   std::vector<collateral_group> collateral;
   std::vector<alternative> alternatives;
   std::vector<std::string> fix, verify, confirm, references;
@@ -105,7 +106,10 @@ struct inputs {
   std::uint64_t benign_lines = 0;  ///< lines a benign signature explained (known harmless warnings)
   std::map<int, std::set<int>> local_to_rank;  ///< learnt from lines that carry both; >1 rank = ambiguous (several nodes)
   std::set<std::string> hosts;       ///< hosts seen in prefixes and paths
-  std::map<std::string, std::set<int>> host_ranks;  ///< ranks seen on lines that also name their host (capped)
+  std::map<std::string, std::set<int>> host_ranks;
+  /// Each input's last non-empty line (masked), in input order: a log that ends in the launcher's
+  /// start-up banner never got as far as training.
+  std::vector<std::pair<std::string, std::string>> stream_ends;  ///< ranks seen on lines that also name their host (capped)
   std::size_t max_suspicious_shown = 40;  ///< lines that look wrong, kept in the report at most
 };
 

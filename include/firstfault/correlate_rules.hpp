@@ -4,7 +4,8 @@
 // rule that made it:
 //  1. root rules choose the root-cause finding among cause-role findings (strongest first);
 //  2. rank rules find the initiating rank for a root cause that lines report;
-//  3. inference rules reason across ranks when no line names a cause (a rank that never reached the
+//  3. kind rules may refine the root cause's kind with evidence across lines (a repeated Xid);
+//  4. inference rules reason across ranks when no line names a cause (a rank that never reached the
 //     collective, sizes that differ at one SeqNum); each produces knowledge-base entries whose
 //     `inferred_by` names it, and `kb lint` checks both directions (kb::lint_rules).
 // Rules are pure functions of a `context` built once from the correlator's inputs, so each can be
@@ -55,7 +56,7 @@ struct context {
 /// 31 Dec/1 Jan rollover lands right); with no dated stamp they stay as parsed and are marked undated.
 context make_context(const inputs& in, const kb::library& lib);
 
-/// A decision about the initiating rank.
+/// A decision about the initiating rank (a decision may be that no rank can be named: rank empty).
 struct rank_decision {
   std::optional<int> rank;
   std::optional<std::string> host;
@@ -80,6 +81,13 @@ struct rank_rule {
   std::string_view name, summary, source;
   std::function<std::optional<rank_decision>(const context&, const std::vector<const finding*>& root_findings)> fn;
 };
+struct kind_rule {
+  std::string_view name, summary, source;
+  /// Given the root findings and the kind so far, may give another kind (and why).
+  std::function<std::optional<std::pair<std::string, std::string>>(const context&, const std::vector<const finding*>& root,
+                                                                     const std::string& kind)>
+      fn;
+};
 struct inference_rule {
   std::string_view name, summary, source;
   std::vector<std::string_view> produces;  ///< the `inferred_by` values it can give
@@ -91,6 +99,7 @@ const finding* strongest_cause(const context& ctx);
 const std::vector<root_rule>& root_rules();
 const std::vector<rank_rule>& rank_rules();
 const std::vector<inference_rule>& inference_rules();
+const std::vector<kind_rule>& kind_rules();
 
 /// The rank a matching line names as the initiator, per its signature's `initiator` field.
 std::optional<int> initiator_of(const context& ctx, const finding& f);

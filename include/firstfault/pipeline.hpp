@@ -82,6 +82,8 @@ class collector {
   /// Processes a batch of raw lines (text, line number), learning unknown prefixes from all of them
   /// before the first is matched (diagnose reads each input's first lines this way).
   std::size_t add_lines(stream& st, const std::vector<std::pair<std::string, std::uint64_t>>& raw);
+  /// Records the end of a stream (its last line) for the correlator.
+  void close_stream(const stream& st);
   const correlate::inputs& inputs() const;
   correlate::diagnosis diagnose() const;  ///< correlate over everything so far (does not consume)
   mask::masker& masker();

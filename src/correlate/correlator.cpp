@@ -76,7 +76,7 @@ diagnosis correlate(inputs in, const kb::library& lib) {
         rank_rule = dec->why;
         break;
       }
-    if (!init_rank) {
+    if (!init_rank && rank_rule.empty()) {
       std::set<int> ranks;
       for (const auto* f : root_findings)
         if (f->rank) ranks.insert(*f->rank);
@@ -151,6 +151,17 @@ diagnosis correlate(inputs in, const kb::library& lib) {
         d.category = ki->category;
       }
     }
+    std::string summary_suffix;  // a kind rule's reason, when it changed the kind
+    for (const auto& kr : rules::kind_rules())
+      if (auto k = kr.fn(ctx, root_findings, d.kind))
+        if (const auto* ki = lib.kind(k->first)) {
+          d.kind = ki->kind;
+          d.category = ki->category;
+          d.rule = std::string(kr.name);
+          d.kind_reason = k->second;
+          summary_suffix = " However, " + k->second + ".";
+          break;
+        }
     auto value = [&](const std::string& name) -> std::string {
       if (name == "rank") return init_rank ? std::to_string(*init_rank) : (lead->rank ? std::to_string(*lead->rank) : "");
       if (name == "host") return d.initiating_host.value_or(lead->host.value_or(""));
@@ -167,6 +178,7 @@ diagnosis correlate(inputs in, const kb::library& lib) {
       if (!v.empty()) return v;
       return name == "host" ? "(unknown host)" : "(unknown)";
     });
+    d.summary += summary_suffix;
     // A fix, verify or confirm step is shown with its placeholders filled; a step that needs a value
     // this run does not have (an Xid with no catalogue row) is left out rather than shown unfilled.
     auto fill_list = [&](std::vector<std::string>& list) {

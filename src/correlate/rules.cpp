@@ -4,6 +4,8 @@
 #include <cmath>
 #include <ctime>
 
+#include <re2/re2.h>
+
 #include "firstfault/correlate_rules.hpp"
 #include "firstfault/text.hpp"
 
@@ -280,6 +282,27 @@ const std::vector<rank_rule>& rank_rules() {
       {"initiator_field", "the root-cause signature says which rank its line names (printing rank, named peer, rank 0, an exit code)",
        "docs/signatures.md (initiator)",
        [](const context& ctx, const std::vector<const finding*>& root) { return culprit_from(ctx, root); }},
+      {"missing_client", "a store or rendezvous timeout reports that one of W clients never joined: the printing rank "
+                         "waited, the culprit is the one rank of 0..W-1 that left no line",
+       "torch/csrc/distributed/c10d/TCPStore.cpp (\"Timed out after N seconds waiting for clients. J/W clients joined.\")",
+       [](const context& ctx, const std::vector<const finding*>& root) -> std::optional<rank_decision> {
+         for (const auto* f : root) {
+           auto world = to_int(field(*f, "world")), joined = to_int(field(*f, "joined"));
+           if (!world || !joined || *joined >= *world || *world > 65536) continue;
+           std::vector<int> missing;
+           for (int r = 0; r < *world && missing.size() < 2; ++r)
+             if (!ctx.all_ranks.count(r)) missing.push_back(r);
+           if (*joined + 1 == *world && missing.size() == 1)
+             return rank_decision{missing[0], std::nullopt,
+                                  "rank " + std::to_string(missing[0]) + " is the one of " + std::to_string(*world) +
+                                      " ranks that never wrote a line; the store waited for it (" + field(*f, "joined") + "/" +
+                                      field(*f, "world") + " joined)"};
+           return rank_decision{std::nullopt, std::nullopt,
+                                field(*f, "joined") + "/" + field(*f, "world") +
+                                    " clients joined: the rank that printed this waited; the ranks that never joined are not identifiable from these logs"};
+         }
+         return std::nullopt;
+       }},
       {"only_rank", "the only rank that reported the root-cause error", "correlation by rank (docs/ARCHITECTURE.md)",
        [](const context&, const std::vector<const finding*>& root) -> std::optional<rank_decision> {
          auto r = ranks_of(root);
@@ -316,6 +339,24 @@ const std::vector<rank_rule>& rank_rules() {
              return rank_decision{e.rank, std::nullopt,
                                   "torchelastic's \"Root Cause (first observed failure)\" among the ranks with the error"};
          return std::nullopt;
+       }},
+      {"local_rank_and_timeouts", "the root-cause line names only a local rank, and exactly one rank never timed out: "
+                                  "the two constraints together give the rank",
+       "cross-rank reasoning (unseen-logs issue, family 6)",
+       [](const context& ctx, const std::vector<const finding*>& root) -> std::optional<rank_decision> {
+         if (!ranks_of(root).empty()) return std::nullopt;
+         std::optional<int> local;
+         for (const auto* f : root)
+           if (f->local_rank) local = f->local_rank;
+         if (!local) return std::nullopt;
+         auto v = timeouts(ctx);
+         if (v.timed_out.empty() || v.absent.size() != 1) return std::nullopt;
+         int c = v.absent[0];
+         if (auto it = ctx.resolve.local_to_rank.find(*local); it != ctx.resolve.local_to_rank.end() && !it->second.count(c))
+           return std::nullopt;  // known mappings of this local rank exclude the silent rank
+         return rank_decision{c, std::nullopt,
+                              "the error names local rank " + std::to_string(*local) + ", and rank " + std::to_string(c) +
+                                  " is the only rank that never timed out in the collective"};
        }},
       {"host_ranks", "a node-level fault (no rank on its line) on a host where exactly one rank ran",
        "ranks per host learnt from lines that carry both",
@@ -360,6 +401,41 @@ const std::vector<rank_rule>& rank_rules() {
                  : best->root_cause       ? "torchelastic's \"Root Cause (first observed failure)\" entry (exit code " + code + ")"
                                           : "first worker the torchelastic agent saw fail (exit code " + code + ")";
          return d;
+       }},
+  };
+  return rules;
+}
+
+const std::vector<kind_rule>& kind_rules() {
+  static const std::vector<kind_rule> rules = {
+      {"repeated_xid_same_device", "an application-level Xid that recurs on the same GPU (PCI device) is a faulty GPU",
+       "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html (repeated Xids on one GPU: run diagnostics)",
+       [](const context& ctx, const std::vector<const finding*>& root,
+          const std::string& kind) -> std::optional<std::pair<std::string, std::string>> {
+         if (kind != "gpu_xid_application" || root.empty()) return std::nullopt;
+         std::string pci = field(*root.front(), "pci");
+         if (pci.empty()) return std::nullopt;
+         // Count events, not lines: one fault prints a burst of Xid lines within milliseconds. Events are
+         // distinct processes (pid=N) or bursts more than a minute apart.
+         std::set<std::string> xids, pids;
+         std::vector<double> times;
+         for (const auto& f : ctx.fs)
+           if (field(f, "pci") == pci && !field(f, "xid").empty()) {
+             xids.insert(field(f, "xid"));
+             if (auto pid = to_int(field(f, "pid"))) pids.insert(std::to_string(*pid));
+             if (f.ts && !f.ts_inherited) times.push_back(f.ts->seconds);
+           }
+         std::sort(times.begin(), times.end());
+         std::size_t bursts = times.empty() ? 0 : 1;
+         for (std::size_t i = 1; i < times.size(); ++i)
+           if (times[i] - times[i - 1] > 60.0) ++bursts;
+         std::size_t n = std::max(pids.size(), bursts);
+         if (n < 3) return std::nullopt;
+         std::string list;
+         for (const auto& x : xids) list += (list.empty() ? "" : ", ") + x;
+         return std::make_pair(std::string("gpu_xid_hardware"),
+                               "Xid " + list + " recurred in " + std::to_string(n) + " separate events on the same GPU (PCI " + pci +
+                                   "): a faulty GPU, not one bad kernel");
        }},
   };
   return rules;
@@ -526,6 +602,29 @@ const std::vector<inference_rule>& inference_rules() {
          } else {
            inf.why = "ranks planned different numbers of steps, but no single rank stands out";
          }
+         return inf;
+       }},
+      {"ends_in_launch_banner", "nothing looks wrong, but every input ends in the launcher's start-up (rendezvous, world "
+                                "info): the job never got past start-up, usually because a node or worker never joined",
+       "https://pytorch.org/docs/stable/elastic/run.html (rendezvous); DeepSpeed launcher (deepspeed/launcher/launch.py)",
+       {"ends_in_launch_banner"},
+       [](const context& ctx) -> std::optional<inference> {
+         // torchrun/torchelastic and DeepSpeed start-up lines, as printed (facts from their sources).
+         static const re2::RE2 banner(
+             R"(Rendezvous'ing worker group|Starting elastic_operator with launch configs|\[default\] Starting worker group|)"
+             R"(WORLD INFO DICT|nnodes=\d+, num_local_procs=\d+, node_rank=\d+|dist_world_size=\d+|)"
+             R"(master_addr is only used for static rdzv_backend|Waiting for \d+ (?:nodes|workers|ranks)|)"
+             R"(^\s*(?:entrypoint|min_nodes|max_nodes|nproc_per_node|run_id|rdzv_backend|rdzv_endpoint|rdzv_configs|max_restarts|monitor_interval|log_dir|metrics_cfg)\s*:)");
+         if (ctx.in->stream_ends.empty() || !ctx.fs.empty() || !ctx.in->suspicious.empty()) return std::nullopt;
+         for (const auto& [_, last] : ctx.in->stream_ends)
+           if (!re2::RE2::PartialMatch(last, banner)) return std::nullopt;
+         for (const auto& [_, act] : ctx.activity)
+           if (act.last_step) return std::nullopt;  // a rank trained: this is not a start-up hang
+         inference inf;
+         inf.entry = "ends_in_launch_banner";
+         inf.why = "every input ends in the launcher's start-up; no rank reported any progress";
+         for (const auto& [src, last] : ctx.in->stream_ends)
+           if (inf.extra.size() < 4) inf.extra.push_back({src, "last line: " + last, "", 0, std::nullopt, std::nullopt});
          return inf;
        }},
       {"launcher_exit", "no line explains the failure, no rank timed out, and the launcher names the first worker that "

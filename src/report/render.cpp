@@ -146,7 +146,8 @@ nlohmann::json to_json(const pipeline::run& r) {
     for (const auto& e : d.evidence_lines) ev.push_back(ev_json(e));
     j["root_cause"] = {{"signature", d.signature}, {"id", d.signature_id}, {"kind", d.kind}, {"category", d.category},
                        {"title", d.title},         {"summary", d.summary},   {"confidence", d.confidence},
-                       {"priority", d.priority},   {"evidence", ev},         {"references", d.references}};
+                       {"priority", d.priority},   {"evidence", ev},         {"references", d.references},
+                       {"rule", d.rule},           {"kind_reason", d.kind_reason}};
   } else {
     j["root_cause"] = nullptr;
   }
@@ -205,7 +206,8 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
     line("");
     line(p("1", "ROOT CAUSE  ") + d.title);
     if (!d.summary.empty()) line("  " + d.summary);
-    line("  signature: " + d.signature);
+    line("  signature: " + d.signature + (d.rule.empty() ? "" : "   rule: " + d.rule));
+    if (!d.kind_reason.empty()) line("  kind: " + d.kind_reason);
     line("");
     line(p("1", "EVIDENCE"));
     for (const auto& e : d.evidence_lines) {

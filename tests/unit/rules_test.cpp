@@ -303,6 +303,84 @@ TEST(rule_torchelastic_root, first_observed_failure_across_nodes_by_time) {
   EXPECT_EQ(d->rank, 2);
 }
 
+
+TEST(rule_missing_client, the_one_rank_that_never_wrote_is_the_culprit) {
+  inputs in;
+  in.findings.push_back(make("torch_rendezvous_timeout", 0, std::nullopt, {{"joined", "3"}, {"world", "4"}}));
+  for (int r : {0, 1, 3}) activity(in, r);
+  auto d = rank_by(in, "missing_client", "torch_rendezvous_timeout");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->rank, 2);
+  inputs only0;  // only the store's log: the culprit cannot be named, and the store is not it
+  only0.findings.push_back(make("torch_rendezvous_timeout", 0, std::nullopt, {{"joined", "15"}, {"world", "16"}}));
+  activity(only0, 0);
+  d = rank_by(only0, "missing_client", "torch_rendezvous_timeout");
+  ASSERT_TRUE(d);
+  EXPECT_FALSE(d->rank);
+}
+
+TEST(rule_local_rank_and_timeouts, two_constraints_give_the_rank) {
+  inputs in;
+  in.hosts = {"node-a", "node-b"};  // several nodes: local rank 1 alone does not say which rank
+  auto oom = make("cuda_oom", std::nullopt);
+  oom.local_rank = 1;
+  in.findings.push_back(oom);
+  for (int r = 0; r < 16; ++r)
+    if (r != 9) in.findings.push_back(watchdog(r));
+  auto d = rank_by(in, "local_rank_and_timeouts", "cuda_oom");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->rank, 9);
+}
+
+TEST(rule_repeated_xid_same_device, separate_events_make_a_faulty_gpu_a_burst_does_not) {
+  auto xid = [](const std::string& pid, timestamp t) {
+    auto f = make("xid_13_graphics_engine_exception", std::nullopt, t, {{"pci", "0000:3b:00"}, {"xid", "13"}, {"pid", pid}});
+    f.text += pid + std::to_string(t.seconds);
+    return f;
+  };
+  inputs burst;
+  for (int i = 0; i < 10; ++i) burst.findings.push_back(xid("<unknown>", at(2025, 1, 21, 4, 41, 44)));
+  EXPECT_EQ(ff::correlate::correlate(burst, builtin()).kind, "gpu_xid_application");
+  inputs days;
+  days.findings.push_back(xid("111", at(2025, 1, 6, 10, 0, 0)));
+  days.findings.push_back(xid("222", at(2025, 1, 7, 10, 0, 0)));
+  days.findings.push_back(xid("333", at(2025, 1, 8, 10, 0, 0)));
+  auto d = ff::correlate::correlate(days, builtin());
+  EXPECT_EQ(d.kind, "gpu_xid_hardware");
+  EXPECT_EQ(d.rule, "repeated_xid_same_device");
+}
+
+TEST(rule_launcher_exit, the_first_failed_worker_and_its_exit_code) {
+  inputs in;
+  ff::extract::exit_record e;
+  e.rank = 3;
+  e.exitcode = 1;
+  e.root_cause = true;
+  e.launcher = "mpirun";
+  in.exits.push_back(e);
+  auto inf = infer(in, "launcher_exit");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 3);
+  EXPECT_EQ(inf->entry, "launcher_exit_error");
+  in.exits[0].exitcode = -9;
+  EXPECT_EQ(infer(in, "launcher_exit")->entry, "launcher_exit_sigkill");
+  in.exits[0].exitcode = -15;  // SIGTERM says who stopped it, not why
+  EXPECT_FALSE(infer(in, "launcher_exit"));
+  in.exits[0].exitcode = 1;
+  for (int r : {0, 1}) in.findings.push_back(watchdog(r));  // ranks waited: the launcher may name a victim
+  EXPECT_FALSE(infer(in, "launcher_exit"));
+}
+
+TEST(rule_ends_in_launch_banner, a_log_that_stops_in_the_rendezvous) {
+  inputs in;
+  in.stream_ends.emplace_back("node0.log", "INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous'ing worker group");
+  auto inf = infer(in, "ends_in_launch_banner");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "ends_in_launch_banner");
+  in.stream_ends.emplace_back("node1.log", "step 100 loss 1.2");
+  EXPECT_FALSE(infer(in, "ends_in_launch_banner"));
+}
+
 // --- root rules ---------------------------------------------------------------------------------
 
 TEST(rule_scheduler_end_after_rank_error, a_cancel_after_a_rank_error_is_its_consequence) {
