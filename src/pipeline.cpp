@@ -277,7 +277,7 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
     const auto& sig = lib.signatures[static_cast<std::size_t>(h.signature)];
     // A catch-all cause (priority <= 10) on a line that a symptom or a specific cause explains
     // adds nothing: the line is that symptom or that cause.
-    if (sig.is_cause() && sig.priority <= 10 && (symptom_on_line || specific_cause_on_line)) continue;
+    if (sig.is_cause() && sig.layer_rank() > 0 && sig.priority <= 10 && (symptom_on_line || specific_cause_on_line)) continue;
     // One line is one event: a weaker cause on the same line (a generic Xid rule beside the Xid 79
     // rule) describes the same event less precisely.
     if (sig.is_cause() && sig.priority < top_cause) continue;

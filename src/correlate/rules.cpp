@@ -660,6 +660,25 @@ const std::vector<inference_rule>& inference_rules() {
            if (ctx.sig(f).kind == "rank_exception" || ctx.sig(f).category == "launch") inf.findings.push_back(&f);
          return inf;
        }},
+      {"outside_stop_signal", "no line names a cause, no rank timed out or failed first, and the launcher itself received a "
+                              "stop signal (SIGTERM/SIGINT/SIGHUP): the job was stopped from outside",
+       "torch/distributed/elastic/agent/server/api.py (\"Received ... death signal, shutting down workers\")",
+       {"outside_stop_signal"},
+       [](const context& ctx) -> std::optional<inference> {
+         static const re2::RE2 stop(R"(Received (?:Signals\.SIG(?:TERM|INT|HUP)|1|2|15) death signal, shutting down workers)");
+         if (!timeouts(ctx).timed_out.empty()) return std::nullopt;
+         for (const auto& e : ctx.exits)
+           if (e.exitcode && *e.exitcode > 0) return std::nullopt;  // a worker failed on its own
+         for (const auto& f : ctx.fs)
+           if (re2::RE2::PartialMatch(f.text, stop)) {
+             inference inf;
+             inf.entry = "outside_stop_signal";
+             inf.why = "the signal came from outside the job; no rank had failed before it";
+             inf.findings.push_back(&f);
+             return inf;
+           }
+         return std::nullopt;
+       }},
   };
   return rules;
 }

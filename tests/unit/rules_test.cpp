@@ -381,6 +381,21 @@ TEST(rule_ends_in_launch_banner, a_log_that_stops_in_the_rendezvous) {
   EXPECT_FALSE(infer(in, "ends_in_launch_banner"));
 }
 
+
+TEST(rule_outside_stop_signal, the_agent_stopped_from_outside_with_no_earlier_failure) {
+  inputs in;
+  in.findings.push_back(make("launch_elastic_signal_received", std::nullopt, std::nullopt, {},
+                             "WARNING:torch.distributed.elastic.agent.server.api:Received 15 death signal, shutting down workers"));
+  auto inf = infer(in, "outside_stop_signal");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "outside_stop_signal");
+  ff::extract::exit_record e;
+  e.rank = 2;
+  e.exitcode = 1;  // a worker failed on its own first: not an outside stop
+  in.exits.push_back(e);
+  EXPECT_FALSE(infer(in, "outside_stop_signal"));
+}
+
 // --- root rules ---------------------------------------------------------------------------------
 
 TEST(rule_scheduler_end_after_rank_error, a_cancel_after_a_rank_error_is_its_consequence) {
