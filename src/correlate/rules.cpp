@@ -660,6 +660,18 @@ const std::vector<inference_rule>& inference_rules() {
            if (ctx.sig(f).kind == "rank_exception" || ctx.sig(f).category == "launch") inf.findings.push_back(&f);
          return inf;
        }},
+      {"xid_cleanup_names_prior", "no cause line, but the driver's Xid 45 cleanup notice names the earlier Xid that caused it",
+       "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html (Xid 45: preemptive cleanup, due to previous errors)",
+       {"xid_cleanup_names_prior"},
+       [](const context& ctx) -> std::optional<inference> {
+         inference inf;
+         for (const auto& f : ctx.fs)
+           if (!field(f, "prior_xid").empty()) inf.findings.push_back(&f);
+         if (inf.findings.empty()) return std::nullopt;
+         inf.entry = "xid_cleanup_names_prior";
+         inf.why = "the GPU fault is node-level; no line names a rank";
+         return inf;
+       }},
       {"outside_stop_signal", "no line names a cause, no rank timed out or failed first, and the launcher itself received a "
                               "stop signal (SIGTERM/SIGINT/SIGHUP): the job was stopped from outside",
        "torch/distributed/elastic/agent/server/api.py (\"Received ... death signal, shutting down workers\")",

@@ -88,7 +88,8 @@ std::vector<lint_issue> lint(const library& lib) {
       auto t = lib.tables.find(s.lookup_table);
       if (t == lib.tables.end()) add("lookup table '" + s.lookup_table + "' is not in _tables/");
       else lt = &t->second;
-      if (!groups.count(s.lookup_field)) add("lookup field '" + s.lookup_field + "' is not an extract group");
+      // An inferred entry's fields come from the findings its rule rests on, not from its own patterns.
+      if (!groups.count(s.lookup_field) && s.inferred_by.empty()) add("lookup field '" + s.lookup_field + "' is not an extract group");
       if (lt && lt->has_column("kind"))
         for (const auto& [key, cells] : lt->rows) {
           auto k2 = lt->get(key, "kind");
@@ -103,7 +104,7 @@ std::vector<lint_issue> lint(const library& lib) {
         if (ph.rfind("lookup.", 0) == 0) {
           if (!lt) add("placeholder {" + ph + "} needs a lookup table");
           else if (!lt->has_column(ph.substr(7))) add("placeholder {" + ph + "}: table " + lt->name + " has no such column");
-        } else if (!groups.count(ph) && ph != "rank" && ph != "host" && ph != "ts") {
+        } else if (!groups.count(ph) && ph != "rank" && ph != "host" && ph != "ts" && s.inferred_by.empty()) {
           add("placeholder {" + ph + "} is not an extract group or built-in");
         }
       }

@@ -76,7 +76,8 @@ TEST_P(corpus_case, matches_labelled_truth) {
     EXPECT_FALSE(got["root_cause"]["evidence"].empty());
   }
   if (verdict == "undetermined" && want != "healthy") {
-    EXPECT_FALSE(got["suspicious"].empty()) << "an undetermined report lists the lines that look wrong";
+    EXPECT_FALSE(got["suspicious"].empty() && got["collateral"].empty())
+        << "an undetermined report lists the lines that look wrong";
   }
 }
 
@@ -90,7 +91,7 @@ INSTANTIATE_TEST_SUITE_P(corpus, corpus_case, ::testing::ValuesIn(cases()),
 
 // Accuracy against the labelled truth (the same rules as ../shared/tools/score_corpus.py).
 TEST(corpus, accuracy_meets_the_main_job_thresholds) {
-  int total = 0, right = 0, wrong = 0, rank_known = 0, rank_right = 0, false_alarms = 0;
+  int total = 0, right = 0, wrong = 0, rank_known = 0, rank_right = 0, false_alarms = 0, missed = 0;
   for (const auto& name : cases()) {
     auto exp = read_json(fs::path(FF_TEST_DATA) / "corpus" / name / "expected.json");
     auto got = diagnose_case(name);
@@ -101,6 +102,7 @@ TEST(corpus, accuracy_meets_the_main_job_thresholds) {
     std::string verdict = got["verdict"];
     std::string kind = verdict == "healthy" ? "healthy" : (got["root_cause"].is_object() ? got["root_cause"]["kind"].get<std::string>() : "");
     if (want == "healthy" && verdict != "healthy") ++false_alarms;
+    if (want != "healthy" && verdict == "healthy") ++missed;
     if (verdict != "undetermined") (ok.count(kind) ? right : wrong)++;
     if (exp["initiating_rank"].is_number_integer()) {
       ++rank_known;
@@ -108,9 +110,12 @@ TEST(corpus, accuracy_meets_the_main_job_thresholds) {
     }
   }
   ASSERT_GT(total, 0);
-  EXPECT_GE(right * 100, total * 80) << right << "/" << total << " kinds right";
-  EXPECT_LE(wrong * 100, total * 10) << wrong << "/" << total << " wrong";
+  EXPECT_GE(right * 100, total * 95) << right << "/" << total << " kinds right";
+  EXPECT_LE(wrong * 100, total * 3) << wrong << "/" << total << " wrong";
+  EXPECT_EQ(missed, 0) << "failed runs called healthy";
   EXPECT_GE(rank_right * 100, rank_known * 80) << rank_right << "/" << rank_known << " ranks right";
+  std::printf("corpus: %d cases, %d right, %d wrong, ranks %d/%d, healthy false alarms %d, failed runs called healthy %d\n", total,
+              right, wrong, rank_right, rank_known, false_alarms, missed);
   EXPECT_EQ(false_alarms, 0);
 }
 

@@ -396,6 +396,17 @@ TEST(rule_outside_stop_signal, the_agent_stopped_from_outside_with_no_earlier_fa
   EXPECT_FALSE(infer(in, "outside_stop_signal"));
 }
 
+
+TEST(rule_xid_cleanup_names_prior, the_cleanup_notice_names_the_fault) {
+  inputs in;
+  in.findings.push_back(make("xid_45_preemptive_cleanup", std::nullopt, std::nullopt,
+                             {{"pci", "0000:dc:00"}, {"xid", "45"}, {"prior_xid", "149"}}));
+  auto d = ff::correlate::correlate(in, builtin());
+  EXPECT_EQ(d.rule, "xid_cleanup_names_prior");
+  EXPECT_EQ(d.kind, "nvlink_error") << "the kind comes from NVIDIA's catalogue row for Xid 149";
+  EXPECT_NE(d.summary.find("149"), std::string::npos);
+}
+
 // --- root rules ---------------------------------------------------------------------------------
 
 TEST(rule_scheduler_end_after_rank_error, a_cancel_after_a_rank_error_is_its_consequence) {
