@@ -213,6 +213,13 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
   if (!ex) ex = std::make_unique<extract::extractor>(st.display);
   ex->feed(meta.body, line_no, note, in.exits, in.terminated);
   if (!rank && note.rank) rank = note.rank;
+  if (note.top) {
+    auto r = rank ? rank : (local_rank && in.hosts.size() <= 1 ? local_rank : std::nullopt);
+    if (r && in.stack_tops.size() < 65536) {
+      auto& v = in.stack_tops[*r];
+      if (v.size() < 64) v.push_back({*note.top, st.display, line_no});
+    }
+  }
 
   std::string_view body = text::trim(meta.body);
   if (!body.empty()) st.last_body = std::string(text::prefix_utf8(body, 300));

@@ -109,7 +109,14 @@ struct inputs {
   std::map<std::string, std::set<int>> host_ranks;
   /// Each input's last non-empty line (masked), in input order: a log that ends in the launcher's
   /// start-up banner never got as far as training.
-  std::vector<std::pair<std::string, std::string>> stream_ends;  ///< ranks seen on lines that also name their host (capped)
+  std::vector<std::pair<std::string, std::string>> stream_ends;
+  /// Innermost frames of stack dumps by rank (py-spy, faulthandler), capped per rank.
+  struct dump_frame {
+    extract::stack_top top;
+    std::string source;
+    std::uint64_t line_no = 0;
+  };
+  std::map<int, std::vector<dump_frame>> stack_tops;  ///< ranks seen on lines that also name their host (capped)
   std::size_t max_suspicious_shown = 40;  ///< lines that look wrong, kept in the report at most
 };
 

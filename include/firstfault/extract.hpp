@@ -44,12 +44,24 @@ struct terminated_pid {
 };
 
 /// What the extractor says about one line.
+/// The innermost frame of one thread in a stack dump: py-spy's `Thread N (idle): "MainThread"` followed by
+/// `    func (file.py:line)` (https://github.com/benfred/py-spy#how-does-py-spy-work, `py-spy dump`), or
+/// faulthandler's `Thread 0x... (most recent call first):` / `Current thread 0x...` followed by
+/// `  File "file.py", line N in func` (https://docs.python.org/3/library/faulthandler.html).
+struct stack_top {
+  std::string function, file;
+  bool main_thread = false;  ///< py-spy's "MainThread", or faulthandler's "Current thread"
+  std::string text;          ///< the frame line as printed
+};
+
 struct line_note {
   bool skip_match = false;     ///< a frame/source line inside a record; not matched
   bool exception_line = false; ///< the "XxxError: msg" line that ends a Python traceback
   int record = -1;             ///< record id within this stream, -1 for a plain line
   std::optional<int> rank;     ///< rank of the ChildFailedError entry this line belongs to
   std::string collective;      ///< on an exception line: the torch.distributed call the stack was in (all_reduce, barrier, ...)
+  /// On the first frame of a thread in a stack dump (py-spy dump, faulthandler): that innermost frame.
+  std::optional<struct stack_top> top;
 };
 
 class extractor {
@@ -71,6 +83,8 @@ class extractor {
   std::string tb_collective_;  // innermost distributed_c10d.py frame of the current traceback  // a "During handling..."/"direct cause" line joined the next traceback
   // C++ frames
   bool in_frames_ = false;
+  // a stack dump's thread header was the previous line: the next frame is that thread's innermost
+  int dump_header_ = 0;  // 0 none, 1 other thread, 2 main thread
   // mpirun's "The first process to do so was:" block
   bool mpi_first_ = false;
   std::optional<exit_record> mpi_entry_;

@@ -202,6 +202,20 @@ diagnosis correlate(inputs in, const kb::library& lib) {
       if (name == "rank") return init_rank ? std::to_string(*init_rank) : "(unknown)";
       return "(unknown)";
     });
+    // Steps are shown filled or not at all (see above): here only {rank} can have a value.
+    for (auto* list : {&d.fix, &d.verify, &d.confirm}) {
+      std::vector<std::string> out;
+      for (const auto& line : *list) {
+        bool all = true;
+        auto filled = text::fill_template(line, [&](const std::string& name) -> std::string {
+          if (name == "rank" && init_rank) return std::to_string(*init_rank);
+          all = false;
+          return "";
+        });
+        if (all) out.push_back(std::move(filled));
+      }
+      *list = std::move(out);
+    }
   }
   // confidence
   if (d.verdict == "failure") {

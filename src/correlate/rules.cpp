@@ -604,6 +604,45 @@ const std::vector<inference_rule>& inference_rules() {
          }
          return inf;
        }},
+      {"stack_dump_odd_rank", "stack dumps (py-spy, faulthandler) of several ranks: all but one wait in a collective, the "
+                              "one elsewhere (file I/O, data loading, its own work) held the others up",
+       "https://github.com/benfred/py-spy (py-spy dump); https://docs.python.org/3/library/faulthandler.html",
+       {"timeout_absent_rank"},
+       [](const context& ctx) -> std::optional<inference> {
+         // In a collective: a torch.distributed frame, DDP's reducer, or autograd's backward (DDP all-reduces
+         // gradients there), as the innermost frame of the main thread.
+         static const re2::RE2 coll_fn(
+             R"(^(?:all_reduce|all_gather\w*|reduce_scatter\w*|broadcast\w*|barrier|monitored_barrier|reduce|gather|scatter|all_to_all\w*|send|recv|isend|irecv|wait|run_backward|_engine_run_backward|backward)$)");
+         std::map<int, std::pair<bool, const inputs::dump_frame*>> by_rank;  // rank -> (in collective, a frame)
+         for (const auto& [r, frames] : ctx.in->stack_tops) {
+           bool any_main = std::any_of(frames.begin(), frames.end(), [](const auto& f) { return f.top.main_thread; });
+           bool in_coll = false;
+           const inputs::dump_frame* shown = nullptr;
+           for (const auto& f : frames) {
+             if (any_main && !f.top.main_thread) continue;
+             bool c = f.top.file.find("torch/distributed") != std::string::npos ||
+                      f.top.file.find("nn/parallel/distributed.py") != std::string::npos ||
+                      re2::RE2::FullMatch(f.top.function, coll_fn);
+             in_coll = in_coll || c;
+             if (!shown || (!c && !in_coll)) shown = &f;
+           }
+           if (shown) by_rank[r] = {in_coll, shown};
+         }
+         if (by_rank.size() < 2) return std::nullopt;
+         std::vector<int> elsewhere, waiting;
+         for (const auto& [r, v] : by_rank) (v.first ? waiting : elsewhere).push_back(r);
+         if (elsewhere.size() != 1 || waiting.empty()) return std::nullopt;
+         int c = elsewhere[0];
+         const auto* f = by_rank[c].second;
+         inference inf;
+         inf.entry = "timeout_absent_rank";
+         inf.rank = c;
+         inf.why = "stack dumps: ranks " + text::rank_ranges(waiting) + " wait in a collective, rank " + std::to_string(c) +
+                   " is in " + f->top.function + " (" + f->top.file + ")";
+         inf.extra.push_back({f->source, "rank " + std::to_string(c) + " innermost frame: " + f->top.text, "", f->line_no, c,
+                              std::nullopt});
+         return inf;
+       }},
       {"ends_in_launch_banner", "nothing looks wrong, but every input ends in the launcher's start-up (rendezvous, world "
                                 "info): the job never got past start-up, usually because a node or worker never joined",
        "https://pytorch.org/docs/stable/elastic/run.html (rendezvous); DeepSpeed launcher (deepspeed/launcher/launch.py)",

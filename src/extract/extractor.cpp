@@ -146,6 +146,27 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
     }
   }
 
+  // --- stack dumps (py-spy dump, faulthandler) ----------------------------------------------------
+  if (dump_header_ > 0 && !t.empty()) {
+    static const re2::RE2 pyspy_frame(R"re(^([\w<>.]+) \(([^():]+):\d+\))re"), fh_frame(R"re(^File "([^"]+)", line \d+ in ([\w<>.]+))re");
+    re2::StringPiece sp(t.data(), t.size());
+    std::string fn, file;
+    bool main = dump_header_ == 2;
+    dump_header_ = 0;
+    if (re2::RE2::PartialMatch(sp, pyspy_frame, &fn, &file) || re2::RE2::PartialMatch(sp, fh_frame, &file, &fn)) {
+      note.top = stack_top{fn, file, main, std::string(t.substr(0, 300))};
+      return;
+    }
+  }
+  if (starts_with(t, "Thread ") || starts_with(t, "Current thread ")) {
+    static const re2::RE2 header(R"re(^(?:Current thread|Thread) (?:0x[0-9a-fA-F]+|\d+) \((?:most recent call first|idle|active|active\+gil|gil)\)(?::? "([^"]*)"|:))re");
+    std::string name;
+    if (re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), header, &name)) {
+      dump_header_ = (name == "MainThread" || starts_with(t, "Current thread ")) ? 2 : 1;
+      return;
+    }
+  }
+
   // --- C++ exception frames -------------------------------------------------------------------
   if (starts_with(t, "Exception raised from ") && contains(t, "(most recent call first)")) {
     in_frames_ = true;

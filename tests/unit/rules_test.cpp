@@ -407,6 +407,44 @@ TEST(rule_xid_cleanup_names_prior, the_cleanup_notice_names_the_fault) {
   EXPECT_NE(d.summary.find("149"), std::string::npos);
 }
 
+
+TEST(rule_stack_dump_odd_rank, all_but_one_rank_wait_in_a_collective) {
+  inputs in;
+  auto top = [](const std::string& fn, const std::string& file, bool main) {
+    inputs::dump_frame f;
+    f.top = ff::extract::stack_top{fn, file, main, fn + " (" + file + ":1)"};
+    f.source = "dump.txt";
+    return f;
+  };
+  for (int r : {0, 1, 3}) {
+    in.stack_tops[r].push_back(top("all_reduce", "torch/distributed/distributed_c10d.py", true));
+    in.stack_tops[r].push_back(top("read", "socket.py", false));  // another thread: not the main one
+  }
+  in.stack_tops[2].push_back(top("read", "lustre_reader.py", true));
+  auto inf = infer(in, "stack_dump_odd_rank");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 2);
+  in.stack_tops[3] = {top("__getitem__", "dataset.py", true)};  // two ranks elsewhere: no single culprit
+  EXPECT_FALSE(infer(in, "stack_dump_odd_rank"));
+}
+
+TEST(extractor, py_spy_and_faulthandler_stack_tops) {
+  ff::extract::extractor ex("dump.txt");
+  std::vector<ff::extract::exit_record> exits;
+  std::vector<ff::extract::terminated_pid> terms;
+  ff::extract::line_note n1, n2, n3, n4;
+  ex.feed("Thread 4242 (idle): \"MainThread\"", 1, n1, exits, terms);
+  ex.feed("    all_reduce (torch/distributed/distributed_c10d.py:2050)", 2, n2, exits, terms);
+  ASSERT_TRUE(n2.top);
+  EXPECT_EQ(n2.top->function, "all_reduce");
+  EXPECT_TRUE(n2.top->main_thread);
+  ex.feed("Current thread 0x00007f3a (most recent call first):", 3, n3, exits, terms);
+  ex.feed("  File \"/data/reader.py\", line 41 in read", 4, n4, exits, terms);
+  ASSERT_TRUE(n4.top);
+  EXPECT_EQ(n4.top->function, "read");
+  EXPECT_EQ(n4.top->file, "/data/reader.py");
+}
+
 // --- root rules ---------------------------------------------------------------------------------
 
 TEST(rule_scheduler_end_after_rank_error, a_cancel_after_a_rank_error_is_its_consequence) {
