@@ -314,6 +314,18 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
   return in.findings.size() - before;
 }
 
+std::size_t wrap_width(const std::vector<std::pair<std::string, std::uint64_t>>& head) {
+  // Evident only when no line is longer than some width W >= 60, at least 5 lines (and 5%) are exactly W
+  // long, and those are not rules of one repeated character ("-----", "=====").
+  std::size_t longest = 0;
+  for (const auto& [t, _] : head) longest = std::max(longest, t.size());
+  if (longest < 60 || longest > 1000) return 0;
+  std::size_t at_width = 0;
+  for (const auto& [t, _] : head)
+    if (t.size() == longest && t.find_first_not_of(t[0]) != std::string::npos && t.back() != ' ') ++at_width;
+  return at_width >= 5 && at_width * 20 >= head.size() ? longest : 0;
+}
+
 result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, const options& opt) {
   constexpr std::size_t kLearnLines = 256;
   collector col(eng, opt);
@@ -325,9 +337,44 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
     // The first lines are read as a batch so unknown prefixes are learnt before any line is matched.
     std::vector<std::pair<std::string, std::uint64_t>> head;
     while (head.size() < kLearnLines && reader.next(raw)) head.emplace_back(std::string(raw.text), raw.line_no);
+    // A paste hard-wrapped by a terminal: rejoin a line cut at the wrap width with the line after it.
+    std::size_t wrap = wrap_width(head);
+    if (wrap > 0) {
+      std::vector<std::pair<std::string, std::uint64_t>> joined;
+      for (auto& l : head) {
+        if (!joined.empty() && joined.back().first.size() % wrap == 0 && joined.back().first.size() < 64 * wrap)
+          joined.back().first += l.first;
+        else
+          joined.push_back(std::move(l));
+      }
+      head = std::move(joined);
+    }
+    std::string pending;
+    std::uint64_t pending_no = 0;
+    bool have_pending = false;
+    if (wrap > 0 && !head.empty()) {  // the last head line may continue in the stream
+      pending = std::move(head.back().first);
+      pending_no = head.back().second;
+      have_pending = true;
+      head.pop_back();
+    }
     col.add_lines(st, head);
     head.clear();
-    while (reader.next(raw)) col.add_line(st, raw.text, raw.line_no);
+    while (reader.next(raw)) {
+      if (wrap == 0) {
+        col.add_line(st, raw.text, raw.line_no);
+        continue;
+      }
+      if (have_pending && pending.size() % wrap == 0 && pending.size() < 64 * wrap) {
+        pending += raw.text;
+        continue;
+      }
+      if (have_pending) col.add_line(st, pending, pending_no);
+      pending.assign(raw.text);
+      pending_no = raw.line_no;
+      have_pending = true;
+    }
+    if (have_pending) col.add_line(st, pending, pending_no);
     col.close_stream(st);
     input_stats stats{st.display, st.lines, reader.bytes_read()};
     if (stats.lines > 0) out.any_readable = true;

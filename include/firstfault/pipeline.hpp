@@ -99,6 +99,9 @@ class collector {
 };
 
 result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, const options& opt);
+/// The terminal width a paste was hard-wrapped at, judged from its first lines (text, line number), or 0
+/// when no fixed wrap width is evident. diagnose() rejoins lines cut at that width.
+std::size_t wrap_width(const std::vector<std::pair<std::string, std::uint64_t>>& head);
 /// Fills the run's diagnosis and masking summary from a collector.
 void finish(collector& col, run& out);
 /// Convenience: builds the engine, then diagnoses.

@@ -445,6 +445,19 @@ TEST(extractor, py_spy_and_faulthandler_stack_tops) {
   EXPECT_EQ(n4.top->file, "/data/reader.py");
 }
 
+
+TEST(wrap_width, a_fixed_terminal_width_is_evident_only_when_nothing_is_longer) {
+  std::vector<std::pair<std::string, std::uint64_t>> head;
+  for (int i = 0; i < 10; ++i) head.emplace_back(std::string(79, 'a') + "b", i);  // cut at 80 columns
+  for (int i = 0; i < 10; ++i) head.emplace_back("continued " + std::to_string(i), i);
+  EXPECT_EQ(ff::pipeline::wrap_width(head), 80u);
+  head.emplace_back(std::string(120, 'x') + "y", 99);  // one longer line: no fixed wrap
+  EXPECT_EQ(ff::pipeline::wrap_width(head), 0u);
+  std::vector<std::pair<std::string, std::uint64_t>> rules;
+  for (int i = 0; i < 10; ++i) rules.emplace_back(std::string(80, '-'), i);  // separator rules are not wraps
+  EXPECT_EQ(ff::pipeline::wrap_width(rules), 0u);
+}
+
 // --- root rules ---------------------------------------------------------------------------------
 
 TEST(rule_scheduler_end_after_rank_error, a_cancel_after_a_rank_error_is_its_consequence) {
