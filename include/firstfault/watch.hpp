@@ -48,6 +48,8 @@ struct metrics {
   std::map<std::string, std::uint64_t> alerts;  ///< by type
   std::map<std::string, std::uint64_t> hits;    ///< key: signature|kind|rank|host
   std::map<std::string, double> last_line_at;   ///< rank key -> unix seconds of its last line
+  std::size_t files = 0;                        ///< log files followed
+  bool ready = false;                           ///< the first scan has opened the files (readiness signal)
 };
 
 /// Runs until `stop` is set or run_for_s elapses. `sink` receives every alert (from the watcher thread);

@@ -53,6 +53,10 @@ std::string to_prometheus(const metrics& m, double now) {
   std::string o;
   o += "# HELP firstfault_lines_read_total Log lines read by firstfault watch.\n# TYPE firstfault_lines_read_total counter\n";
   o += "firstfault_lines_read_total " + std::to_string(m.lines) + "\n";
+  if (m.ready) {
+    o += "# HELP firstfault_files_followed Log files followed (present once the watcher has opened them).\n# TYPE firstfault_files_followed gauge\n";
+    o += "firstfault_files_followed " + std::to_string(m.files) + "\n";
+  }
   o += "# HELP firstfault_bytes_read_total Log bytes read by firstfault watch.\n# TYPE firstfault_bytes_read_total counter\n";
   o += "firstfault_bytes_read_total " + std::to_string(m.bytes) + "\n";
   o += "# HELP firstfault_alerts_total Alerts raised, by type (failure, update, hang).\n# TYPE firstfault_alerts_total counter\n";
@@ -247,6 +251,11 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
     if (opt.run_for_s && std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > *opt.run_for_s)
       break;
     discover();
+    {
+      std::lock_guard<std::mutex> g(mu);
+      mx.files = files.size();  // also the readiness signal: set once the first scan has opened them
+      mx.ready = true;
+    }
     for (auto& [path, t] : files) {
       struct stat sb {};
       bool exists = ::stat(path.c_str(), &sb) == 0;
