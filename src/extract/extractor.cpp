@@ -69,17 +69,23 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
     }
   }
 
+  // One exit report of a launcher, with where it was printed.
+  auto new_record = [&](const char* launcher) {
+    exit_record r;
+    r.launcher = launcher;
+    r.source = source_;
+    r.line_no = line_no;
+    return r;
+  };
+
   // --- other launchers' exit reports ------------------------------------------------------------
   {
     re2::StringPiece sp(t.data(), t.size());
     // mpirun: "The first process to do so was:" / "Process name: [[37533,1],3]" / "Exit code:    1"
     if (contains(t, "The first process to do so was")) {
       mpi_first_ = true;
-      mpi_entry_ = exit_record{};
-      mpi_entry_->launcher = "mpirun";
+      mpi_entry_ = new_record("mpirun");
       mpi_entry_->root_cause = true;
-      mpi_entry_->source = source_;
-      mpi_entry_->line_no = line_no;
       return;
     }
     if (mpi_first_) {
@@ -100,28 +106,22 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
     std::string host, what;
     int task = 0, code = 0;
     if (contains(t, "srun: error:") && re2::RE2::PartialMatch(sp, srun_re, &host, &task, &code, &what)) {
-      exit_record r;
-      r.launcher = "srun";
+      auto r = new_record("srun");
       r.rank = task;
       r.host = host;
       if (what.empty()) r.exitcode = code;
       else r.signal = what == "Killed" ? "SIGKILL" : what == "Segmentation fault" ? "SIGSEGV" : what == "Aborted" ? "SIGABRT" : "SIGTERM";
       r.exitcode = what.empty() ? code : what == "Killed" ? -9 : what == "Segmentation fault" ? -11 : what == "Aborted" ? -6 : -15;
-      r.source = source_;
-      r.line_no = line_no;
       exits.push_back(r);
     }
     // torch.distributed.launch / DeepSpeed: CalledProcessError naming the worker's --local_rank
     static const re2::RE2 cpe_re(R"(CalledProcessError: Command .*--local[_-]rank[= ](\d+).* returned non-zero exit status (-?\d+))");
     int lr = 0;
     if (contains(t, "CalledProcessError") && re2::RE2::PartialMatch(sp, cpe_re, &lr, &code)) {
-      exit_record r;
-      r.launcher = "launch";
+      auto r = new_record("launch");
       r.local_rank = lr;
       r.exitcode = code;
       r.from_agent_line = true;
-      r.source = source_;
-      r.line_no = line_no;
       exits.push_back(r);
     }
   }
@@ -133,13 +133,11 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
     re2::StringPiece sp(t.data(), t.size());
     int ec = 0, lr = 0, pid = 0;
     if (re2::RE2::PartialMatch(sp, failed_re, &ec, &lr, &pid)) {
-      exit_record r;
+      auto r = new_record("torchelastic");
       r.exitcode = ec;
       r.local_rank = lr;
       r.pid = pid;
       r.from_agent_line = true;
-      r.source = source_;
-      r.line_no = line_no;
       exits.push_back(r);
     } else if (re2::RE2::PartialMatch(sp, sigterm_re, &pid)) {
       terms.push_back({pid, source_, line_no});
