@@ -53,6 +53,7 @@ struct collector::impl {
   static constexpr int kMaxPerKey = 64;
   std::map<std::pair<int, int>, std::pair<int, std::size_t>> per_key;  // (signature, rank) -> (count, last index)
   std::map<std::string, std::size_t> suspicious_by_template;  // template -> index in in.suspicious
+  std::string engine_error;  // the first matching-engine error: the run is an error, never "healthy"
   impl(const engine& e, const options& o) : eng(e), opt(o), scratch(e.matcher), masker(o.mask) {}
 };
 
@@ -62,7 +63,11 @@ collector::collector(const engine& eng, const options& opt) : impl_(std::make_un
 collector::~collector() = default;
 collector::collector(collector&&) noexcept = default;
 
-status collector::check() const { return impl_->masker.check(); }
+status collector::check() const {
+  if (auto st = impl_->scratch.ok(); !st) return st;
+  if (!impl_->engine_error.empty()) return error{impl_->engine_error};
+  return impl_->masker.check();
+}
 mask::masker& collector::masker() { return impl_->masker; }
 const correlate::inputs& collector::inputs() const { return impl_->in; }
 correlate::diagnosis collector::diagnose() const { return correlate::correlate(impl_->in, *impl_->eng.lib); }
@@ -247,7 +252,10 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
   if (body.empty()) return 0;
   auto& hits = im.hits;
   hits.clear();
-  im.eng.matcher.scan(body, im.scratch, hits);
+  if (auto scanned = im.eng.matcher.scan(body, im.scratch, hits); !scanned) {
+    if (im.engine_error.empty()) im.engine_error = scanned.error().message;
+    return 0;
+  }
   if (note.skip_match) {  // inside a stack: only signatures written for stack lines count
     hits.erase(std::remove_if(hits.begin(), hits.end(),
                               [&](const match::hit& h) {
@@ -384,6 +392,7 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
     return true;
   };
   out.errors = ingest::read_inputs(paths, opt.ingest, visit);
+  if (auto st = col.check(); !st) return st.error();  // an engine error mid-run: no verdict from partial matching
   finish(col, out);
   return out;
 }

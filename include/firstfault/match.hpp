@@ -8,7 +8,7 @@
 //   auto m = ff::match::matcher::compile(lib);
 //   ff::match::scratch s(m.value());
 //   std::vector<ff::match::hit> hits;
-//   m.value().scan("CUDA out of memory. Tried to allocate 2.00 MiB", s, hits);
+//   if (auto st = m.value().scan("CUDA out of memory. Tried to allocate 2.00 MiB", s, hits); !st) ...;
 #pragma once
 
 #include <memory>
@@ -36,12 +36,15 @@ class scratch {
  public:
   explicit scratch(const matcher& m);
   ~scratch();
+  /// Whether Vectorscan could allocate the scratch (an error names the engine's return code).
+  status ok() const;
   scratch(const scratch&) = delete;
   scratch& operator=(const scratch&) = delete;
 
  private:
   friend class matcher;
   void* hs_ = nullptr;
+  int alloc_rc_ = 0;  ///< hs_alloc_scratch's return value (HS_SUCCESS = 0)
   std::vector<int> ids_;
 };
 
@@ -49,8 +52,9 @@ class matcher {
  public:
   /// Compiles every fingerprint. Errors name the signature and the pattern that failed.
   static result<matcher> compile(const kb::library& lib);
-  /// Appends one hit per signature whose fingerprint matches `body` (confirmed by RE2).
-  void scan(std::string_view body, scratch& s, std::vector<hit>& out) const;
+  /// Appends one hit per signature whose fingerprint matches `body` (confirmed by RE2). An engine error
+  /// (no scratch, hs_scan failing) is an error, never "no match".
+  status scan(std::string_view body, scratch& s, std::vector<hit>& out) const;
   /// Runs the extract patterns of one signature on `body`.
   fields extract(int signature, std::string_view body) const;
   const kb::library& library() const { return *lib_; }

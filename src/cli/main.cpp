@@ -120,7 +120,10 @@ ff::result<ff::mask::options> mask_options(std::string config, const std::vector
     const char* xdg = std::getenv("XDG_CONFIG_HOME");
     const char* home = std::getenv("HOME");
     std::string def = xdg && *xdg ? std::string(xdg) + "/firstfault/mask.yaml" : home ? std::string(home) + "/.config/firstfault/mask.yaml" : "";
-    if (!def.empty() && std::filesystem::exists(def)) config = def;
+    // An unusable default location (symlink loop, name too long, no permission) is not an error of the run:
+    // only an existing file is used. The error_code overload never throws.
+    std::error_code ec;
+    if (!def.empty() && std::filesystem::exists(def, ec) && !ec) config = def;
   }
   if (!config.empty()) {
     auto mo = ff::mask::load_config(config, o);
@@ -280,7 +283,7 @@ int run_watch(const ff::kb::library& L, const watch_args& a) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   CLI::App app{"firstfault: find out why a distributed training run died"};
   app.require_subcommand(1);
   std::vector<std::string> kb_dirs;
@@ -605,4 +608,16 @@ int main(int argc, char** argv) {
     return 0;
   }
   return 0;
+}
+
+// No exception escapes main: every failure is one line on stderr and exit status 2.
+int main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "firstfault: error: %s\n", ff::text::sanitize(e.what()).c_str());
+  } catch (...) {
+    std::fprintf(stderr, "firstfault: error: unexpected failure\n");
+  }
+  return kExitUsage;
 }

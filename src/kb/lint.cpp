@@ -140,7 +140,10 @@ std::vector<example_failure> test_examples(const library& lib) {
     if (!sig.inferred_by.empty()) continue;
     for (const auto& ex : sig.positive) {
       hits.clear();
-      m.value().scan(ex.line, s, hits);
+      if (auto st = m.value().scan(ex.line, s, hits); !st) {
+        out.push_back({sig.name, st.error().message});
+        continue;
+      }
       auto it = std::find_if(hits.begin(), hits.end(), [&](const match::hit& h) { return h.signature == static_cast<int>(i); });
       if (it == hits.end()) {
         out.push_back({sig.name, "positive example does not match: " + ex.line});
@@ -159,7 +162,10 @@ std::vector<example_failure> test_examples(const library& lib) {
     if (sig.is_cause() && sig.priority > 10)  // a catch-all is generic by design
       for (const auto& ex : sig.positive) {
         hits.clear();
-        m.value().scan(ex.line, s, hits);
+        if (auto st = m.value().scan(ex.line, s, hits); !st) {
+          out.push_back({sig.name, st.error().message});
+          continue;
+        }
         for (const auto& h : hits) {
           const auto& o = lib.signatures[static_cast<std::size_t>(h.signature)];
           if (h.signature == static_cast<int>(i) || !o.is_cause() || o.kind == sig.kind || o.priority < sig.priority) continue;
@@ -173,7 +179,10 @@ std::vector<example_failure> test_examples(const library& lib) {
       }
     for (const auto& ex : sig.negative) {
       hits.clear();
-      m.value().scan(ex.line, s, hits);
+      if (auto st = m.value().scan(ex.line, s, hits); !st) {
+        out.push_back({sig.name, st.error().message});
+        continue;
+      }
       if (std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return h.signature == static_cast<int>(i); }))
         out.push_back({sig.name, "negative example matches: " + ex.line});
     }

@@ -144,9 +144,14 @@ result<matcher> matcher::compile(const kb::library& lib) {
 scratch::scratch(const matcher& m) {
   if (m.impl_ && m.impl_->db) {
     hs_scratch_t* s = nullptr;
-    hs_alloc_scratch(m.impl_->db, &s);
-    hs_ = s;
+    alloc_rc_ = hs_alloc_scratch(m.impl_->db, &s);
+    hs_ = alloc_rc_ == HS_SUCCESS ? s : nullptr;
   }
+}
+
+status scratch::ok() const {
+  if (alloc_rc_ != HS_SUCCESS) return error{"Vectorscan could not allocate scratch space (hs_alloc_scratch returned " + std::to_string(alloc_rc_) + ")"};
+  return ff::ok();
 }
 
 scratch::~scratch() {
@@ -172,15 +177,17 @@ fields matcher::extract(int signature, std::string_view body) const {
   return out;
 }
 
-void matcher::scan(std::string_view body, scratch& s, std::vector<hit>& out) const {
-  if (!impl_ || !impl_->db || body.empty()) return;
+status matcher::scan(std::string_view body, scratch& s, std::vector<hit>& out) const {
+  if (!impl_ || !impl_->db || body.empty()) return ok();
+  if (auto st = s.ok(); !st) return st;
   s.ids_.clear();
   auto on_match = [](unsigned id, unsigned long long, unsigned long long, unsigned, void* ctx) -> int {
     static_cast<std::vector<int>*>(ctx)->push_back(static_cast<int>(id));
     return 0;
   };
-  hs_scan(impl_->db, body.data(), static_cast<unsigned>(std::min<std::size_t>(body.size(), 0xFFFFFFFFu)), 0,
-          static_cast<hs_scratch_t*>(s.hs_), on_match, &s.ids_);
+  hs_error_t rc = hs_scan(impl_->db, body.data(), static_cast<unsigned>(std::min<std::size_t>(body.size(), 0xFFFFFFFFu)),
+                          0, static_cast<hs_scratch_t*>(s.hs_), on_match, &s.ids_);
+  if (rc != HS_SUCCESS) return error{"Vectorscan scan failed (hs_scan returned " + std::to_string(rc) + ")"};
   std::sort(s.ids_.begin(), s.ids_.end());
   re2::StringPiece sp(body.data(), body.size());
   int last_sig = -1;
@@ -192,6 +199,7 @@ void matcher::scan(std::string_view body, scratch& s, std::vector<hit>& out) con
     last_sig = sig;
     out.push_back({sig, extract(sig, body)});
   }
+  return ok();
 }
 
 }  // namespace ff::match

@@ -248,6 +248,10 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
 
   auto started = std::chrono::steady_clock::now();
   while (!stop.load()) {
+    if (auto st = col.check(); !st) {  // a matching-engine error: stop with an error, never a quiet "no alert"
+      if (ino_fd >= 0) ::close(ino_fd);
+      return st;
+    }
     if (opt.run_for_s && std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > *opt.run_for_s)
       break;
     discover();

@@ -165,5 +165,17 @@ check "corrupt history: report intact" has "$out" "dataloader_shm_bus_error"
 run diagnose
 check "usage error exits 2" test "$rc" -eq 2
 
+# No exception escapes main: an unusable default mask config (symlink loop, name too long) is ignored,
+# an unusable explicit one is a one-line error with exit 2 (before: uncaught filesystem_error, exit 134).
+mkdir -p "$tmp/loopcfg/firstfault" && ln -s mask.yaml "$tmp/loopcfg/firstfault/mask.yaml"
+XDG_CONFIG_HOME=$tmp/loopcfg "$BIN" diagnose "$CORPUS/gh-funasr-2006/logs" --no-history >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "default config in a symlink loop: diagnosis still runs (exit 1)" test "$rc" -eq 1
+long=$(printf 'x%.0s' $(seq 1 300))
+XDG_CONFIG_HOME=$tmp/$long/$long "$BIN" diagnose "$CORPUS/gh-funasr-2006/logs" --no-history >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "default config name too long: diagnosis still runs (exit 1)" test "$rc" -eq 1
+run diagnose "$CORPUS/gh-funasr-2006/logs" --no-history --mask-config "$tmp/loopcfg/firstfault/mask.yaml"
+check "explicit config in a symlink loop: exit 2" test "$rc" -eq 2
+check "explicit config in a symlink loop: one line on stderr" test "$(wc -l <"$tmp/err")" -eq 1
+
 echo "$fails failure(s)"
 exit $((fails > 0))

@@ -76,7 +76,8 @@ TEST(match, vectorscan_prefilter_is_confirmed_by_re2_and_extracts_fields) {
   ASSERT_TRUE(m) << m.error().message;
   ff::match::scratch s(m.value());
   std::vector<ff::match::hit> hits;
-  m.value().scan("Watchdog caught collective operation timeout: WorkNCCL(SeqNum=8812, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.", s, hits);
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(m.value().scan("Watchdog caught collective operation timeout: WorkNCCL(SeqNum=8812, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.", s, hits));
   bool found = false;
   for (const auto& h : hits) {
     if (lib.signatures[static_cast<std::size_t>(h.signature)].name != "torch_nccl_watchdog_timeout") continue;
@@ -88,7 +89,21 @@ TEST(match, vectorscan_prefilter_is_confirmed_by_re2_and_extracts_fields) {
   }
   EXPECT_TRUE(found);
   hits.clear();
-  m.value().scan("step 10 loss 0.25 lr 1e-4", s, hits);
+  ASSERT_TRUE(m.value().scan("step 10 loss 0.25 lr 1e-4", s, hits));
+  EXPECT_TRUE(hits.empty());
+}
+
+// Engine errors are errors: a scratch that Vectorscan never allocated (here: made for an empty matcher)
+// used with a real database makes hs_scan fail; before, the failure read as "no match" and the run as healthy.
+TEST(match, an_engine_error_is_an_error_not_no_match) {
+  auto m = ff::match::matcher::compile(builtin());
+  ASSERT_TRUE(m);
+  ff::match::matcher empty;
+  ff::match::scratch none(empty);
+  std::vector<ff::match::hit> hits;
+  auto st = m.value().scan("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB", none, hits);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("hs_scan returned"), std::string::npos) << st.error().message;
   EXPECT_TRUE(hits.empty());
 }
 
@@ -98,7 +113,7 @@ namespace {
 std::size_t watchdog_hits(const ff::match::matcher& m) {
   ff::match::scratch s(m);
   std::vector<ff::match::hit> hits;
-  m.scan("[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=1) ran for 2 milliseconds before timing out.", s, hits);
+  (void)m.scan("[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=1) ran for 2 milliseconds before timing out.", s, hits);
   return hits.size();
 }
 }  // namespace
