@@ -72,6 +72,22 @@ mask::masker& collector::masker() { return impl_->masker; }
 const correlate::inputs& collector::inputs() const { return impl_->in; }
 correlate::diagnosis collector::diagnose() const { return correlate::correlate(impl_->in, *impl_->eng.lib); }
 
+void collector::remask_learnt() {
+  auto& m = impl_->masker;
+  auto& in = impl_->in;
+  for (auto& f : in.findings) {
+    m.rescan(f.text);
+    m.rescan(f.source);
+    for (auto& kv : f.captured) m.rescan(kv.second);
+  }
+  for (auto& kv : in.activity) m.rescan(kv.second.last_line);
+  for (auto& s : in.suspicious) {
+    m.rescan(s.source);
+    m.rescan(s.text);
+    m.rescan(s.tmpl);
+  }
+}
+
 collector::stream collector::open_stream(const ingest::source& raw_src) {
   stream st;
   impl_->masker.reset_stream();
@@ -401,6 +417,11 @@ void finish(collector& col, run& out) {
   auto& masker = col.masker();
   for (auto& e : out.errors) e.path = masker.apply_path(text::sanitize(e.path));
   out.masked = masker.enabled();
+  if (masker.enabled()) {  // second pass: hosts learnt late are masked in everything already kept
+    col.remask_learnt();
+    for (auto& i : out.inputs) masker.rescan(i.path);
+    for (auto& e : out.errors) masker.rescan(e.path);
+  }
   out.mask_counts = masker.counts();
   out.diag = col.diagnose();
   if (out.diag.initiating_host)

@@ -49,6 +49,9 @@ class masker {
   std::string apply_path(std::string_view path);
   /// Masks one host name found by prefix peeling or in a path (node-N, consistent with the line rules).
   std::string mask_host(const std::string& host);
+  /// Second pass over text already masked: replaces host names learnt since it was masked (a host first
+  /// named by a later line: SLURM_JOB_NODELIST, MASTER_ADDR, pod/NAME). Returns the replacements made.
+  std::size_t rescan(std::string& text);
   /// Called at the start of each input stream: per-stream state (an open private-key block) ends.
   void reset_stream();
   /// The original value behind a replacement token made in this run ("" when unknown). Used only to

@@ -86,6 +86,9 @@ class collector {
   void close_stream(const stream& st);
   const correlate::inputs& inputs() const;
   correlate::diagnosis diagnose() const;  ///< correlate over everything so far (does not consume)
+  /// The second masking pass over everything kept for the report: host names learnt after a line was
+  /// kept (a later SLURM_JOB_NODELIST, MASTER_ADDR, pod/NAME) are replaced there too.
+  void remask_learnt();
   mask::masker& masker();
 
  private:

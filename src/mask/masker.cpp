@@ -5,6 +5,8 @@
 // (https://api.slack.com/authentication/token-types), W&B 40-hex API keys, JWT header.payload.signature.
 #include "firstfault/mask.hpp"
 
+#include "secret_keys.hpp"
+
 #include <re2/re2.h>
 #include <re2/set.h>
 #include <yaml-cpp/yaml.h>
@@ -28,6 +30,7 @@ struct rule_def {
 const rule_def kRules[] = {
     {"url_credentials", "cred", true, R"(\b[a-zA-Z][a-zA-Z0-9+.-]*://([^\s/:@]+:[^\s/@]+)@)"},
     {"bearer_token", "bearer", true, R"((?i)\bBearer\s+([A-Za-z0-9._~+/=-]{8,}))"},
+    {"authorization", "auth", true, R"((?i)\bauthorization\\?["']?\s*[:=]\s*\\?["']?(?:(?:basic|bearer|digest|negotiate|token|aws4-hmac-sha256)\s+)?([^\s"',;\\]+))"},
     {"jwt", "jwt", true, R"(\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"},
     {"hf_token", "hf-token", true, R"(\bhf_[A-Za-z0-9]{30,})"},
     {"github_token", "github-token", true, R"(\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{20,}))"},
@@ -36,11 +39,12 @@ const rule_def kRules[] = {
     {"wandb_key", "wandb-key", true, R"((?i)(?:wandb_api_key|wandb[ _-]?(?:api[ _-]?)?key|wandb login(?: --relogin)?)["']?\s*[=: ]\s*["']?((?:local-)?[0-9a-f]{40}))"},
     {"openai_key", "api-key", true, R"(\bsk-(?:proj-|svcacct-|ant-)?[A-Za-z0-9_-]{20,})"},
     {"slack_token", "slack-token", true, R"(\b(?:xox[abprs]-[A-Za-z0-9-]{10,}|hooks\.slack\.com/services/[A-Za-z0-9/]+))"},
-    {"secret_assignment", "secret", true, R"((?i)(?:\b|_)(?:password|passwd|pwd|token|api[_-]?key|apikey|secret|secret[_-]?key|access[_-]?key|auth[_-]?token)["']?\s*[=:]\s*["']?([^\s"',;}]+))"},
-    {"secret_assignment", "secret", true, R"((?i)--(?:password|passwd|token|api[_-]?key|secret)[ =]([^\s"',;]+))"},
+    // key = value in every quoting, built from the key-word table in secret_keys.hpp
+    {"secret_assignment", "secret", true, nullptr},
     {"email", "email", false, R"(\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b)"},
     {"mac", "mac", false, R"(\b(?:[0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}\b)"},
-    {"ipv6", "ip6", false, R"((?i)(?:\b(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}\b|\b[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){1,6}::(?:[0-9a-f]{1,4}(?::[0-9a-f]{1,4})*)?\b(?:%\w+)?|\b[0-9a-f]{1,4}::[0-9a-f]{1,4}(?::[0-9a-f]{1,4})+\b(?:%\w+)?|::ffff:\d{1,3}(?:\.\d{1,3}){3}\b))"},
+    {"mac", "mac", false, R"(\b(?:[0-9a-fA-F]{2}-){5}[0-9a-fA-F]{2}\b)"},
+    {"ipv6", "ip6", false, R"((?i)(?:\b(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}\b|\b[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){1,6}::(?:[0-9a-f]{1,4}(?::[0-9a-f]{1,4})*)?\b(?:%\w+)?|\b[0-9a-f]{1,4}::[0-9a-f]{1,4}(?::[0-9a-f]{1,4})+\b(?:%\w+)?|::ffff:\d{1,3}(?:\.\d{1,3}){3}\b|\b[0-9a-f]{0,3}\d[0-9a-f]{0,3}::[0-9a-f]{1,4}\b(?:%\w+)?))"},
     {"ipv4", "ip", false, R"(\b(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}\b)"},
     // host names in known positions: NCCL "host:pid:tid [dev]", syslog, pdsh, torchelastic, Slurm, TCPStore
     {"hostname", "node", false, R"((?:^|[\s\]>:])([A-Za-z][\w.-]*):\d+:\d+ \[\d+\])"},
@@ -51,9 +55,34 @@ const rule_def kRules[] = {
     {"hostname", "node", false, R"(srun: error: ([A-Za-z][\w.-]*[\w]):)"},
     {"hostname", "node", false, R"((?:\bON |Node failure on |NodeList=|[Nn]odelist[=:] ?|hostname[=:] ?)([A-Za-z][\w.-]*[\w])\b)"},
     {"hostname", "node", false, R"((?:addr|remote)=\[([A-Za-z][\w.-]*)\])"},
+    // MASTER_ADDR=host, c10d "[host]:29500" and "(host, 29500)", Kubernetes pod/NAME
+    {"hostname", "node", false, R"(\b(?:MASTER_ADDR|MASTER_HOST|RDZV_ENDPOINT|PET_MASTER_ADDR)=([A-Za-z][\w.-]*[\w]))"},
+    {"hostname", "node", false, R"(\[([A-Za-z][\w.-]*[\w])\]:\d{2,5}\b)"},
+    {"hostname", "node", false, R"(connect to \(([A-Za-z][\w.-]*[\w]), \d{2,5}\))"},
+    {"hostname", "node", false, R"(\bpods?/([a-z0-9][a-z0-9.-]*[a-z0-9]))"},
     {"hostname", "node", false, R"((?i)\b((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:com|net|org|io|edu|gov|ai|internal|local|lan|cluster|corp|cloud|compute))\b)"},
     {"home_user", "user", false, R"((?:/home/|/Users/|/scratch/|/gpfs/home/)([^/\s:'"]+))"},
 };
+
+// The RE2 rules for "a key that ends in a secret word, then its value", from detail::kSecretKeyWords.
+// Group 1 is the value. A quoted value may hold spaces; a bare value ends at white space, a quote, a
+// backslash (escaped JSON), or a separator of connection strings and URLs (, ; & }).
+std::vector<std::string> secret_key_rules() {
+  std::string words;
+  for (const char* w : detail::kSecretKeyWords) words += (words.empty() ? "" : "|") + std::string(w);
+  const std::string q = R"((?:\\?["']))";                       // a quote, or a backslash-escaped one
+  // the name ends in a key word, or in a key word and a format suffix (GOOGLE_CREDENTIALS_JSON)
+  const std::string key = R"([-\w.]*(?:)" + words + R"()(?:[_-](?:json|b64|base64|data|value))?)";
+  // after the key: a closing quote then = : , or => (JSON, dict reprs, argv lists), or = : => unquoted
+  const std::string sep = "(?:" + q + R"(\s*(?:=>|[:=,])|\s*(?:=>|[:=]))\s*)";
+  const std::string bare = R"(((?:\\/|[^\s"'\\,;&{}\[])+))";  // "key": {...} is a nested object, not a value
+  return {
+      "(?i)" + key + sep + R"((?:[bBrRuU]{0,2}\\?"([^"\\\n]{1,256})\\?"))",  // "a value with spaces"
+      "(?i)" + key + sep + R"((?:[bBrRuU]{0,2}\\?'([^'\\\n]{1,256})\\?'))",  // 'a value' / b'a value'
+      "(?i)" + key + sep + "(?:[bBrRuU]{0,2}" + q + ")?" + bare,
+      "(?i)--" + key + R"((?:\s+|=))" + bare,                        // --password X
+  };
+}
 
 // Public documentation hosts that help the reader and identify nobody.
 const char* kPublicHosts[] = {"pytorch.org", "github.com", "nvidia.com", "docs.nvidia.com", "developer.nvidia.com",
@@ -68,6 +97,48 @@ bool learnable(const std::string& v) {
   std::string l = v;
   std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
   return v.size() >= 3 && !stop.count(l);
+}
+
+// Expands a Slurm host list ("gpu[001-004,7],login1") into names, at most `max` of them.
+std::vector<std::string> expand_hostlist(std::string_view list, std::size_t max) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < list.size() && out.size() < max) {
+    std::size_t j = i;
+    int depth = 0;
+    while (j < list.size() && (depth > 0 || list[j] != ',')) {
+      if (list[j] == '[') ++depth;
+      if (list[j] == ']') --depth;
+      ++j;
+    }
+    std::string_view item = list.substr(i, j - i);
+    i = j + 1;
+    auto lb = item.find('['), rb = item.find(']');
+    if (lb == std::string_view::npos || rb == std::string_view::npos || rb < lb) {
+      if (!item.empty()) out.emplace_back(item);
+      continue;
+    }
+    std::string_view pre = item.substr(0, lb), ranges = item.substr(lb + 1, rb - lb - 1), post = item.substr(rb + 1);
+    std::size_t k = 0;
+    while (k <= ranges.size() && out.size() < max) {
+      std::size_t e = ranges.find(',', k);
+      if (e == std::string_view::npos) e = ranges.size();
+      std::string_view r = ranges.substr(k, e - k);
+      k = e + 1;
+      auto dash = r.find('-');
+      std::string_view a = r.substr(0, dash), b = dash == std::string_view::npos ? a : r.substr(dash + 1);
+      if (a.empty() || b.empty() || a.size() > 9 || b.size() > 9 ||
+          !std::all_of(a.begin(), a.end(), ::isdigit) || !std::all_of(b.begin(), b.end(), ::isdigit))
+        continue;
+      long lo = std::stol(std::string(a)), hi = std::stol(std::string(b));
+      for (long n = lo; n <= hi && out.size() < max; ++n) {
+        std::string num = std::to_string(n);
+        if (num.size() < a.size()) num.insert(0, a.size() - num.size(), '0');
+        out.push_back(std::string(pre) + num + std::string(post));
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -87,6 +158,7 @@ struct masker::impl {
   std::set<std::string> produced;  // every replacement token handed out
   bool in_key_block = false;
   int key_block_lines = 0;
+  bool secret_at_eol = false;  // the last line ended inside a secret: its next line may continue the value
   static constexpr std::size_t kMaxLearned = 100000;  // bound memory on hostile input
 
   // Replaces every word-like token (letters, digits, . _ -) that is a learnt host. Linear in the line.
@@ -132,7 +204,10 @@ masker::masker(options opt) : opt_(std::move(opt)), impl_(std::make_unique<impl>
     }
     impl_->rules.push_back({kind, token, secret, std::move(re)});
   };
-  for (const auto& r : kRules) add(r.kind, r.token, r.secret, r.regex);
+  for (const auto& r : kRules) {
+    if (r.regex) add(r.kind, r.token, r.secret, r.regex);
+    else for (const auto& g : secret_key_rules()) add(r.kind, r.token, r.secret, g);
+  }
   for (const auto& c : opt_.extra) add(c.name.empty() ? "custom" : c.name, c.name.empty() ? "masked" : c.name, true, c.regex);
   impl_->set->Compile();
   for (auto h : kPublicHosts) impl_->keep.insert(h);
@@ -150,6 +225,7 @@ status masker::check() const {
 
 void masker::reset_stream() {
   impl_->in_key_block = false;
+  impl_->secret_at_eol = false;
   impl_->key_block_lines = 0;
 }
 
@@ -217,6 +293,44 @@ std::string masker::apply(std::string_view line_in) {
     im.in_key_block = !ends && ++im.key_block_lines < 200;
     return "<private-key>";
   }
+  // A secret that ran to the end of the line may go on at the start of the next (a wrapped line): the
+  // leading run of value characters is masked when it makes up the whole line or holds a digit.
+  if (im.secret_at_eol) {
+    im.secret_at_eol = false;
+    static const re2::RE2 cont(R"(^(?:\[[\w.-]+\]:\s*)?([A-Za-z0-9+/=_.~%-]+)(\s*$|\s))");
+    re2::StringPiece g[3];
+    if (cont.Match(line, 0, line.size(), re2::RE2::ANCHOR_START, g, 3)) {
+      std::string run(g[1].data(), g[1].size());
+      std::size_t after = static_cast<std::size_t>(g[1].data() - line.data()) + g[1].size();
+      bool whole = line.find_first_not_of(" \t", after) == std::string::npos;
+      bool digit = std::any_of(run.begin(), run.end(), [](unsigned char c) { return std::isdigit(c); });
+      if ((whole || digit) && !im.produced.count(run)) {
+        std::size_t b = static_cast<std::size_t>(g[1].data() - line.data());
+        std::string tok = "<secret-" + std::to_string(++im.next["secret"]) + ">";
+        im.produced.insert(tok);
+        line.replace(b, run.size(), tok);
+        ++counts_["secret_continued"];
+      }
+    }
+  }
+  // Slurm host lists name every node of the job, in ranges: learn each name, show the masked list.
+  if (line.find("NODELIST=") != std::string::npos || line.find("NodeList=") != std::string::npos) {
+    static const re2::RE2 nodelist(R"((?:SLURM_(?:JOB_|STEP_)?NODELIST|NodeList)=([A-Za-z][\w.\-\[\],]*))");
+    re2::StringPiece g[2];
+    std::size_t pos = 0;
+    while (pos < line.size() && nodelist.Match(line, pos, line.size(), re2::RE2::UNANCHORED, g, 2)) {
+      std::size_t b = static_cast<std::size_t>(g[1].data() - line.data());
+      std::string shown;
+      std::size_t shown_n = 0;
+      for (const auto& h : expand_hostlist(std::string_view(g[1].data(), g[1].size()), 4096)) {
+        std::string tok = mask_host(h);
+        if (shown_n++ < 16) shown += (shown.empty() ? "" : ",") + tok;
+      }
+      if (shown_n > 16) shown += ",...";
+      line.replace(b, g[1].size(), shown);
+      pos = b + shown.size();
+    }
+  }
   // host names learnt from earlier lines, wherever they appear now
   if (std::size_t n = im.replace_learnt_hosts(line)) counts_["hostname"] += n;
   bool learnt_now = false;
@@ -259,6 +373,7 @@ std::string masker::apply(std::string_view line_in) {
         out += tok;
         ++counts_[r.kind];
       }
+      if (r.secret && !keep && t_begin + target.size() == line.size() && value.size() >= 8) im.secret_at_eol = true;
       out.append(line, t_begin + target.size(), m_end - (t_begin + target.size()));
       std::size_t m_begin = static_cast<std::size_t>(g[0].data() - line.data());
       if (m_end == m_begin) {  // an empty match: copy one character and move on
@@ -275,6 +390,13 @@ std::string masker::apply(std::string_view line_in) {
   if (learnt_now)
     if (std::size_t n = im.replace_learnt_hosts(line)) counts_["hostname"] += n;
   return line;
+}
+
+std::size_t masker::rescan(std::string& text) {
+  if (!opt_.enabled) return 0;
+  std::size_t n = impl_->replace_learnt_hosts(text);
+  if (n) counts_["hostname"] += n;
+  return n;
 }
 
 std::string masker::original(const std::string& token) const {
