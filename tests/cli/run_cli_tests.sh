@@ -177,5 +177,29 @@ run diagnose "$CORPUS/gh-funasr-2006/logs" --no-history --mask-config "$tmp/loop
 check "explicit config in a symlink loop: exit 2" test "$rc" -eq 2
 check "explicit config in a symlink loop: one line on stderr" test "$(wc -l <"$tmp/err")" -eq 1
 
+# Planted secrets (tests/mask): no value and no 8-character piece of one in any output, the history
+# database (dumped), watch --json alerts or --exec input.
+PL=$T/mask/planted.log
+for f in text json markdown html; do
+  "$BIN" diagnose "$PL" --format "$f" --history "$tmp/planted.db" >"$tmp/planted.$f" 2>"$tmp/planted.$f.err"
+done
+check "planted: no piece of a value in text/json/markdown/html/history" \
+  python3 "$T/mask/check_leaks.py" "$T/mask/planted_values.txt" "$tmp/planted.text" "$tmp/planted.json" \
+  "$tmp/planted.markdown" "$tmp/planted.html" "$tmp/planted.db"
+"$BIN" diagnose "$PL" --format json --no-mask --no-history >"$tmp/planted.nomask" 2>/dev/null
+check "planted: the leak check can fail (--no-mask leaks)" sh -c "! python3 '$T/mask/check_leaks.py' '$T/mask/planted_values.txt' '$tmp/planted.nomask' >/dev/null"
+mkdir -p "$tmp/wjob" && cp "$PL" "$tmp/wjob/rank0.log"
+"$BIN" watch "$tmp/wjob" --from-start --json --poll-ms 50 --run-for 120 --history "$tmp/planted.db" \
+  --exec "cat >> $tmp/planted.exec" >"$tmp/planted.watch" 2>"$tmp/planted.watch.err" &
+wpid=$!
+for _ in $(seq 1 1200); do  # readiness: the first alert reached --exec (not a timed assertion)
+  [ -s "$tmp/planted.exec" ] && [ -s "$tmp/planted.watch" ] && break
+  kill -0 "$wpid" 2>/dev/null || break
+  sleep 0.1
+done
+kill "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null
+check "planted: no piece of a value in watch --json alerts or --exec input" \
+  python3 "$T/mask/check_leaks.py" "$T/mask/planted_values.txt" "$tmp/planted.watch" "$tmp/planted.exec"
+
 echo "$fails failure(s)"
 exit $((fails > 0))
