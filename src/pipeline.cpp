@@ -91,7 +91,8 @@ void collector::remask_learnt() {
 collector::stream collector::open_stream(const ingest::source& raw_src) {
   stream st;
   impl_->masker.reset_stream();
-  st.display = impl_->masker.apply_path(raw_src.display);  // user names in home paths
+  // user names in home paths; control characters, escapes and bidi controls in file and member names
+  st.display = impl_->masker.apply_path(text::sanitize(raw_src.display));
   st.hint = raw_src.hint;
   if (st.hint.host && impl_->masker.enabled()) {  // node-b.log: the host in the file name is masked too
     std::string raw = *st.hint.host;

@@ -1,6 +1,7 @@
 #include "firstfault/text.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace ff::text {
 
@@ -63,6 +64,21 @@ std::string sanitize(std::string_view s, std::size_t* invalid) {
     if (c < 0x20 && c != '\t') { ++i; continue; }
     if (c == 0x7F) { ++i; continue; }
     std::size_t n = utf8_len(s, i);
+    if (n >= 2) {  // Unicode bidirectional controls reorder what the reader sees: shown escaped, never applied
+      auto c1 = static_cast<unsigned char>(s[i + 1]);
+      auto c2 = n == 3 ? static_cast<unsigned char>(s[i + 2]) : 0;
+      unsigned cp = 0;
+      if (n == 2 && c == 0xD8 && c1 == 0x9C) cp = 0x061C;  // ARABIC LETTER MARK
+      if (n == 3 && c == 0xE2 && c1 == 0x80 && (c2 == 0x8E || c2 == 0x8F || (c2 >= 0xAA && c2 <= 0xAE))) cp = 0x2000 + (c2 - 0x80);
+      if (n == 3 && c == 0xE2 && c1 == 0x81 && c2 >= 0xA6 && c2 <= 0xA9) cp = 0x2040 + (c2 - 0x80);
+      if (cp) {
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "<U+%04X>", cp);
+        out += buf;
+        i += n;
+        continue;
+      }
+    }
     if (n == 0) {
       out += "\xEF\xBF\xBD";
       ++bad;

@@ -208,7 +208,13 @@ masker::masker(options opt) : opt_(std::move(opt)), impl_(std::make_unique<impl>
     if (r.regex) add(r.kind, r.token, r.secret, r.regex);
     else for (const auto& g : secret_key_rules()) add(r.kind, r.token, r.secret, g);
   }
-  for (const auto& c : opt_.extra) add(c.name.empty() ? "custom" : c.name, c.name.empty() ? "masked" : c.name, true, c.regex);
+  for (const auto& c : opt_.extra) {
+    // A rule name from a config file is printed in reports and tokens: letters, digits, '.', '_' and '-' only.
+    std::string name = c.name.empty() ? "custom" : c.name.substr(0, 40);
+    for (auto& ch : name)
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-' && ch != '.') ch = '_';
+    add(name, c.name.empty() ? "masked" : name, true, c.regex);
+  }
   impl_->set->Compile();
   for (auto h : kPublicHosts) impl_->keep.insert(h);
   for (const auto& h : opt_.keep_hosts) impl_->keep.insert(h);

@@ -177,6 +177,25 @@ run diagnose "$CORPUS/gh-funasr-2006/logs" --no-history --mask-config "$tmp/loop
 check "explicit config in a symlink loop: exit 2" test "$rc" -eq 2
 check "explicit config in a symlink loop: one line on stderr" test "$(wc -l <"$tmp/err")" -eq 1
 
+# Display safety: file and tar member names with newlines, OSC/CSI sequences and bidi controls, and a
+# mask rule name from a config file, are rendered sanitised in every format and in history list.
+evil=$(printf 'ev\nil\033]0;pwned\007\033[31m\342\200\256gol.log')
+mkdir -p "$tmp/evil" && printf 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB\n' >"$tmp/evil/$evil"
+(cd "$tmp/evil" && tar cf "$tmp/evil.tar" -- *)
+printf 'rules:\n  - name: "x\\u001b]0;pwned\\u0007y"\n    regex: "Tried"\n' >"$tmp/evilmask.yaml"
+disp_ok=0
+for f in text json markdown html; do
+  for input in "$tmp/evil" "$tmp/evil.tar"; do
+    "$BIN" diagnose "$input" --format "$f" --mask-config "$tmp/evilmask.yaml" --history "$tmp/evil.db" >"$tmp/out" 2>"$tmp/err"
+    grep -qF "$(printf '\033')" "$tmp/out" "$tmp/err" && { disp_ok=1; echo "  ESC in $f for $input"; }
+    grep -qF "$(printf '\342\200\256')" "$tmp/out" "$tmp/err" && { disp_ok=1; echo "  U+202E in $f for $input"; }
+    grep -q '^il' "$tmp/out" && { disp_ok=1; echo "  newline from a file name in $f for $input"; }
+  done
+done
+check "display safety: no escape, bidi control or file-name newline in any format" test "$disp_ok" -eq 0
+"$BIN" history list --history "$tmp/evil.db" >"$tmp/out" 2>&1
+check "display safety: history list is sanitised" sh -c "! grep -qF \"\$(printf '\\033')\" '$tmp/out' && ! grep -qF \"\$(printf '\\342\\200\\256')\" '$tmp/out'"
+
 # Planted secrets (tests/mask): no value and no 8-character piece of one in any output, the history
 # database (dumped), watch --json alerts or --exec input.
 PL=$T/mask/planted.log

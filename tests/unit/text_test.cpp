@@ -18,3 +18,11 @@ TEST(text, rank_ranges) {
   EXPECT_EQ(ff::text::rank_ranges({4, 0, 1, 2, 7, 5, 6}), "0-2,4-7");
   EXPECT_EQ(ff::text::rank_ranges({3}), "3");
 }
+
+// Issue 10: bidirectional controls (U+202E RIGHT-TO-LEFT OVERRIDE and the rest of the set) would reorder
+// what a reader sees in a terminal, ticket or web page: they are shown escaped, never applied.
+TEST(text, bidi_controls_are_shown_escaped) {
+  EXPECT_EQ(ff::text::sanitize("rank\xE2\x80\xAE" "3 gnp.exe"), "rank<U+202E>3 gnp.exe");
+  EXPECT_EQ(ff::text::sanitize("a\xE2\x81\xA6" "b\xE2\x81\xA9" "c\xE2\x80\x8F" "d\xD8\x9C"), "a<U+2066>b<U+2069>c<U+200F>d<U+061C>");
+  EXPECT_EQ(ff::text::sanitize("caf\xC3\xA9 \xE2\x80\x94 ok"), "caf\xC3\xA9 \xE2\x80\x94 ok");  // other UTF-8 stays
+}
