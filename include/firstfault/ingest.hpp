@@ -76,6 +76,9 @@ class line_reader {
   const std::string& error() const { return error_; }
   std::uint64_t bytes_read() const { return bytes_; }
   std::uint64_t lines_cut() const { return cut_; }
+  /// Runs of NUL bytes removed from lines (a crashed node leaves a block of them in its log), and their bytes.
+  std::uint64_t nul_runs() const { return nul_runs_; }
+  std::uint64_t nul_bytes() const { return nul_bytes_; }
 
  private:
   bool fill();
@@ -84,7 +87,7 @@ class line_reader {
   std::vector<char> buf_;
   std::size_t begin_ = 0, end_ = 0;
   std::string line_;
-  std::uint64_t line_no_ = 0, bytes_ = 0, cut_ = 0;
+  std::uint64_t line_no_ = 0, bytes_ = 0, cut_ = 0, nul_runs_ = 0, nul_bytes_ = 0;
   bool eof_ = false, skip_lf_ = false;
   std::string error_;
 };

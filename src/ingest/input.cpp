@@ -70,6 +70,23 @@ bool line_reader::next(raw_line& out) {
     }
   }
   if (cut) ++cut_;
+  // NUL runs are a gap in the text (pre-allocated or crashed writes), not data: removed and counted.
+  if (std::memchr(line_.data(), '\0', line_.size())) {
+    std::string kept;
+    kept.reserve(line_.size());
+    for (std::size_t i = 0; i < line_.size();) {
+      if (line_[i] != '\0') {
+        kept += line_[i++];
+        continue;
+      }
+      std::size_t j = i;
+      while (j < line_.size() && line_[j] == '\0') ++j;
+      ++nul_runs_;
+      nul_bytes_ += j - i;
+      i = j;
+    }
+    line_ = std::move(kept);
+  }
   out.text = line_;
   out.line_no = ++line_no_;
   out.truncated = cut;
@@ -151,18 +168,32 @@ class memory_source final : public line_reader::byte_source {
 
 // Binary check on the first bytes of a stream: many NULs, control bytes or invalid UTF-8. A stray NUL
 // or a few bad bytes in a text log (seen in real console captures) do not make it binary.
+// Runs of NUL bytes (what a crashed node leaves in its log) are a gap, not binary: only the other bytes
+// are judged, and scattered NULs (binary formats interleave them with data) still count.
 bool looks_binary(const char* p, std::size_t n) {
   if (n == 0) return false;
-  std::size_t bad = 0, nul = 0;
-  for (std::size_t i = 0; i < n; ++i) {
+  std::size_t bad = 0, scattered_nul = 0, in_runs = 0;
+  std::string rest;
+  rest.reserve(n);
+  for (std::size_t i = 0; i < n;) {
     auto c = static_cast<unsigned char>(p[i]);
-    if (c == 0) ++nul;
+    if (c == 0) {
+      std::size_t j = i;
+      while (j < n && p[j] == '\0') ++j;
+      if (j - i >= 64) in_runs += j - i;
+      else scattered_nul += j - i;
+      i = j;
+      continue;
+    }
     if ((c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != 0x1B) || c == 0x7F) ++bad;
+    rest += p[i++];
   }
+  std::size_t m = n - in_runs;  // the bytes that are not part of a NUL gap
+  if (m == 0) return false;     // only a gap so far: read on
   std::size_t invalid = 0;
   // the last 3 bytes may be a UTF-8 sequence cut by the peek window
-  text::sanitize(std::string_view(p, n > 3 ? n - 3 : n), &invalid);
-  return nul * 100 > n || bad * 10 > n || invalid * 10 > n;
+  text::sanitize(std::string_view(rest.data(), rest.size() > 3 ? rest.size() - 3 : rest.size()), &invalid);
+  return scattered_nul * 100 > m || bad * 10 > m || invalid * 10 > m;
 }
 
 
@@ -266,6 +297,11 @@ void read_stream(reader_ctx& ctx, line_reader::byte_source& raw, source src) {
   if (!ctx.visit(src, r)) ctx.stop = true;
   if (!r.error().empty()) ctx.errors.push_back({src.display, r.error()});
   else if (!err.empty()) ctx.errors.push_back({src.display, err});
+  if (r.nul_runs() > 0)
+    ctx.errors.push_back({src.display,
+                          std::to_string(r.nul_runs()) + " run(s) of NUL bytes (" + std::to_string(r.nul_bytes()) +
+                              " bytes, as a crashed writer leaves) treated as a gap; the rest was read",
+                          false});
   if (r.lines_cut() > 0)
     ctx.errors.push_back({src.display,
                           std::to_string(r.lines_cut()) + " line(s) longer than " +

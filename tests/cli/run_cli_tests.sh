@@ -177,6 +177,16 @@ run diagnose "$CORPUS/gh-funasr-2006/logs" --no-history --mask-config "$tmp/loop
 check "explicit config in a symlink loop: exit 2" test "$rc" -eq 2
 check "explicit config in a symlink loop: one line on stderr" test "$(wc -l <"$tmp/err")" -eq 1
 
+# Lost evidence: a 4 KiB block of NUL bytes (a crashed node's log) is a gap, not "binary"; the OOM after
+# it is found, the gap is reported in one line. A real binary file is still refused.
+{ printf 'step 10 loss 0.3\n'; head -c 4096 /dev/zero; printf 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB\n'; } >"$tmp/nulgap.log"
+run diagnose "$tmp/nulgap.log" --no-history --format json
+check "NUL gap: the OOM after it is diagnosed (exit 1)" test "$rc" -eq 1
+check "NUL gap: reported as a gap" has "$err" "run(s) of NUL bytes (4096 bytes"
+cp "$BIN" "$tmp/elf.log"
+run diagnose "$tmp/elf.log" --no-history
+check "NUL gap: an executable is still binary" has "$err" "binary data"
+
 # Display safety: file and tar member names with newlines, OSC/CSI sequences and bidi controls, and a
 # mask rule name from a config file, are rendered sanitised in every format and in history list.
 evil=$(printf 'ev\nil\033]0;pwned\007\033[31m\342\200\256gol.log')
