@@ -427,6 +427,11 @@ void finish(collector& col, run& out) {
   out.diag = col.diagnose();
   if (out.diag.initiating_host)
     out.initiating_host_real = masker.enabled() ? masker.original(*out.diag.initiating_host) : *out.diag.initiating_host;
+  bool cut_short = std::any_of(out.errors.begin(), out.errors.end(), [](const ingest::input_error& e) { return e.cut_short; });
+  if (cut_short && out.diag.verdict == "healthy") {  // what was not read may hold the failure
+    out.diag.verdict = "undetermined";
+    out.diag.initiating_rule = "an input was cut short by a bound (see the notes): the rest was not read";
+  }
   if (!out.any_readable) {  // nothing was read: never call that healthy
     out.diag.verdict = "undetermined";
     out.diag.initiating_rule = "no input could be read";

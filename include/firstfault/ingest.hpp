@@ -47,13 +47,18 @@ struct input_error {
   std::string path;
   std::string reason;
   bool fatal_for_input = true;  ///< false for warnings such as "empty file"
+  bool cut_short = false;       ///< the input was stopped early (a bound): its run is never "healthy"
 };
 
 struct options {
   std::size_t max_line_bytes = 1 << 20;            ///< longer lines are cut here (bytes)
   std::uint64_t max_stream_bytes = 16ull << 30;    ///< decompressed bytes read from one input at most
+  // Decompression bounds, checked at every nesting level (a .gz inside a tar too) against the compressed
+  // bytes consumed so far: real logs compress 5-50x and hold one line per 20-200 bytes.
   std::uint64_t bomb_ratio = 1000;                 ///< decompressed/compressed ratio that counts as a bomb...
-  std::uint64_t bomb_min_bytes = 256ull << 20;     ///< ...once this many bytes have come out
+  std::uint64_t bomb_min_bytes = 16ull << 20;      ///< ...once this many bytes have come out
+  std::uint64_t bomb_line_ratio = 16;              ///< lines per compressed byte that count as a bomb...
+  std::uint64_t bomb_min_lines = 1ull << 20;       ///< ...once this many lines have come out
 };
 
 struct raw_line {

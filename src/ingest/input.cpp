@@ -120,11 +120,15 @@ std::string explain_read_error(const std::string& msg) {
   return msg;
 }
 
-// Reads the current entry of an open libarchive handle, guarding against decompression bombs.
+// Reads the current entry of an open libarchive handle, guarding against decompression bombs: the
+// decompressed bytes and lines are bounded relative to the compressed bytes this entry has consumed so far
+// (archive_filter_bytes of the lowest filter), so stdin, plain files and nested members are all covered.
 class archive_entry_source final : public line_reader::byte_source {
  public:
-  archive_entry_source(archive* a, const options& opt, std::uint64_t compressed_size)
-      : a_(a), opt_(opt), compressed_(compressed_size) {}
+  /// `whole_stream`: the entry is the whole (raw) stream, so its compressed bytes count from 0; a bundle's
+  /// member counts from where the member began (libarchive reads ahead, so that count runs a block late).
+  archive_entry_source(archive* a, const options& opt, bool whole_stream)
+      : a_(a), opt_(opt), start_(whole_stream ? 0 : archive_filter_bytes(a, -1)) {}
   long read(char* buf, std::size_t n, std::string* err) override {
     la_ssize_t got = archive_read_data(a_, buf, n);
     if (got < 0) {
@@ -133,22 +137,31 @@ class archive_entry_source final : public line_reader::byte_source {
       return -1;
     }
     total_ += static_cast<std::uint64_t>(got);
+    lines_ += static_cast<std::uint64_t>(std::count(buf, buf + got, '\n'));
     if (total_ > opt_.max_stream_bytes) {
-      *err = "stopped after " + std::to_string(opt_.max_stream_bytes >> 20) + " MiB of decompressed data (limit)";
+      *err = "stopped after " + std::to_string(opt_.max_stream_bytes >> 20) + " MiB of decompressed data (limit); the input was cut short";
+      cut_short = true;
       return -1;
     }
-    if (compressed_ > 0 && total_ > opt_.bomb_min_bytes && total_ / compressed_ > opt_.bomb_ratio) {
-      *err = "decompression bomb: " + std::to_string(total_ >> 20) + " MiB out of " +
-             std::to_string(compressed_ >> 10) + " KiB compressed; stopped";
+    la_int64_t now = archive_filter_bytes(a_, -1);
+    std::uint64_t compressed = now > start_ ? static_cast<std::uint64_t>(now - start_) : 1;
+    if (archive_filter_count(a_) > 1 &&  // a compression filter is in use (the raw "none" filter counts one)
+        ((total_ > opt_.bomb_min_bytes && total_ / compressed > opt_.bomb_ratio) ||
+         (lines_ > opt_.bomb_min_lines && lines_ / compressed > opt_.bomb_line_ratio))) {
+      *err = "decompression bomb: " + std::to_string(total_ >> 20) + " MiB and " + std::to_string(lines_) +
+             " lines out of " + std::to_string(compressed) + " compressed bytes; stopped, the input was cut short";
+      cut_short = true;
       return -1;
     }
     return static_cast<long>(got);
   }
+  bool cut_short = false;
 
  private:
   archive* a_;
   const options& opt_;
-  std::uint64_t compressed_, total_ = 0;
+  la_int64_t start_;
+  std::uint64_t total_ = 0, lines_ = 0;
 };
 
 class memory_source final : public line_reader::byte_source {
@@ -316,6 +329,12 @@ bool is_compressed_name(std::string_view name) {
   return false;
 }
 
+// The bound's message (added by read_stream from the reader's error) marks its input as cut short.
+void mark_cut_short(reader_ctx& ctx, std::size_t from, bool cut) {
+  for (std::size_t i = from; i < ctx.errors.size(); ++i)
+    if (cut || ctx.errors[i].reason.find("cut short") != std::string::npos) ctx.errors[i].cut_short = ctx.errors[i].fatal_for_input;
+}
+
 // A compressed member inside a bundle (node.tar!kern.log.gz): a second libarchive reader pulls its
 // bytes from the outer member, so nothing is extracted to disk.
 void read_nested(reader_ctx& ctx, line_reader::byte_source& outer, const source& src) {
@@ -341,8 +360,10 @@ void read_nested(reader_ctx& ctx, line_reader::byte_source& outer, const source&
   }
   archive_entry* e = nullptr;
   if (archive_read_next_header(in, &e) == ARCHIVE_OK) {
-    archive_entry_source es(in, ctx.opt, 0);
+    archive_entry_source es(in, ctx.opt, true);
+    std::size_t before = ctx.errors.size();
     read_stream(ctx, es, src);
+    mark_cut_short(ctx, before, es.cut_short);
   }
   archive_read_free(in);
 }
@@ -394,9 +415,11 @@ void read_with_libarchive(reader_ctx& ctx, const std::string& path, bool is_stdi
       src.hint = hints_from_path(member);
     }
     any = true;
-    archive_entry_source es(a, ctx.opt, size);
+    archive_entry_source es(a, ctx.opt, raw);
+    std::size_t before = ctx.errors.size();
     if (!raw && is_compressed_name(src.display)) read_nested(ctx, es, src);
     else read_stream(ctx, es, src);
+    mark_cut_short(ctx, before, es.cut_short);
     if (ctx.stop || raw) break;
   }
   if (!any && rc == ARCHIVE_EOF && !is_stdin && size == 0) ctx.errors.push_back({path, "empty file", false});

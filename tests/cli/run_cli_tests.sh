@@ -177,6 +177,26 @@ run diagnose "$CORPUS/gh-funasr-2006/logs" --no-history --mask-config "$tmp/loop
 check "explicit config in a symlink loop: exit 2" test "$rc" -eq 2
 check "explicit config in a symlink loop: one line on stderr" test "$(wc -l <"$tmp/err")" -eq 1
 
+# Slow bombs: 64 MiB of newlines in a gzip, a zstd, and a .gz inside a tar are stopped by the line and byte
+# bounds (relative to the compressed bytes, at every nesting level) with one line; never "healthy"/exit 0.
+python3 -c "
+import gzip
+with gzip.open('$tmp/nlbomb.log.gz', 'wb', 9) as f:
+    for _ in range(64): f.write(b'\\n' * (1 << 20))
+"
+mkdir -p "$tmp/bombtar" && cp "$tmp/nlbomb.log.gz" "$tmp/bombtar/rank0.log.gz" && tar cf "$tmp/bomb.tar" -C "$tmp/bombtar" rank0.log.gz
+bombs="$tmp/nlbomb.log.gz $tmp/bomb.tar"
+if command -v zstd >/dev/null; then
+  head -c $((256 << 20)) /dev/zero | tr '\0' '\n' | zstd -q -19 -o "$tmp/nlbomb.log.zst"
+  bombs="$bombs $tmp/nlbomb.log.zst"
+fi
+for b in $bombs; do
+  run diagnose "$b" --no-history
+  check "bomb $(basename "$b"): not healthy (exit 3)" test "$rc" -eq 3
+  check "bomb $(basename "$b"): one line says so" has "$err" "decompression bomb"
+  check "bomb $(basename "$b"): cut short in the verdict" has "$out" "cut short"
+done
+
 # Lost evidence: a 4 KiB block of NUL bytes (a crashed node's log) is a gap, not "binary"; the OOM after
 # it is found, the gap is reported in one line. A real binary file is still refused.
 { printf 'step 10 loss 0.3\n'; head -c 4096 /dev/zero; printf 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB\n'; } >"$tmp/nulgap.log"
