@@ -53,6 +53,8 @@ struct collector::impl {
   static constexpr int kMaxPerKey = 64;
   std::map<std::pair<int, int>, std::pair<int, std::size_t>> per_key;  // (signature, rank) -> (count, last index)
   std::map<std::string, std::size_t> suspicious_by_template;  // template -> index in in.suspicious
+  static constexpr std::size_t kMaxRanks = 16384;  // distinct ranks with their own per-rank state
+  bool rank_bound_hit = false;
   std::string engine_error;  // the first matching-engine error: the run is an error, never "healthy"
   impl(const engine& e, const options& o) : eng(e), opt(o), scratch(e.matcher), masker(o.mask) {}
 };
@@ -71,6 +73,8 @@ status collector::check() const {
 mask::masker& collector::masker() { return impl_->masker; }
 const correlate::inputs& collector::inputs() const { return impl_->in; }
 correlate::diagnosis collector::diagnose() const { return correlate::correlate(impl_->in, *impl_->eng.lib); }
+
+bool collector::bound_hit() const { return impl_->rank_bound_hit; }
 
 void collector::remask_learnt() {
   auto& m = impl_->masker;
@@ -207,7 +211,8 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
   st.prev_local = local_rank;
   if (!rank && st.hint.rank) rank = st.hint.rank;
   if (!local_rank && st.hint.local_rank) local_rank = st.hint.local_rank;
-  if (rank && local_rank && meta.rank) in.local_to_rank[*local_rank].insert(*rank);
+  if (rank && local_rank && meta.rank && (in.local_to_rank.size() < impl::kMaxRanks || in.local_to_rank.count(*local_rank)))
+    in.local_to_rank[*local_rank].insert(*rank);
   // A host a prefix names (pod, syslog, NCCL header) is masked even where no line rule knew the context.
   if (meta.host) meta.host = im.masker.mask_host(*meta.host);
   std::optional<std::string> host = meta.host ? meta.host : st.hint.host;
@@ -217,6 +222,12 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
   }
   if (meta.host) in.hosts.insert(*meta.host);
   std::string key = rank_key(rank, local_rank);
+  // Per-rank tables are bounded (hostile input: a million distinct ranks): ranks past the bound share one
+  // stream-level entry (as a line with no rank) for their state and activity; their findings keep their own rank.
+  if (!key.empty() && in.activity.size() >= impl::kMaxRanks && !in.activity.count(key) && !st.ex.count(key)) {
+    im.rank_bound_hit = true;
+    key.clear();  // the stream-level state, as for a line with no rank
+  }
   std::optional<normalize::timestamp> ts = meta.ts;
   bool inherited = false;
   if (ts) {
@@ -424,6 +435,8 @@ void finish(collector& col, run& out) {
     for (auto& e : out.errors) masker.rescan(e.path);
   }
   out.mask_counts = masker.counts();
+  if (col.bound_hit())
+    out.errors.push_back({"(all inputs)", "more than 16384 distinct ranks: the ranks past that bound share one per-rank table", false});
   out.diag = col.diagnose();
   if (out.diag.initiating_host)
     out.initiating_host_real = masker.enabled() ? masker.original(*out.diag.initiating_host) : *out.diag.initiating_host;

@@ -89,6 +89,8 @@ class collector {
   /// The second masking pass over everything kept for the report: host names learnt after a line was
   /// kept (a later SLURM_JOB_NODELIST, MASTER_ADDR, pod/NAME) are replaced there too.
   void remask_learnt();
+  /// A per-rank table bound was hit (the report says so in a note).
+  bool bound_hit() const;
   mask::masker& masker();
 
  private:

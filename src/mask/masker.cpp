@@ -160,6 +160,30 @@ struct masker::impl {
   int key_block_lines = 0;
   bool secret_at_eol = false;  // the last line ended inside a secret: its next line may continue the value
   static constexpr std::size_t kMaxLearned = 100000;  // bound memory on hostile input
+  // Every replacement kept for consistency costs about 200 bytes (value, token, reverse entry): 100,000 of
+  // them stay near 20 MiB. Past the bound, new values are still masked, with one shared token per kind
+  // (ip-x, <secret-x>), and the report's counts carry "over_table_bound".
+  static constexpr std::size_t kMaxSeen = 100000;
+  std::size_t seen_total = 0;
+  bool bound_hit = false;
+  std::string token(const std::string& kind, const std::string& prefix, bool secret, const std::string& value, bool* is_new) {
+    *is_new = false;
+    auto& m = seen[kind];
+    if (auto it = m.find(value); it != m.end()) return it->second;
+    std::string t;
+    if (seen_total >= kMaxSeen) {
+      bound_hit = true;
+      t = secret ? "<" + prefix + "-x>" : prefix + "-x";
+    } else {
+      std::string n = std::to_string(++next[prefix]);
+      t = secret ? "<" + prefix + "-" + n + ">" : prefix + "-" + n;
+      m.emplace(value, t);
+      ++seen_total;
+      *is_new = true;
+    }
+    produced.insert(t);
+    return t;
+  }
 
   // Replaces every word-like token (letters, digits, . _ -) that is a learnt host. Linear in the line.
   std::size_t replace_learnt_hosts(std::string& line) {
@@ -241,12 +265,10 @@ std::string masker::mask_host(const std::string& host) {
   std::string lower = host;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
   if (im.produced.count(host) || im.keep.count(lower)) return host;
-  auto& tok = im.seen["hostname"][host];
-  if (tok.empty()) {
-    tok = "node-" + std::to_string(++im.next["node"]);
-    im.produced.insert(tok);
-    if (learnable(host) && im.hosts.size() < impl::kMaxLearned) im.hosts[host] = tok;
-  }
+  bool is_new = false;
+  std::string tok = im.token("hostname", "node", false, host, &is_new);
+  if (is_new && learnable(host) && im.hosts.size() < impl::kMaxLearned) im.hosts[host] = tok;
+  if (im.bound_hit) counts_["over_table_bound"] = 1;
   ++counts_["hostname"];
   return tok;
 }
@@ -264,12 +286,8 @@ std::string masker::apply_path(std::string_view path) {
     std::size_t b = static_cast<std::size_t>(g[1].data() - out.data());
     res.append(out, pos, b - pos);
     std::string user(g[1].data(), g[1].size());
-    auto& tok = impl_->seen["home_user"][user];
-    if (tok.empty()) {
-      tok = "user-" + std::to_string(++impl_->next["user"]);
-      impl_->produced.insert(tok);
-    }
-    res += tok;
+    bool is_new = false;
+    res += impl_->token("home_user", "user", false, user, &is_new);
     ++counts_["home_user"];
     pos = b + g[1].size();
   }
@@ -366,16 +384,13 @@ std::string masker::apply(std::string_view line_in) {
       if (keep || already || value.empty()) {
         out += value;
       } else {
-        auto& tok = im.seen[r.kind][value];
-        if (tok.empty()) {
-          std::size_t n = ++im.next[r.token];
-          tok = r.secret ? "<" + r.token + "-" + std::to_string(n) + ">" : r.token + "-" + std::to_string(n);
-          im.produced.insert(tok);
-          if (r.kind == "hostname" && learnable(value) && im.hosts.size() < impl::kMaxLearned) {
-            im.hosts[value] = tok;
-            learnt_now = true;
-          }
+        bool is_new = false;
+        std::string tok = im.token(r.kind, r.token, r.secret, value, &is_new);
+        if (is_new && r.kind == "hostname" && learnable(value) && im.hosts.size() < impl::kMaxLearned) {
+          im.hosts[value] = tok;
+          learnt_now = true;
         }
+        if (im.bound_hit) counts_["over_table_bound"] = 1;
         out += tok;
         ++counts_[r.kind];
       }

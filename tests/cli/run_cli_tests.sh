@@ -197,6 +197,25 @@ for b in $bombs; do
   check "bomb $(basename "$b"): cut short in the verdict" has "$out" "cut short"
 done
 
+# Memory: a million distinct ranks, and a million distinct addresses, e-mails and FQDNs, stay under
+# 64 MiB peak RSS (before: 552 MB and 660 MB), with a note when a table bound is hit.
+python3 -c "
+with open('$tmp/ranks.log', 'w') as f:
+    for i in range(1000000): f.write(f'[rank{i}]: step 1 loss 0.5\\n')
+with open('$tmp/ips.log', 'w') as f:
+    for i in range(1000000): f.write(f'ERROR: peer 10.{(i>>16)&255}.{(i>>8)&255}.{i&255} u{i}@ex{i}.com n{i}.cluster.local lost\\n')
+"
+if [ -x /usr/bin/time ]; then
+  for m in ranks ips; do
+    /usr/bin/time -f '%M' -o "$tmp/$m.rss" "$BIN" diagnose "$tmp/$m.log" --no-history >"$tmp/out" 2>"$tmp/err"
+    out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
+    check "memory: a million distinct $m stay under 64 MiB RSS ($(tail -1 "$tmp/$m.rss") KB)" test "$(tail -1 "$tmp/$m.rss")" -lt 65536
+    [ "$m" = ranks ] && check "memory: the rank bound is noted" has "$err" "distinct ranks"
+    [ "$m" = ips ] && check "memory: the masker bound is noted" has "$out" "over_table_bound"
+  done
+fi
+rm -f "$tmp/ranks.log" "$tmp/ips.log"
+
 # Lost evidence: a 4 KiB block of NUL bytes (a crashed node's log) is a gap, not "binary"; the OOM after
 # it is found, the gap is reported in one line. A real binary file is still refused.
 { printf 'step 10 loss 0.3\n'; head -c 4096 /dev/zero; printf 'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB\n'; } >"$tmp/nulgap.log"
