@@ -57,7 +57,8 @@ const rule_def kRules[] = {
     {"hostname", "node", false, R"((?:addr|remote)=\[([A-Za-z][\w.-]*)\])"},
     // MASTER_ADDR=host, c10d "[host]:29500" and "(host, 29500)", Kubernetes pod/NAME
     {"hostname", "node", false, R"(\b(?:MASTER_ADDR|MASTER_HOST|RDZV_ENDPOINT|PET_MASTER_ADDR)=([A-Za-z][\w.-]*[\w]))"},
-    {"hostname", "node", false, R"(\[([A-Za-z][\w.-]*[\w])\]:\d{2,5}\b)"},
+    // c10d "[host]:29500" (not a launcher tag before a time, "[default1]:2026-12-01")
+    {"hostname", "node", false, R"(\[([A-Za-z][\w.-]*[\w])\]:\d{2,5}(?:[\s,);]|$))"},
     {"hostname", "node", false, R"(connect to \(([A-Za-z][\w.-]*[\w]), \d{2,5}\))"},
     {"hostname", "node", false, R"(\bpods?/([a-z0-9][a-z0-9.-]*[a-z0-9]))"},
     {"hostname", "node", false, R"((?i)\b((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:com|net|org|io|edu|gov|ai|internal|local|lan|cluster|corp|cloud|compute))\b)"},
