@@ -211,6 +211,12 @@ TEST(masker_hosts, learnt_from_nodelists_master_addr_c10d_and_pods_even_when_nam
   for (const char* v : {"hcl-gx003", "trainhead-b9", "llm-pod-w2"}) EXPECT_EQ(early.find(v), std::string::npos) << early;
 }
 
+TEST(masker_hosts, a_launcher_tag_before_a_time_is_not_a_host_port) {
+  ff::mask::masker m({});
+  const char* line = "[default1]:2026-12-01 09:59:13,455 INFO rank 1 step 4 loss=0.1643";
+  EXPECT_EQ(m.apply(line), line);
+}
+
 TEST(masker_addresses, short_ipv6_and_dash_macs) {
   ff::mask::masker m({});
   auto out = m.apply("peer fd00::a3 via fd12:3456::1 ether 3c-ec-ef-12-ab-9d; c10::Error at::Tensor");
