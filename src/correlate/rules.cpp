@@ -232,6 +232,20 @@ std::optional<rank_decision> culprit_from(const context& ctx, const std::vector<
   return std::nullopt;
 }
 
+// How the launcher that printed an exit report calls its first failure.
+std::string first_failure_phrase(const extract::exit_record& e) {
+  if (e.launcher == "mpirun") return "mpirun's first process to exit with a non-zero status";
+  if (e.launcher == "srun") return "the first task srun reported failed";
+  if (e.root_cause) return "torchelastic's \"Root Cause (first observed failure)\" entry";
+  return "the first worker the launcher saw fail";
+}
+
+// a is a stronger cause than b: higher priority, then earlier on the same clock.
+bool stronger(const context& ctx, const finding& a, const finding& b) {
+  int pa = ctx.sig(a).priority, pb = ctx.sig(b).priority;
+  return pa > pb || (pa == pb && before(a.ts, b.ts));
+}
+
 std::set<int> ranks_of(const std::vector<const finding*>& list) {
   std::set<int> r;
   for (const auto* f : list)
@@ -246,8 +260,7 @@ const finding* strongest_cause(const context& ctx) {
   for (const auto& f : ctx.fs) {
     const auto& s = ctx.sig(f);
     if (!s.is_cause()) continue;
-    if (!root || s.priority > ctx.sig(*root).priority || (s.priority == ctx.sig(*root).priority && before(f.ts, root->ts)))
-      root = &f;
+    if (!root || stronger(ctx, f, *root)) root = &f;
   }
   return root;
 }
@@ -267,9 +280,7 @@ const std::vector<root_rule>& root_rules() {
            const auto& s = ctx.sig(f);
            if (!s.is_cause() || s.category == "scheduler" || !f.rank || !f.ts || f.ts->kind != timestamp::clock::wall) continue;
            if (f.ts->seconds > root.ts->seconds - 1.0) continue;  // at least a second earlier
-           if (!best || s.priority > ctx.sig(*best).priority ||
-               (s.priority == ctx.sig(*best).priority && before(f.ts, best->ts)))
-             best = &f;
+           if (!best || stronger(ctx, f, *best)) best = &f;
          }
          return best;
        }},
@@ -396,10 +407,7 @@ const std::vector<rank_rule>& rank_rules() {
          d.rank = best->rank;
          if (!best->host.empty()) d.host = best->host;
          auto code = std::to_string(best->exitcode.value_or(0));
-         d.why = best->launcher == "mpirun" ? "mpirun's first process to exit with a non-zero status (exit code " + code + ")"
-                 : best->launcher == "srun" ? "the first task srun reported failed (exit code " + code + ")"
-                 : best->root_cause       ? "torchelastic's \"Root Cause (first observed failure)\" entry (exit code " + code + ")"
-                                          : "first worker the torchelastic agent saw fail (exit code " + code + ")";
+         d.why = first_failure_phrase(*best) + " (exit code " + code + ")";
          return d;
        }},
   };
@@ -688,11 +696,7 @@ const std::vector<inference_rule>& inference_rules() {
                      : code == -11 || best->signal == "SIGSEGV" ? "launcher_exit_sigsegv"
                      : code > 0 ? "launcher_exit_error" : "";
          if (inf.entry.empty()) return std::nullopt;  // other signals (SIGTERM, SIGABRT) say who stopped it, not why
-         inf.why = (best->launcher == "mpirun" ? std::string("mpirun's first process to exit with a non-zero status")
-                    : best->launcher == "srun" ? std::string("the first task srun reported failed")
-                    : best->root_cause ? std::string("torchelastic's \"Root Cause (first observed failure)\" entry")
-                                       : std::string("the first worker the launcher saw fail")) +
-                   " (rank " + std::to_string(*best->rank) + ", exit code " + std::to_string(code) + ")";
+         inf.why = first_failure_phrase(*best) + " (rank " + std::to_string(*best->rank) + ", exit code " + std::to_string(code) + ")";
          inf.extra.push_back({best->source, "launcher: rank " + std::to_string(*best->rank) + " exited with code " + std::to_string(code),
                               best->time, best->line_no, best->rank, best->host.empty() ? std::nullopt : std::optional<std::string>(best->host)});
          for (const auto& f : ctx.fs)
