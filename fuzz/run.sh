@@ -6,13 +6,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-30}; shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_normalize fuzz_extract fuzz_kb_loader fuzz_pipeline)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_normalize fuzz_extract fuzz_kb_loader fuzz_pipeline fuzz_mask fuzz_ingest)
 if ! command -v clang++ >/dev/null; then echo "fuzz: needs clang++ (Debian packages clang, libclang-rt-14-dev)"; exit 2; fi
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFF_FUZZ=ON -DFF_DEVELOPER_MODE=OFF >/dev/null
 cmake --build build-fuzz -j"$(nproc)" >/dev/null
 seeds=build-fuzz/seeds
 if [ ! -d "$seeds" ]; then
-  mkdir -p "$seeds"/{normalize,extract,kb_loader,pipeline}
+  mkdir -p "$seeds"/{normalize,extract,kb_loader,pipeline,mask,ingest}
   i=0
   while IFS= read -r -d '' f; do
     i=$((i + 1))
@@ -20,6 +20,20 @@ if [ ! -d "$seeds" ]; then
     head -c 2000 "$f" >"$seeds/extract/s$i"
   done < <(find tests/corpus -type f -size +0 -print0)
   grep -h -o "line: '.*'" kb/*/*.yaml | split -l 1 - "$seeds/normalize/l_"
+  split -l 4 tests/mask/planted.log "$seeds/mask/p_"
+  # ingest seeds: the first byte picks the name fuzz_ingest gives the file (see fuzz_ingest.cpp).
+  sample=tests/mask/planted.log
+  { printf '\x01'; gzip -c "$sample"; } >"$seeds/ingest/gz"
+  { printf '\x02'; zstd -q -c "$sample"; } >"$seeds/ingest/zst"
+  { printf '\x03'; xz -c "$sample"; } >"$seeds/ingest/xz"
+  { printf '\x04'; bzip2 -c "$sample"; } >"$seeds/ingest/bz2"
+  tmpd=$(mktemp -d); cp "$sample" "$tmpd/rank0.log"; gzip -c "$sample" >"$tmpd/rank1.log.gz"
+  { printf '\x05'; tar -C "$tmpd" -cf - rank0.log rank1.log.gz; } >"$seeds/ingest/tar"
+  { printf '\x06'; tar -C "$tmpd" -czf - rank0.log rank1.log.gz; } >"$seeds/ingest/tgz"
+  (cd "$tmpd" && zip -q -X z.zip rank0.log rank1.log.gz) && { printf '\x07'; cat "$tmpd/z.zip"; } >"$seeds/ingest/zip"
+  head -c 300000 /dev/zero | tr '\0' '\n' | gzip -c >"$tmpd/bomb.log.gz"
+  { printf '\x06'; tar -C "$tmpd" -czf - bomb.log.gz; } >"$seeds/ingest/nested_bomb"
+  rm -rf "$tmpd"
   n=0  # no `| head` here: with pipefail, find's SIGPIPE would fail the script
   while IFS= read -r -d '' f; do
     n=$((n + 1)); [ $n -le 60 ] && cp "$f" "$seeds/kb_loader/"

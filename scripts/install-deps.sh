@@ -3,7 +3,7 @@
 # already installed is not fetched again, so a second run costs one dpkg query.
 set -euo pipefail
 pkgs=(
-  build-essential cmake ninja-build pkg-config python3 python3-jsonschema gzip zstd zip time
+  build-essential cmake ninja-build pkg-config python3 python3-jsonschema gzip zstd xz-utils bzip2 zip time
   libvectorscan-dev libre2-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   zlib1g-dev libzstd-dev libarchive-dev libgtest-dev libgmock-dev
   clang libclang-rt-14-dev libsqlite3-dev libcpp-httplib-dev libssl-dev curl prometheus
