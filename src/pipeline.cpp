@@ -54,7 +54,14 @@ struct collector::impl {
   std::map<std::pair<int, int>, std::pair<int, std::size_t>> per_key;  // (signature, rank) -> (count, last index)
   std::map<std::string, std::size_t> suspicious_by_template;  // template -> index in in.suspicious
   static constexpr std::size_t kMaxRanks = 16384;  // distinct ranks with their own per-rank state
-  bool rank_bound_hit = false;
+  // Findings kept in all (each holds up to ~2.3 KB: line, captures, source): past the bound a finding only
+  // counts as a repeat of the first one of its signature. With the pair budgets below, the collector's
+  // tables stay under ~40 MiB whatever the input (the masker's own tables: mask.hpp).
+  static constexpr std::size_t kMaxFindings = 8192;
+  static constexpr std::size_t kMaxPairs = 65536;  // host -> rank and local rank -> rank pairs, each table
+  std::size_t host_rank_pairs = 0, local_rank_pairs = 0;
+  std::map<int, std::size_t> first_of_signature;  // signature -> index of its first finding
+  bool rank_bound_hit = false, findings_bound_hit = false, pairs_bound_hit = false;
   std::string engine_error;  // the first matching-engine error: the run is an error, never "healthy"
   impl(const engine& e, const options& o) : eng(e), opt(o), scratch(e.matcher), masker(o.mask) {}
 };
@@ -74,7 +81,15 @@ mask::masker& collector::masker() { return impl_->masker; }
 const correlate::inputs& collector::inputs() const { return impl_->in; }
 correlate::diagnosis collector::diagnose() const { return correlate::correlate(impl_->in, *impl_->eng.lib); }
 
-bool collector::bound_hit() const { return impl_->rank_bound_hit; }
+std::vector<std::string> collector::bound_notes() const {
+  std::vector<std::string> out;
+  if (impl_->rank_bound_hit) out.push_back("more than 16384 distinct ranks: the ranks past that bound share one per-rank table");
+  if (impl_->findings_bound_hit)
+    out.push_back("more than 8192 findings: later ones are counted as repeats of their signature's first finding, their ranks are not kept");
+  if (impl_->pairs_bound_hit)
+    out.push_back("more than 65536 host/rank or local-rank/rank pairs: later pairs are not kept for host and rank attribution");
+  return out;
+}
 
 void collector::remask_learnt() {
   auto& m = impl_->masker;
@@ -211,14 +226,16 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
   st.prev_local = local_rank;
   if (!rank && st.hint.rank) rank = st.hint.rank;
   if (!local_rank && st.hint.local_rank) local_rank = st.hint.local_rank;
-  if (rank && local_rank && meta.rank && (in.local_to_rank.size() < impl::kMaxRanks || in.local_to_rank.count(*local_rank)))
-    in.local_to_rank[*local_rank].insert(*rank);
+  if (rank && local_rank && meta.rank) {
+    if (im.local_rank_pairs < impl::kMaxPairs) im.local_rank_pairs += in.local_to_rank[*local_rank].insert(*rank).second;
+    else im.pairs_bound_hit = true;
+  }
   // A host a prefix names (pod, syslog, NCCL header) is masked even where no line rule knew the context.
   if (meta.host) meta.host = im.masker.mask_host(*meta.host);
   std::optional<std::string> host = meta.host ? meta.host : st.hint.host;
   if (host && rank && (meta.rank || st.hint.rank)) {
-    auto& hr = in.host_ranks[*host];
-    if (hr.size() < 1024) hr.insert(*rank);
+    if (im.host_rank_pairs < impl::kMaxPairs) im.host_rank_pairs += in.host_ranks[*host].insert(*rank).second;
+    else im.pairs_bound_hit = true;
   }
   if (meta.host) in.hosts.insert(*meta.host);
   std::string key = rank_key(rank, local_rank);
@@ -324,13 +341,22 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
     // One line is one event: a weaker cause on the same line (a generic Xid rule beside the Xid 79
     // rule) describes the same event less precisely.
     if (sig.is_cause() && sig.priority < top_cause) continue;
-    auto& slot = im.per_key[{h.signature, rank.value_or(local_rank ? -2 - *local_rank : -1)}];
+    std::pair<int, int> pk{h.signature, rank.value_or(local_rank ? -2 - *local_rank : -1)};
+    auto pit = im.per_key.find(pk);
+    if (pit == im.per_key.end() && in.findings.size() >= impl::kMaxFindings) {
+      im.findings_bound_hit = true;
+      if (auto f1 = im.first_of_signature.find(h.signature); f1 != im.first_of_signature.end()) ++in.findings[f1->second].duplicates;
+      kept_any = true;
+      continue;
+    }
+    auto& slot = pit != im.per_key.end() ? pit->second : im.per_key[pk];
     if (++slot.first > impl::kMaxPerKey) {
       ++in.findings[slot.second].duplicates;
       kept_any = true;
       continue;
     }
     slot.second = in.findings.size();
+    im.first_of_signature.emplace(h.signature, slot.second);
     correlate::finding f;
     f.signature = h.signature;
     f.captured = std::move(h.captured);
@@ -435,8 +461,7 @@ void finish(collector& col, run& out) {
     for (auto& e : out.errors) masker.rescan(e.path);
   }
   out.mask_counts = masker.counts();
-  if (col.bound_hit())
-    out.errors.push_back({"(all inputs)", "more than 16384 distinct ranks: the ranks past that bound share one per-rank table", false});
+  for (const auto& note : col.bound_notes()) out.errors.push_back({"(all inputs)", note, false});
   out.diag = col.diagnose();
   if (out.diag.initiating_host)
     out.initiating_host_real = masker.enabled() ? masker.original(*out.diag.initiating_host) : *out.diag.initiating_host;

@@ -89,8 +89,9 @@ class collector {
   /// The second masking pass over everything kept for the report: host names learnt after a line was
   /// kept (a later SLURM_JOB_NODELIST, MASTER_ADDR, pod/NAME) are replaced there too.
   void remask_learnt();
-  /// A per-rank table bound was hit (the report says so in a note).
-  bool bound_hit() const;
+  /// One line per table bound that was hit (ranks 16384, findings 8192, host/rank pairs 65536), for the
+  /// report's notes; empty when none was.
+  std::vector<std::string> bound_notes() const;
   mask::masker& masker();
 
  private:

@@ -156,7 +156,9 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
   bool all_silent_reported = false;
   double last_any = 0;
 
-  auto emit = [&](const std::string& type, const std::string& extra_text) {
+  auto emit = [&](const std::string& type, std::string extra_text) {
+    // The second masking pass covers the alert's own text too (a last line kept before its host was learnt).
+    if (col.masker().enabled()) col.masker().rescan(extra_text);
     pipeline::run r;
     r.any_readable = true;
     pipeline::finish(col, r);

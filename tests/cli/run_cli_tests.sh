@@ -206,17 +206,21 @@ with open('$tmp/ranks.log', 'w') as f:
     for i in range(1000000): f.write(f'[rank{i}]: step 1 loss 0.5\\n')
 with open('$tmp/ips.log', 'w') as f:
     for i in range(1000000): f.write(f'ERROR: peer 10.{(i>>16)&255}.{(i>>8)&255}.{i&255} u{i}@ex{i}.com n{i}.cluster.local lost\\n')
+with open('$tmp/finds.log', 'w') as f:  # a finding on every line: 400,000 ranks on 2,000 hosts (before: 1.5 GB at 1 M)
+    for i in range(400000): f.write(f'gpu-node{i%2000}: [rank{i}]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {i%977}.00 MiB\\n')
 "
 if [ -x /usr/bin/time ]; then
-  for m in ranks ips; do
+  for m in ranks ips finds; do
     /usr/bin/time -f '%M' -o "$tmp/$m.rss" "$BIN" diagnose "$tmp/$m.log" --no-history >"$tmp/out" 2>"$tmp/err"
     out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
-    check "memory: a million distinct $m stay under 64 MiB RSS ($(tail -1 "$tmp/$m.rss") KB)" test "$(tail -1 "$tmp/$m.rss")" -lt 65536
+    check "memory: the $m input stays under 64 MiB RSS ($(tail -1 "$tmp/$m.rss") KB)" test "$(tail -1 "$tmp/$m.rss")" -lt 65536
     [ "$m" = ranks ] && check "memory: the rank bound is noted" has "$err" "distinct ranks"
     [ "$m" = ips ] && check "memory: the masker bound is noted" has "$out" "over_table_bound"
+    [ "$m" = finds ] && check "memory: the findings and pair bounds are noted, the cause still found" \
+      sh -c "grep -qF 'more than 8192 findings' '$tmp/err' && grep -qF 'host/rank' '$tmp/err' && grep -q 'out of memory' '$tmp/out'"
   done
 fi
-rm -f "$tmp/ranks.log" "$tmp/ips.log"
+rm -f "$tmp/ranks.log" "$tmp/ips.log" "$tmp/finds.log"
 fi
 
 # Lost evidence: a 4 KiB block of NUL bytes (a crashed node's log) is a gap, not "binary"; the OOM after
@@ -260,17 +264,36 @@ check "planted: no piece of a value in text/json/markdown/html/history" \
 "$BIN" diagnose "$PL" --format json --no-mask --no-history >"$tmp/planted.nomask" 2>/dev/null
 check "planted: the leak check can fail (--no-mask leaks)" sh -c "! python3 '$T/mask/check_leaks.py' '$T/mask/planted_values.txt' '$tmp/planted.nomask' >/dev/null"
 mkdir -p "$tmp/wjob" && cp "$PL" "$tmp/wjob/rank0.log"
+port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+MPORT=$(port); HPORT=$(port)
+# a local webhook listener on loopback that appends every POST body to a file
+/usr/bin/python3 - "$HPORT" "$tmp/planted.webhook" <<'PY' &
+import http.server, sys
+port, out = int(sys.argv[1]), sys.argv[2]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        open(out, "ab").write(body + b"\n")
+        self.send_response(200); self.end_headers()
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+PY
+hpid=$!
 "$BIN" watch "$tmp/wjob" --from-start --json --poll-ms 50 --run-for 120 --history "$tmp/planted.db" \
+  --metrics "127.0.0.1:$MPORT" --webhook "http://127.0.0.1:$HPORT/alerts" \
   --exec "cat >> $tmp/planted.exec" >"$tmp/planted.watch" 2>"$tmp/planted.watch.err" &
 wpid=$!
-for _ in $(seq 1 1200); do  # readiness: the first alert reached --exec (not a timed assertion)
-  [ -s "$tmp/planted.exec" ] && [ -s "$tmp/planted.watch" ] && break
+for _ in $(seq 1 1200); do  # readiness: the first alert reached --exec and the webhook (not a timed assertion)
+  [ -s "$tmp/planted.exec" ] && [ -s "$tmp/planted.watch" ] && [ -s "$tmp/planted.webhook" ] && break
   kill -0 "$wpid" 2>/dev/null || break
   sleep 0.1
 done
-kill "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null
-check "planted: no piece of a value in watch --json alerts or --exec input" \
-  python3 "$T/mask/check_leaks.py" "$T/mask/planted_values.txt" "$tmp/planted.watch" "$tmp/planted.exec"
+curl -s "http://127.0.0.1:$MPORT/metrics" >"$tmp/planted.metrics" 2>/dev/null
+kill "$wpid" "$hpid" 2>/dev/null; wait "$wpid" "$hpid" 2>/dev/null
+check "planted: the webhook and the metrics endpoint answered" sh -c "test -s '$tmp/planted.webhook' && grep -q firstfault_ '$tmp/planted.metrics'"
+check "planted: no piece of a value in watch --json alerts, --exec input, webhook bodies or metrics" \
+  python3 "$T/mask/check_leaks.py" "$T/mask/planted_values.txt" "$tmp/planted.watch" "$tmp/planted.exec" \
+  "$tmp/planted.webhook" "$tmp/planted.metrics"
 
 echo "$fails failure(s)"
 exit $((fails > 0))
