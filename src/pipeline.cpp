@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "firstfault/extract.hpp"
 #include "firstfault/match.hpp"
@@ -28,7 +29,16 @@ result<engine> engine::build(const kb::library& lib) {
   if (!cat_r) return cat_r.error();
   auto m_r = match::matcher::compile(lib);
   if (!m_r) return m_r.error();
+  std::vector<std::string> gate_extra = extract::gate_patterns();
+  for (auto& g : mask::gate_patterns({})) gate_extra.push_back(std::move(g));
+  auto g_r = match::gate::build(lib, gate_extra);
+  if (!g_r) return g_r.error();
+  static const kb::library no_signatures{};
+  auto h_r = match::gate::build(no_signatures, mask::prefix_host_patterns());
+  if (!h_r) return h_r.error();
   engine e;
+  e.gate = std::move(g_r).value();
+  e.host_gate = std::move(h_r).value();
   e.lib = &lib;
   e.prefixes = std::move(cat_r).value();
   e.matcher = std::move(m_r).value();
@@ -45,7 +55,12 @@ struct collector::impl {
   const engine& eng;
   const options& opt;
   match::scratch scratch;
+  match::gate_scratch gate_scratch, host_gate_scratch;
   mask::masker masker;
+  // The light path is off in exact mode, without a usable gate, and with custom mask rules (their
+  // patterns are not in the engine's gate).
+  bool light_ok;
+  std::set<std::string> deferred_last;  // rank keys whose activity.last_line is still unmasked
   correlate::inputs in;
   std::vector<match::hit> hits;
   // Memory stays bounded however long the input: after kMaxPerKey findings of one signature on one
@@ -63,7 +78,9 @@ struct collector::impl {
   std::map<int, std::size_t> first_of_signature;  // signature -> index of its first finding
   bool rank_bound_hit = false, findings_bound_hit = false, pairs_bound_hit = false;
   std::string engine_error;  // the first matching-engine error: the run is an error, never "healthy"
-  impl(const engine& e, const options& o) : eng(e), opt(o), scratch(e.matcher), masker(o.mask) {}
+  impl(const engine& e, const options& o)
+      : eng(e), opt(o), scratch(e.matcher), gate_scratch(e.gate), host_gate_scratch(e.host_gate), masker(o.mask),
+        light_ok(!o.exact && e.gate.enabled() && o.mask.extra.empty()) {}
 };
 
 collector::collector(const engine& eng, const options& opt) : impl_(std::make_unique<impl>(eng, opt)) {
@@ -169,8 +186,56 @@ void collector::observe(stream& st, std::string_view clean) {
   st.learner.observe(meta.body);
 }
 
-void collector::close_stream(const stream& st) {
+void collector::close_stream(stream& st) {
+  if (st.last_body_raw) {
+    st.last_body = impl_->masker.apply(st.last_body);
+    impl_->masker.reset_stream();
+    st.last_body_raw = false;
+  }
   if (st.lines > 0 && impl_->in.stream_ends.size() < 4096) impl_->in.stream_ends.emplace_back(st.display, st.last_body);
+}
+
+std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no) {
+  auto& im = *impl_;
+  // The full path when the line can matter: the gate hits it, a record is open in this stream, the
+  // masker's next line depends on this one, or the line holds bytes that sanitising would change.
+  if (!im.light_ok || st.busy > 0 || im.masker.line_state_open() || !text::is_plain(raw_text)) return add_line(st, raw_text, line_no);
+  auto hit = im.eng.gate.hit(raw_text, im.gate_scratch);
+  if (!hit) {
+    if (im.engine_error.empty()) im.engine_error = hit.error().message;
+    return 0;
+  }
+  if (hit.value()) return add_line(st, raw_text, line_no);
+  normalize::line_meta meta;
+  im.eng.prefixes.normalize(raw_text, meta);
+  st.learner.observe(meta.body);
+  // An error level in the prefix makes the line suspicious whatever its words: full path (the learner
+  // has seen it already).
+  normalize::line_meta learnt, inner;
+  std::string_view rest;
+  char level = meta.level;
+  if (!level && st.learner.peel(meta.body, learnt, rest)) {
+    im.eng.prefixes.normalize(rest, inner);
+    level = inner.level;
+  }
+  bool escalate = level == 'E' || level == 'F' || level == 'C';
+  // A host form the masker learns from (NCCL header, syslog, pdsh) that no prefix peeled: full path.
+  if (!escalate && !meta.host && !inner.host) {
+    auto h = im.eng.host_gate.hit(raw_text, im.host_gate_scratch);
+    escalate = !h || h.value();
+  }
+  if (escalate) return process(st, prepare(raw_text), line_no);
+  return process(st, raw_text, line_no, true);
+}
+
+void collector::mask_deferred() {
+  auto& im = *impl_;
+  for (const auto& key : im.deferred_last)
+    if (auto it = im.in.activity.find(key); it != im.in.activity.end()) {
+      it->second.last_line = im.masker.apply(it->second.last_line);
+      im.masker.reset_stream();
+    }
+  im.deferred_last.clear();
 }
 
 std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::string, std::uint64_t>>& raw) {
@@ -186,7 +251,9 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
   return n;
 }
 
-std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t line_no) {
+// `light`: a raw line the scan gate did not hit (add_line_gated): it cannot match, open a record or look
+// like a failure, so only the per-rank facts are kept, and its text is masked only if it is kept.
+std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t line_no, bool light) {
   static const re2::RE2 step_re(R"((?i)\b(?:step|iteration|iter|global_step)\s*[=:]?\s*(\d+))");
   static const re2::RE2 planned_re(R"((?i)\b(?:step|iteration|iter|batch)\w*\s*\d+\s*/\s*(\d+))");
   static const re2::RE2 batches_re(R"(\b(\d+) batches\b)");
@@ -261,7 +328,11 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
   extract::line_note note;
   auto& ex = st.ex[key];
   if (!ex) ex = std::make_unique<extract::extractor>(st.display);
-  ex->feed(meta.body, line_no, note, in.exits, in.terminated);
+  if (!light) {
+    bool was_idle = ex->idle();
+    ex->feed(meta.body, line_no, note, in.exits, in.terminated);
+    if (was_idle != ex->idle()) was_idle ? ++st.busy : --st.busy;
+  }
   if (!rank && note.rank) rank = note.rank;
   if (note.top) {
     auto r = rank ? rank : (local_rank && in.hosts.size() <= 1 ? local_rank : std::nullopt);
@@ -272,12 +343,17 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
   }
 
   std::string_view body = text::trim(meta.body);
-  if (!body.empty()) st.last_body = std::string(text::prefix_utf8(body, 300));
+  if (!body.empty()) {
+    st.last_body = std::string(text::prefix_utf8(body, 300));
+    st.last_body_raw = light;
+  }
   if (!key.empty() && !body.empty()) {
     auto& act = in.activity[key];
     ++act.lines;
     if (meta.ts) act.last_ts = meta.ts;
     act.last_line = std::string(text::prefix_utf8(body, 300));
+    if (light) im.deferred_last.insert(key);
+    else if (!im.deferred_last.empty()) im.deferred_last.erase(key);
     // Progress lines: the regexes run only on lines that can match them (cheap substring tests first).
     auto has_ci = [&](std::string_view w) {
       return std::search(body.begin(), body.end(), w.begin(), w.end(), [](char a, char b) {
@@ -294,7 +370,7 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
     else if (contains(body, " batches") && re2::RE2::PartialMatch(bsp, batches_re, &planned))
       act.planned_steps = planned;
   }
-  if (body.empty()) return 0;
+  if (body.empty() || light) return 0;
   auto& hits = im.hits;
   hits.clear();
   if (auto scanned = im.eng.matcher.scan(body, im.scratch, hits); !scanned) {
@@ -389,7 +465,6 @@ std::size_t wrap_width(const std::vector<std::pair<std::string, std::uint64_t>>&
 }
 
 result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, const options& opt) {
-  constexpr std::size_t kLearnLines = 256;
   collector col(eng, opt);
   if (auto st = col.check(); !st) return st.error();
   run out;
@@ -398,7 +473,7 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
     ingest::raw_line raw;
     // The first lines are read as a batch so unknown prefixes are learnt before any line is matched.
     std::vector<std::pair<std::string, std::uint64_t>> head;
-    while (head.size() < kLearnLines && reader.next(raw)) head.emplace_back(std::string(raw.text), raw.line_no);
+    while (head.size() < opt.learn_lines && reader.next(raw)) head.emplace_back(std::string(raw.text), raw.line_no);
     // A paste hard-wrapped by a terminal: rejoin a line cut at the wrap width with the line after it.
     std::size_t wrap = wrap_width(head);
     if (wrap > 0) {
@@ -424,7 +499,7 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
     head.clear();
     while (reader.next(raw)) {
       if (wrap == 0) {
-        col.add_line(st, raw.text, raw.line_no);
+        col.add_line_gated(st, raw.text, raw.line_no);
         continue;
       }
       if (have_pending && pending.size() % wrap == 0 && pending.size() < 64 * wrap) {
@@ -455,6 +530,7 @@ void finish(collector& col, run& out) {
   auto& masker = col.masker();
   for (auto& e : out.errors) e.path = masker.apply_path(text::sanitize(e.path));
   out.masked = masker.enabled();
+  col.mask_deferred();  // last lines kept from light-path lines, masked with every host learnt by now
   if (masker.enabled()) {  // second pass: hosts learnt late are masked in everything already kept
     col.remask_learnt();
     for (auto& i : out.inputs) masker.rescan(i.path);

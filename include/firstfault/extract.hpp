@@ -70,6 +70,11 @@ class extractor {
   /// Feeds one line body (prefixes peeled). Facts found are appended to the vectors.
   void feed(std::string_view body, std::uint64_t line_no, line_note& note, std::vector<exit_record>& exits,
             std::vector<terminated_pid>& terms);
+  /// True when no record is open: a line that none of gate_patterns() hits changes nothing here.
+  bool idle() const {
+    return !in_tb_ && !after_exception_ && !in_frames_ && dump_header_ == 0 && !mpi_first_ && block_ == block::none &&
+           !entry_ && !mpi_entry_;
+  }
 
  private:
   void flush_entry(std::vector<exit_record>& exits);
@@ -118,5 +123,10 @@ std::string_view exception_type(std::string_view body);
 /// Tree", ICWS 2017): numbers, hex ids, paths, addresses and quoted values become "<*>", so the
 /// same message from many ranks groups into one template.
 std::string line_template(std::string_view body);
+
+/// The scan gate's patterns for this stage (Vectorscan regexps, see gate.hpp): every literal a record of
+/// extractor::feed() starts with, and every word classify_line() and exception_type() need. A line none of
+/// them hits neither opens a record nor looks like a failure (unless its prefix gives an error level).
+std::vector<std::string> gate_patterns();
 
 }  // namespace ff::extract

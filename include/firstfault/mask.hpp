@@ -32,6 +32,16 @@ struct options {
   std::vector<std::string> keep_hosts;     ///< host names never masked (e.g. "localhost")
 };
 
+/// The scan gate's patterns for masking (Vectorscan regexps, see gate.hpp): every rule whose match changes
+/// the masker's state or depends on context (secrets, which may continue on the next line; host names in
+/// a context, which are learnt and masked everywhere after; Slurm node lists; private-key blocks), plus
+/// the custom rules. Context-free values (addresses, e-mails, FQDNs, home directories) are masked wherever
+/// they are shown, so they need no gate.
+std::vector<std::string> gate_patterns(const options& opt);
+/// The host rules for line-prefix forms (NCCL header, syslog, pdsh), left out of gate_patterns() because
+/// prefix peeling finds the same hosts; checked on a gated-out line only when its peel found no host.
+std::vector<std::string> prefix_host_patterns();
+
 /// Loads a team config (YAML): `enabled: bool`, `rules: [{name, regex}]`, `keep_hosts: [..]`.
 result<options> load_config(const std::string& path, options base);
 
@@ -57,6 +67,9 @@ class masker {
   /// The original value behind a replacement token made in this run ("" when unknown). Used only to
   /// compute salted keys (history's host_key); never shown or stored.
   std::string original(const std::string& token) const;
+  /// True while the next line depends on this one's masking (inside a private-key block, or after a
+  /// secret that ran to the end of the line): that line must be masked whatever the scan gate says.
+  bool line_state_open() const;
   /// Replacements made so far, per kind.
   const std::map<std::string, std::size_t>& counts() const { return counts_; }
   bool enabled() const { return opt_.enabled; }

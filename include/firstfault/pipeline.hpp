@@ -15,6 +15,7 @@
 
 #include "firstfault/correlate.hpp"
 #include "firstfault/extract.hpp"
+#include "firstfault/gate.hpp"
 #include "firstfault/ingest.hpp"
 #include "firstfault/kb.hpp"
 #include "firstfault/mask.hpp"
@@ -29,6 +30,13 @@ struct options {
   mask::options mask;                ///< masking at ingest (on by default)
   std::size_t max_suspicious = 200;  ///< unmatched error-looking lines collected
   std::size_t max_suspicious_shown = 40;  ///< of those, shown in the report
+  /// Every line through the full path (sanitise, mask, peel, extract, match). Off: lines the scan gate
+  /// does not hit take the light path (gate.hpp); the report is the same except for the masking
+  /// numbering and counts, which cover only the lines read in full (docs/ARCHITECTURE.md, "Scan first").
+  bool exact = false;
+  /// Lines of each input read as a first batch (full path) so unknown prefixes are learnt before any
+  /// line is matched. Tests set 0 so that the gated path is exercised from the first line.
+  std::size_t learn_lines = 256;
 };
 
 struct input_stats {
@@ -54,6 +62,8 @@ struct engine {
   const kb::library* lib = nullptr;
   normalize::prefix_catalog prefixes;
   match::matcher matcher;
+  match::gate gate;       ///< the scan-first gate over raw lines
+  match::gate host_gate;  ///< mask::prefix_host_patterns(), for gated-out lines whose peel found no host
   static result<engine> build(const kb::library& lib);
 };
 
@@ -70,6 +80,8 @@ class collector {
     std::optional<int> prev_rank, prev_local;
     std::uint64_t lines = 0;
     std::string last_body;  ///< the last line's body, masked (watch shows it for silent ranks)
+    bool last_body_raw = false;  ///< last_body came from a light-path line: masked when the stream closes
+    std::size_t busy = 0;  ///< extractors of this stream with an open record (their lines take the full path)
     normalize::prefix_learner learner;  ///< prefixes no catalogue entry lists, learnt from this stream
   };
   collector(const engine& eng, const options& opt);
@@ -79,16 +91,20 @@ class collector {
   stream open_stream(const ingest::source& src);
   /// Processes one raw line; returns how many findings it added.
   std::size_t add_line(stream& st, std::string_view raw_text, std::uint64_t line_no);
+  /// Like add_line, but a line the scan gate does not hit takes the light path (per-rank facts only).
+  std::size_t add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no);
   /// Processes a batch of raw lines (text, line number), learning unknown prefixes from all of them
   /// before the first is matched (diagnose reads each input's first lines this way).
   std::size_t add_lines(stream& st, const std::vector<std::pair<std::string, std::uint64_t>>& raw);
   /// Records the end of a stream (its last line) for the correlator.
-  void close_stream(const stream& st);
+  void close_stream(stream& st);
   const correlate::inputs& inputs() const;
   correlate::diagnosis diagnose() const;  ///< correlate over everything so far (does not consume)
   /// The second masking pass over everything kept for the report: host names learnt after a line was
   /// kept (a later SLURM_JOB_NODELIST, MASTER_ADDR, pod/NAME) are replaced there too.
   void remask_learnt();
+  /// Masks the per-rank last lines kept from light-path lines (finish() calls it before the second pass).
+  void mask_deferred();
   /// One line per table bound that was hit (ranks 16384, findings 8192, host/rank pairs 65536), for the
   /// report's notes; empty when none was.
   std::vector<std::string> bound_notes() const;
@@ -97,7 +113,7 @@ class collector {
  private:
   std::string prepare(std::string_view raw_text);           // sanitise and mask
   void observe(stream& st, std::string_view clean);         // feed the prefix learner
-  std::size_t process(stream& st, std::string_view clean, std::uint64_t line_no);
+  std::size_t process(stream& st, std::string_view clean, std::uint64_t line_no, bool light = false);
   void add_suspicious(const stream& st, std::string_view body, char level, bool exception_line, std::optional<int> rank,
                       std::uint64_t line_no);
   struct impl;

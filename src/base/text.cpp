@@ -31,12 +31,15 @@ std::size_t utf8_len(std::string_view s, std::size_t i) {
 }
 }  // namespace
 
+bool is_plain(std::string_view s) {
+  for (unsigned char c : s)
+    if ((c < 0x20 && c != '\t') || c >= 0x7F) return false;
+  return true;
+}
+
 std::string sanitize(std::string_view s, std::size_t* invalid) {
   // Fast path: printable ASCII and tabs only (most log lines) need no work.
-  bool plain = true;
-  for (unsigned char c : s)
-    if ((c < 0x20 && c != '\t') || c >= 0x7F) { plain = false; break; }
-  if (plain) {
+  if (is_plain(s)) {
     if (invalid) *invalid = 0;
     return std::string(s);
   }

@@ -303,6 +303,10 @@ static int run_main(int argc, char** argv) {
   std::vector<std::string> mask_rules;
   std::string mask_config;
   diag->add_flag("--no-mask", no_mask, "do not mask addresses, host names, user names and secrets");
+  bool exact = false;
+  diag->add_flag("--exact", exact, "read every line in full (reference mode; default: scan first, read in full only lines that can matter)");
+  std::size_t learn_lines = 256;
+  diag->add_option("--learn-lines", learn_lines, "lines of each input read first to learn unknown prefixes (testing)")->group("");
   bool no_history = false;
   std::string history_path;
   diag->add_flag("--no-history", no_history, "do not store this diagnosis in the local history");
@@ -396,6 +400,8 @@ static int run_main(int argc, char** argv) {
   if (diag->parsed()) {
     ff::pipeline::options opt;
     opt.ingest.max_line_bytes = max_line_kib << 10;
+    opt.exact = exact;
+    opt.learn_lines = learn_lines;
     auto mo = mask_options(mask_config, mask_rules, no_mask);
     if (!mo) {
       std::fprintf(stderr, "firstfault: %s\n", mo.error().message.c_str());

@@ -61,3 +61,22 @@ std::string line_template(std::string_view body) {
 }
 
 }  // namespace ff::extract
+
+namespace ff::extract {
+
+std::vector<std::string> gate_patterns() {
+  return {
+      // record anchors of extractor::feed (its starts_with/contains tests, case as written there)
+      R"(ChildFailedError:)", R"(The first process to do so was)", R"(srun: error:)", R"(CalledProcessError)",
+      R"(failed \(exitcode: )", R"(Sending process \d+ closing signal SIG)", R"(\((?:most recent call first|idle|active|gil))",
+      R"(Exception raised from )", R"(Traceback \(most recent call last\):)", R"(During handling of the above exception)",
+      R"(The above exception was the direct cause)",
+      // classify_line: crash words, scheduler states, error words (a superset: case-insensitive)
+      R"((?i)nccl warn|segmentation fault|core dumped|terminate called after throwing|aborted|bus error|panic|killed)",
+      R"(SIG(?:SEGV|ABRT|BUS|KILL|ILL|FPE))", R"(CANCELLED|NODE_FAIL|OUT_OF_ME|TIMEOUT|PREEMPTED|BOOT_FAIL|DEADLINE)",
+      R"((?i)error|exception|interrupt|exit|failure|failed|fatal|unhandled|timed out|non-zero)",
+      R"((?i)return(?:ed)?\s*(?:with\s*)?(?:code|status|value)?\s*[=:]?\s*-?[1-9])",
+  };
+}
+
+}  // namespace ff::extract

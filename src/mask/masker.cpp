@@ -262,6 +262,42 @@ masker::masker(options opt) : opt_(std::move(opt)), impl_(std::make_unique<impl>
   for (const auto& h : opt_.keep_hosts) impl_->keep.insert(h);
 }
 
+namespace {
+// The host rules for prefix forms (NCCL's "host:pid:tid [dev]", syslog, pdsh, "[date] host [pid]"): the
+// prefix catalogue peels the same hosts on every line and mask_host() learns them, so these rules are not
+// in the scan gate; prefix_host_patterns() lets a line whose peel found no host be checked for them.
+bool is_prefix_host_rule(const rule_def& r) {
+  if (std::string(r.kind) != "hostname" || !r.regex) return false;
+  std::string re = r.regex;
+  return re[0] == '^' || re.find(R"(:\d+:\d+ \[\d+\])") != std::string::npos;
+}
+}  // namespace
+
+std::vector<std::string> prefix_host_patterns() {
+  std::vector<std::string> out;
+  for (const auto& r : kRules)
+    if (is_prefix_host_rule(r)) out.push_back(r.regex);
+  return out;
+}
+
+std::vector<std::string> gate_patterns(const options& opt) {
+  std::vector<std::string> out = {R"(-----BEGIN)", R"(NODELIST=|NodeList=)"};
+  static const std::set<std::string> context_free = {"email", "mac", "ipv6", "ipv4", "home_user"};
+  for (const auto& r : kRules) {
+    if (!r.regex) {
+      for (const auto& g : secret_key_rules()) out.push_back(g);
+      continue;
+    }
+    std::string re = r.regex;
+    bool fqdn = std::string(r.kind) == "hostname" && re.find("(?:com|net|org") != std::string::npos;
+    if (!context_free.count(r.kind) && !fqdn && !is_prefix_host_rule(r)) out.push_back(re);
+  }
+  for (const auto& c : opt.extra) out.push_back(c.regex);
+  return out;
+}
+
+bool masker::line_state_open() const { return impl_->in_key_block || impl_->secret_at_eol; }
+
 masker::~masker() = default;
 masker::masker(masker&&) noexcept = default;
 masker& masker::operator=(masker&&) noexcept = default;

@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "firstfault/match.hpp"
+#include "db_cache.hpp"
 
 namespace ff::match {
 
@@ -36,8 +37,11 @@ re2::RE2::Options re2_options() {
   o.set_max_mem(64 << 20);
   return o;
 }
+}  // namespace
+
+namespace detail {
 // $FIRSTFAULT_CACHE_DIR, else $XDG_CACHE_HOME/firstfault, else ~/.cache/firstfault; "" disables.
-std::string cache_path(const kb::library& lib) {
+std::string cache_path(const std::string& key) {
   std::string dir;
   if (const char* d = std::getenv("FIRSTFAULT_CACHE_DIR")) dir = d;
   else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = std::string(x) + "/firstfault";
@@ -46,7 +50,7 @@ std::string cache_path(const kb::library& lib) {
   std::string ver = hs_version();
   for (auto& c : ver)
     if (!isalnum(static_cast<unsigned char>(c)) && c != '.') c = '_';
-  return dir + "/hs-" + lib.content_hash + "-" + ver + ".db";
+  return dir + "/hs-" + key + "-" + ver + ".db";
 }
 
 bool load_cached(const std::string& path, hs_database_t** db) {
@@ -73,7 +77,12 @@ void store_cached(const std::string& path, const hs_database_t* db) {
   if (ec) std::filesystem::remove(tmp, ec);
   std::free(bytes);
 }
+}  // namespace detail
 
+namespace {
+using detail::load_cached;
+using detail::store_cached;
+std::string cache_path(const kb::library& lib) { return detail::cache_path(lib.content_hash); }
 }  // namespace
 
 std::string check_pattern(const std::string& pattern, bool need_vectorscan) {

@@ -295,5 +295,28 @@ check "planted: no piece of a value in watch --json alerts, --exec input, webhoo
   python3 "$T/mask/check_leaks.py" "$T/mask/planted_values.txt" "$tmp/planted.watch" "$tmp/planted.exec" \
   "$tmp/planted.webhook" "$tmp/planted.metrics"
 
+# Scan first: the gated path and --exact give the same report on every corpus case (the guard, and a
+# generated 64-rank console long enough that the gate decides almost every line).
+python3 - "$tmp/console64.log" <<'PY'
+import random, sys
+rnd = random.Random(7)
+with open(sys.argv[1], "w") as f:
+    for step in range(1, 400):
+        for r in range(64):
+            host = f"gpu-node-{r // 8:02d}"
+            tag = f"[rank{r}]:" if r % 2 == 0 else f"[default{r % 8}]:"
+            if rnd.random() < 0.5:
+                f.write(f"{tag}{host}:{1000 + r}:{2000 + r} [{r % 8}] NCCL INFO Channel {step % 32:02d}/0 : {r} -> {(r + 1) % 64} via NET/IB/0 ip 10.0.{r // 8}.{r % 8}\n")
+            else:
+                f.write(f"{tag}2026-03-01 00:{step // 60:02d}:{step % 60:02d},{r:03d} | INFO | train.py:212 | step {step} | loss {2 + rnd.random():.4f}\n")
+    f.write("[default1]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.10 GiB\n")
+    for r in range(64):
+        if r != 41:
+            f.write(f"[rank{r}]:[E ProcessGroupNCCL.cpp:1575] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=88123, OpType=ALLREDUCE, NumelIn=262144, NumelOut=262144, Timeout(ms)=600000) ran for 600310 milliseconds before timing out.\n")
+PY
+stride=1; [ -n "${FF_SANITIZED:-}" ] && stride=10
+check "scan first: gated and --exact reports are the same (corpus, 64-rank console)" \
+  env STRIDE=$stride python3 "$T/cli/check_exact_equal.py" "$BIN" "$CORPUS" "$tmp/console64.log"
+
 echo "$fails failure(s)"
 exit $((fails > 0))

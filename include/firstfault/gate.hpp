@@ -1,0 +1,78 @@
+// firstfault/gate.hpp: the scan-first gate, one Vectorscan pass that says which raw lines can matter.
+//
+// A line that no gate pattern hits cannot match a fingerprint, open or continue a record the extractor
+// reads, look like a failure (suspicious-line words), or change the masker's state (a host named in a
+// context, a secret key, a key block). Such a line takes the pipeline's light path: prefix peel, per-rank
+// facts and progress only (pipeline.cpp). Everything else takes the full path, as in `--exact` mode.
+//
+// The gate is built from:
+//  - each fingerprint's required literals, computed by RE2's FilteredRE2 (the same prefilter analysis RE2
+//    uses for sets of regexps: https://github.com/google/re2/blob/main/re2/filtered_re2.h). A regexp that
+//    matches a text contains at least one of its atoms (lower-cased), so "any atom present" is a sound
+//    gate; atoms are matched case-insensitively.
+//  - the stages' own gate patterns: extract::gate_patterns() (record anchors, error words) and
+//    mask::gate_patterns() (host contexts, secret keys, key blocks), both regexps.
+// A fingerprint without an atom of at least kMinAtom bytes would make every line a candidate: the gate is
+// then disabled (every line takes the full path) and `kb lint` names the fingerprint.
+//
+//   auto g = ff::match::gate::build(lib, extra);     // result<gate>
+//   ff::match::gate_scratch s(g.value());
+//   bool may_matter = g.value().hit(line, s).value();
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "firstfault/kb.hpp"
+#include "firstfault/result.hpp"
+
+namespace ff::match {
+
+/// The required literals of one RE2 pattern (lower case), as FilteredRE2 computes them with atoms of at
+/// least min_len bytes. `filtered` is false when the pattern has no such atom (it can match without one).
+std::vector<std::string> required_atoms(const std::string& pattern, int min_len, bool* filtered);
+
+class gate;
+
+/// Per-thread gate scan state (Vectorscan scratch).
+class gate_scratch {
+ public:
+  explicit gate_scratch(const gate& g);
+  ~gate_scratch();
+  gate_scratch(const gate_scratch&) = delete;
+  gate_scratch& operator=(const gate_scratch&) = delete;
+
+ private:
+  friend class gate;
+  void* hs_ = nullptr;
+  int alloc_rc_ = 0;
+};
+
+class gate {
+ public:
+  static constexpr int kMinAtom = 4;  ///< shortest literal the gate accepts for a fingerprint (bytes)
+  /// Builds the gate from the library's fingerprints and extra regexps (the stages' gate patterns).
+  static result<gate> build(const kb::library& lib, const std::vector<std::string>& extra);
+  /// True when `line` (raw, unpeeled) may matter. With the gate disabled, always true. An engine error
+  /// (scratch, scan) is an error, never "does not matter".
+  result<bool> hit(std::string_view line, gate_scratch& s) const;
+  bool enabled() const { return db_ != nullptr; }
+  /// "signature: fingerprint" of each fingerprint without a usable atom (why the gate is disabled).
+  const std::vector<std::string>& unfiltered() const { return unfiltered_; }
+  std::size_t literal_count() const { return literals_; }
+
+  gate();
+  ~gate();
+  gate(gate&&) noexcept;
+  gate& operator=(gate&&) noexcept;
+
+ private:
+  friend class gate_scratch;
+  void* db_ = nullptr;
+  std::vector<std::string> unfiltered_;
+  std::size_t literals_ = 0;
+};
+
+}  // namespace ff::match

@@ -1,0 +1,208 @@
+// The scan-first gate (see firstfault/gate.hpp).
+#include "firstfault/gate.hpp"
+
+#include "db_cache.hpp"
+
+#include <hs/hs.h>
+#include <re2/filtered_re2.h>
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+namespace ff::match {
+
+std::vector<std::string> required_atoms(const std::string& pattern, int min_len, bool* filtered) {
+  re2::FilteredRE2 f(min_len);
+  re2::RE2::Options o;
+  o.set_log_errors(false);
+  int id = 0;
+  std::vector<std::string> atoms;
+  *filtered = false;
+  if (f.Add(pattern, o, &id) != re2::RE2::NoError) return atoms;
+  f.Compile(&atoms);
+  // FilteredRE2 evaluates the pattern's AND/OR tree of atoms: `passes(S)` says whether the pattern can
+  // match a text holding only the atoms S. With none, only an unfiltered pattern passes.
+  auto passes = [&](const std::vector<int>& present) {
+    std::vector<int> out;
+    f.AllPotentials(present, &out);
+    return std::find(out.begin(), out.end(), id) != out.end();
+  };
+  if (atoms.empty() || passes({})) return {};
+  // The gate needs a set G of atoms such that the pattern cannot match without one of them: take atoms
+  // out of the full set, longest (rarest) first, until the rest no longer lets the pattern pass. For an
+  // AND of atoms this is its longest atom alone; for an OR, one atom of each branch.
+  std::vector<int> order(atoms.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return atoms[static_cast<std::size_t>(a)].size() > atoms[static_cast<std::size_t>(b)].size(); });
+  std::vector<bool> taken(atoms.size(), false);
+  std::vector<std::string> gate;
+  for (int a : order) {
+    taken[static_cast<std::size_t>(a)] = true;
+    gate.push_back(atoms[static_cast<std::size_t>(a)]);
+    std::vector<int> rest;
+    for (std::size_t i = 0; i < atoms.size(); ++i)
+      if (!taken[i]) rest.push_back(static_cast<int>(i));
+    if (!passes(rest)) break;
+  }
+  // Drop the atoms that turned out not to be needed (an earlier long atom of a branch that a later one
+  // also covers): each is kept only if the pattern could pass without it and the others.
+  for (std::size_t k = 0; k + 1 < gate.size();) {
+    std::vector<int> rest;
+    for (std::size_t i = 0; i < atoms.size(); ++i) {
+      bool in_gate = false;
+      for (std::size_t j = 0; j < gate.size(); ++j) in_gate |= j != k && atoms[i] == gate[j];
+      if (!in_gate) rest.push_back(static_cast<int>(i));
+    }
+    if (!passes(rest)) gate.erase(gate.begin() + static_cast<long>(k));
+    else ++k;
+  }
+  *filtered = true;
+  return gate;
+}
+
+namespace {
+std::string escape_literal(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || c == ' ' || c == '_') out += c;
+    else {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[u >> 4];
+      out += hex[u & 15];
+    }
+  }
+  return out;
+}
+}  // namespace
+
+gate::gate() = default;
+gate::~gate() {
+  if (db_) hs_free_database(static_cast<hs_database_t*>(db_));
+}
+gate::gate(gate&& o) noexcept : db_(o.db_), unfiltered_(std::move(o.unfiltered_)), literals_(o.literals_) { o.db_ = nullptr; }
+gate& gate::operator=(gate&& o) noexcept {
+  if (this != &o) {
+    if (db_) hs_free_database(static_cast<hs_database_t*>(db_));
+    db_ = o.db_;
+    o.db_ = nullptr;
+    unfiltered_ = std::move(o.unfiltered_);
+    literals_ = o.literals_;
+  }
+  return *this;
+}
+
+result<gate> gate::build(const kb::library& lib, const std::vector<std::string>& extra) {
+  gate g;
+  // Lines known from healthy runs: every signature's negative examples and the benign signatures' own
+  // samples. An atom found in one of them is too common to gate on (it would let most lines through).
+  // A negative example is often a near miss of its own signature (same words, other numbers), so an atom
+  // counts as common when it is in a benign sample or in the negatives of at least 3 signatures.
+  std::vector<std::string> benign;
+  std::vector<std::pair<std::size_t, std::string>> negatives;  // (signature, line)
+  auto lower = [](std::string h) {
+    std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return std::tolower(c); });
+    return h;
+  };
+  for (std::size_t i = 0; i < lib.signatures.size(); ++i) {
+    const auto& s = lib.signatures[i];
+    for (const auto& e : s.negative) negatives.emplace_back(i, lower(e.line));
+    if (s.is_benign())
+      for (const auto& e : s.positive) benign.push_back(lower(e.line));
+  }
+  // An atom found in one of the signature's own negatives does not tell its lines from near misses.
+  auto common_for = [&](std::size_t sig, const std::string& atom) {
+    if (std::any_of(benign.begin(), benign.end(), [&](const std::string& h) { return h.find(atom) != std::string::npos; })) return true;
+    std::set<std::size_t> sigs;
+    for (const auto& [si, h] : negatives)
+      if (h.find(atom) != std::string::npos && (si == sig || (sigs.insert(si).second && sigs.size() >= 3))) return true;
+    return false;
+  };
+  std::set<std::string> atoms;
+  std::vector<std::string> exprs;
+  std::vector<unsigned> flags;
+  for (std::size_t si = 0; si < lib.signatures.size(); ++si) {
+    const auto& s = lib.signatures[si];
+    for (const auto& fp : s.fingerprints) {
+      bool filtered = false;
+      auto a = required_atoms(fp, kMinAtom, &filtered);
+      if (!filtered || std::any_of(a.begin(), a.end(), [&](const std::string& x) { return common_for(si, x); })) {
+        // No rare literal: the fingerprint itself goes into the gate (Vectorscan prefilter, a superset).
+        g.unfiltered_.push_back(s.name + ": " + fp);
+        exprs.push_back(fp);
+        flags.push_back(HS_FLAG_PREFILTER | HS_FLAG_SINGLEMATCH);
+        continue;
+      }
+      atoms.insert(a.begin(), a.end());
+    }
+  }
+  for (const auto& a : atoms) {
+    exprs.push_back(escape_literal(a));
+    flags.push_back(HS_FLAG_CASELESS | HS_FLAG_SINGLEMATCH);
+  }
+  g.literals_ = atoms.size();
+  for (const auto& e : extra) {
+    exprs.push_back(e);
+    flags.push_back(HS_FLAG_PREFILTER | HS_FLAG_SINGLEMATCH);
+  }
+  std::vector<const char*> c;
+  std::vector<unsigned> ids;
+  for (std::size_t i = 0; i < exprs.size(); ++i) {
+    c.push_back(exprs[i].c_str());
+    ids.push_back(static_cast<unsigned>(i));
+  }
+  if (c.empty()) return g;
+  // Compiling the gate costs about a second; like the matcher's database it is cached on disk, keyed by
+  // a hash of exactly what is compiled (patterns and flags), so any change to the library or to a
+  // stage's gate patterns builds a new one.
+  std::string key_text = "gate-v1";
+  for (std::size_t i = 0; i < exprs.size(); ++i) key_text += "\n" + std::to_string(flags[i]) + " " + exprs[i];
+  std::string cache = detail::cache_path("gate-" + std::to_string(std::hash<std::string>{}(key_text)) + "-" + std::to_string(key_text.size()));
+  hs_database_t* db = nullptr;
+  if (!cache.empty() && detail::load_cached(cache, &db)) {
+    g.db_ = db;
+    return g;
+  }
+  hs_compile_error_t* err = nullptr;
+  if (hs_compile_multi(c.data(), flags.data(), ids.data(), static_cast<unsigned>(c.size()), HS_MODE_BLOCK, nullptr, &db, &err) !=
+      HS_SUCCESS) {
+    std::string msg = err && err->message ? err->message : "compile failed";
+    std::string which = err && err->expression >= 0 ? exprs[static_cast<std::size_t>(err->expression)] : "";
+    hs_free_compile_error(err);
+    return error{"the scan gate does not compile in Vectorscan: " + msg + (which.empty() ? "" : ": " + which)};
+  }
+  if (!cache.empty()) detail::store_cached(cache, db);
+  g.db_ = db;
+  return g;
+}
+
+gate_scratch::gate_scratch(const gate& g) {
+  if (!g.db_) return;
+  hs_scratch_t* s = nullptr;
+  alloc_rc_ = hs_alloc_scratch(static_cast<hs_database_t*>(g.db_), &s);
+  hs_ = alloc_rc_ == HS_SUCCESS ? s : nullptr;
+}
+
+gate_scratch::~gate_scratch() {
+  if (hs_) hs_free_scratch(static_cast<hs_scratch_t*>(hs_));
+}
+
+result<bool> gate::hit(std::string_view line, gate_scratch& s) const {
+  if (!db_) return true;
+  if (!s.hs_) return error{"Vectorscan could not allocate the gate's scratch space (hs_alloc_scratch returned " + std::to_string(s.alloc_rc_) + ")"};
+  bool any = false;
+  auto on_match = [](unsigned, unsigned long long, unsigned long long, unsigned, void* ctx) -> int {
+    *static_cast<bool*>(ctx) = true;
+    return 1;  // one hit is enough: stop the scan
+  };
+  hs_error_t rc = hs_scan(static_cast<hs_database_t*>(db_), line.data(),
+                          static_cast<unsigned>(std::min<std::size_t>(line.size(), 0xFFFFFFFFu)), 0,
+                          static_cast<hs_scratch_t*>(s.hs_), on_match, &any);
+  if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) return error{"Vectorscan gate scan failed (hs_scan returned " + std::to_string(rc) + ")"};
+  return any;
+}
+
+}  // namespace ff::match
