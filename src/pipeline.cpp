@@ -304,7 +304,10 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
     if (im.host_rank_pairs < impl::kMaxPairs) im.host_rank_pairs += in.host_ranks[*host].insert(*rank).second;
     else im.pairs_bound_hit = true;
   }
-  if (meta.host) in.hosts.insert(*meta.host);
+  if (meta.host && *meta.host != st.last_host) {  // consecutive lines of one host: one set lookup
+    in.hosts.insert(*meta.host);
+    st.last_host = *meta.host;
+  }
   std::string key = rank_key(rank, local_rank);
   // Per-rank tables are bounded (hostile input: a million distinct ranks): ranks past the bound share one
   // stream-level entry (as a line with no rank) for their state and activity; their findings keep their own rank.
@@ -344,21 +347,27 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
 
   std::string_view body = text::trim(meta.body);
   if (!body.empty()) {
-    st.last_body = std::string(text::prefix_utf8(body, 300));
+    st.last_body.assign(text::prefix_utf8(body, 300));
     st.last_body_raw = light;
   }
   if (!key.empty() && !body.empty()) {
     auto& act = in.activity[key];
     ++act.lines;
     if (meta.ts) act.last_ts = meta.ts;
-    act.last_line = std::string(text::prefix_utf8(body, 300));
+    act.last_line.assign(text::prefix_utf8(body, 300));
     if (light) im.deferred_last.insert(key);
     else if (!im.deferred_last.empty()) im.deferred_last.erase(key);
     // Progress lines: the regexes run only on lines that can match them (cheap substring tests first).
+    // ASCII case-insensitive search for a lower-case word (no locale call per byte)
     auto has_ci = [&](std::string_view w) {
-      return std::search(body.begin(), body.end(), w.begin(), w.end(), [](char a, char b) {
-               return std::tolower(static_cast<unsigned char>(a)) == b;
-             }) != body.end();
+      const char first = w[0];
+      for (std::size_t i = 0; i + w.size() <= body.size(); ++i) {
+        if ((body[i] | 0x20) != first) continue;
+        std::size_t k = 1;
+        while (k < w.size() && (body[i + k] | 0x20) == w[k]) ++k;
+        if (k == w.size()) return true;
+      }
+      return false;
     };
     re2::StringPiece bsp(body.data(), body.size());
     bool stepish = has_ci("step") || has_ci("iter");

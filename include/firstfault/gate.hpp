@@ -12,8 +12,8 @@
 //    gate; atoms are matched case-insensitively.
 //  - the stages' own gate patterns: extract::gate_patterns() (record anchors, error words) and
 //    mask::gate_patterns() (host contexts, secret keys, key blocks), both regexps.
-// A fingerprint without an atom of at least kMinAtom bytes would make every line a candidate: the gate is
-// then disabled (every line takes the full path) and `kb lint` names the fingerprint.
+// A fingerprint without a rare atom of at least kMinAtom bytes is put into the gate as its own regexp
+// (Vectorscan prefilter mode, a superset of its matches), so recall never depends on the atom choice.
 //
 //   auto g = ff::match::gate::build(lib, extra);     // result<gate>
 //   ff::match::gate_scratch s(g.value());
@@ -54,14 +54,19 @@ class gate {
  public:
   static constexpr int kMinAtom = 4;  ///< shortest literal the gate accepts for a fingerprint (bytes)
   /// Builds the gate from the library's fingerprints and extra regexps (the stages' gate patterns).
+  /// Builds the gate from the library's fingerprints and extra regexps (the stages' gate patterns), or
+  /// loads it from the on-disk cache (then literal_count() and regex_gated() are not known: 0 and empty).
   static result<gate> build(const kb::library& lib, const std::vector<std::string>& extra);
-  /// True when `line` (raw, unpeeled) may matter. With the gate disabled, always true. An engine error
+  /// True when `line` (raw, unpeeled) may matter. With no patterns at all, always true. An engine error
   /// (scratch, scan) is an error, never "does not matter".
   result<bool> hit(std::string_view line, gate_scratch& s) const;
   bool enabled() const { return db_ != nullptr; }
-  /// "signature: fingerprint" of each fingerprint without a usable atom (why the gate is disabled).
-  const std::vector<std::string>& unfiltered() const { return unfiltered_; }
+  /// "signature: fingerprint" of each fingerprint gated by its own regexp (Vectorscan prefilter) because
+  /// it has no literal of kMinAtom bytes that is rare: none at all, or one found in a benign sample, in
+  /// its own negative examples, or in the negatives of 3 signatures. `kb lint` lists them.
+  const std::vector<std::string>& regex_gated() const { return unfiltered_; }
   std::size_t literal_count() const { return literals_; }
+  bool from_cache() const { return from_cache_; }
 
   gate();
   ~gate();
@@ -73,6 +78,7 @@ class gate {
   void* db_ = nullptr;
   std::vector<std::string> unfiltered_;
   std::size_t literals_ = 0;
+  bool from_cache_ = false;
 };
 
 }  // namespace ff::match

@@ -80,7 +80,8 @@ class collector {
     std::optional<int> prev_rank, prev_local;
     std::uint64_t lines = 0;
     std::string last_body;  ///< the last line's body, masked (watch shows it for silent ranks)
-    bool last_body_raw = false;  ///< last_body came from a light-path line: masked when the stream closes
+    bool last_body_raw = false;
+    std::string last_host;  ///< the host last added to the run's host set from this stream  ///< last_body came from a light-path line: masked when the stream closes
     std::size_t busy = 0;  ///< extractors of this stream with an open record (their lines take the full path)
     normalize::prefix_learner learner;  ///< prefixes no catalogue entry lists, learnt from this stream
   };

@@ -83,7 +83,10 @@ gate::gate() = default;
 gate::~gate() {
   if (db_) hs_free_database(static_cast<hs_database_t*>(db_));
 }
-gate::gate(gate&& o) noexcept : db_(o.db_), unfiltered_(std::move(o.unfiltered_)), literals_(o.literals_) { o.db_ = nullptr; }
+gate::gate(gate&& o) noexcept
+    : db_(o.db_), unfiltered_(std::move(o.unfiltered_)), literals_(o.literals_), from_cache_(o.from_cache_) {
+  o.db_ = nullptr;
+}
 gate& gate::operator=(gate&& o) noexcept {
   if (this != &o) {
     if (db_) hs_free_database(static_cast<hs_database_t*>(db_));
@@ -91,12 +94,26 @@ gate& gate::operator=(gate&& o) noexcept {
     o.db_ = nullptr;
     unfiltered_ = std::move(o.unfiltered_);
     literals_ = o.literals_;
+    from_cache_ = o.from_cache_;
   }
   return *this;
 }
 
 result<gate> gate::build(const kb::library& lib, const std::vector<std::string>& extra) {
   gate g;
+  // Building the gate (atoms of every fingerprint, then the Vectorscan compile) costs about a second, so
+  // like the matcher's database it is cached on disk, keyed by the library's content hash, the stages'
+  // gate patterns and this code's version (bump kVersion when the atom selection changes).
+  constexpr const char* kVersion = "gate-v2";
+  std::string key_text = kVersion + std::string("\n") + lib.content_hash;
+  for (const auto& e : extra) key_text += "\n" + e;
+  std::string cache = detail::cache_path("gate-" + std::to_string(std::hash<std::string>{}(key_text)) + "-" + std::to_string(key_text.size()));
+  hs_database_t* cached = nullptr;
+  if (!cache.empty() && detail::load_cached(cache, &cached)) {
+    g.db_ = cached;
+    g.from_cache_ = true;
+    return g;
+  }
   // Lines known from healthy runs: every signature's negative examples and the benign signatures' own
   // samples. An atom found in one of them is too common to gate on (it would let most lines through).
   // A negative example is often a near miss of its own signature (same words, other numbers), so an atom
@@ -155,17 +172,7 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
     ids.push_back(static_cast<unsigned>(i));
   }
   if (c.empty()) return g;
-  // Compiling the gate costs about a second; like the matcher's database it is cached on disk, keyed by
-  // a hash of exactly what is compiled (patterns and flags), so any change to the library or to a
-  // stage's gate patterns builds a new one.
-  std::string key_text = "gate-v1";
-  for (std::size_t i = 0; i < exprs.size(); ++i) key_text += "\n" + std::to_string(flags[i]) + " " + exprs[i];
-  std::string cache = detail::cache_path("gate-" + std::to_string(std::hash<std::string>{}(key_text)) + "-" + std::to_string(key_text.size()));
   hs_database_t* db = nullptr;
-  if (!cache.empty() && detail::load_cached(cache, &db)) {
-    g.db_ = db;
-    return g;
-  }
   hs_compile_error_t* err = nullptr;
   if (hs_compile_multi(c.data(), flags.data(), ids.data(), static_cast<unsigned>(c.size()), HS_MODE_BLOCK, nullptr, &db, &err) !=
       HS_SUCCESS) {

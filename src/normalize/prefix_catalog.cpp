@@ -116,8 +116,9 @@ result<prefix_catalog> prefix_catalog::load(const std::vector<std::pair<std::str
 bool prefix_catalog::normalize(std::string_view line, line_meta& out) const {
   out.body = line;
   bool any = false;
-  std::vector<int> hits;
-  std::vector<re2::StringPiece> groups;
+  // scratch reused across calls (one allocation per thread, not per line)
+  thread_local std::vector<int> hits;
+  thread_local std::vector<re2::StringPiece> groups;
   bool jumped = false;
   for (int layer = 0; layer < kMaxLayers && !out.body.empty(); ++layer) {
     re2::StringPiece rest(out.body.data(), out.body.size());

@@ -1,4 +1,5 @@
 // Timestamp formats seen in training logs (../shared/reference/log_formats.md §0).
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,15 +19,56 @@ int month_index(std::string_view m) {
   return -1;
 }
 
+// Days since 1970-01-01 of a proleptic Gregorian date (the civil-from-days inverse in H. Hinnant,
+// "chrono-Compatible Low-Level Date Algorithms", https://howardhinnant.github.io/date_algorithms.html).
+long days_from_civil(long y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const long era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<long>(doe) - 719468;
+}
+
 double epoch(int y, int mon0, int d, int h, int mi, double s) {
-  std::tm t{};
-  t.tm_year = y - 1900;
-  t.tm_mon = mon0;
-  t.tm_mday = d;
-  t.tm_hour = h;
-  t.tm_min = mi;
-  t.tm_sec = 0;
-  return static_cast<double>(timegm(&t)) + s;
+  // timegm() normalises out-of-range fields the same way: a day past the month's end rolls over.
+  return static_cast<double>(days_from_civil(y, static_cast<unsigned>(mon0 + 1), 1) + (d - 1)) * 86400.0 + h * 3600.0 + mi * 60.0 + s;
+}
+
+// "YYYY-MM-DD?HH:MM:SS[.,]frac" with exactly these digit counts: the common ISO form, parsed without
+// sscanf (the per-line cost of a diagnosis). Returns the bytes consumed, 0 when the text has another shape.
+std::size_t fast_iso(std::string_view t, int& y, int& mo, int& d, int& h, int& mi, double& sec) {
+  auto dig = [&](std::size_t i, std::size_t n, int& out) {
+    if (i + n > t.size()) return false;
+    int v = 0;
+    for (std::size_t k = i; k < i + n; ++k) {
+      if (t[k] < '0' || t[k] > '9') return false;
+      v = v * 10 + (t[k] - '0');
+    }
+    out = v;
+    return true;
+  };
+  int ss = 0;
+  if (!dig(0, 4, y) || t[4] != '-' || !dig(5, 2, mo) || t[7] != '-' || !dig(8, 2, d) || !dig(11, 2, h) || t[13] != ':' ||
+      !dig(14, 2, mi) || t[16] != ':' || !dig(17, 2, ss))
+    return 0;
+  std::size_t i = 19;
+  if (i < t.size() && (t[i] == '.' || t[i] == ',')) {
+    ++i;
+    std::size_t start = i;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+    if (i == start || i - 17 > 38) return 0;
+  }
+  if (i < t.size() && ((t[i] >= '0' && t[i] <= '9') || t[i] == '.' || t[i] == ',')) return 0;  // an odd shape: sscanf decides
+  // the seconds as strtod reads them (the same double as the sscanf path's seconds_field)
+  char buf[40];
+  std::size_t n = i - 17;
+  std::memcpy(buf, t.data() + 17, n);
+  if (n > 2) buf[2] = '.';
+  auto r = std::from_chars(buf, buf + n, sec);
+  if (r.ec != std::errc()) return 0;
+  (void)ss;
+  return i;
 }
 
 // Parses "SS[.,]frac" into seconds.
@@ -47,12 +89,18 @@ std::optional<timestamp> parse_timestamp(std::string_view format, std::string_vi
   if (format == "iso" || format == "elastic") {
     // 2026-11-30 02:14:01,880 | 2025-11-24T03:20:21.001125857Z | 2026-09-07_13:02:58
     int consumed = 0;
-    if (std::sscanf(text.c_str(), "%d-%d-%d%*c%d:%d:%39[0-9.,]%n", &y, &mo, &d, &h, &mi, sec, &consumed) < 6) {
-      consumed = 0;
-      if (std::sscanf(text.c_str(), "%d-%d-%d%*c%d:%d%n", &y, &mo, &d, &h, &mi, &consumed) < 5) return std::nullopt;
+    double secs = 0;
+    if (std::size_t n = text.size() >= 19 ? fast_iso(text, y, mo, d, h, mi, secs) : 0; n > 0) {
+      consumed = static_cast<int>(n);
+    } else {
+      if (std::sscanf(text.c_str(), "%d-%d-%d%*c%d:%d:%39[0-9.,]%n", &y, &mo, &d, &h, &mi, sec, &consumed) < 6) {
+        consumed = 0;
+        if (std::sscanf(text.c_str(), "%d-%d-%d%*c%d:%d%n", &y, &mo, &d, &h, &mi, &consumed) < 5) return std::nullopt;
+      }
+      secs = seconds_field(sec);
     }
-    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || seconds_field(sec) >= 61) return std::nullopt;
-    ts.seconds = epoch(y, mo - 1, d, h, mi, seconds_field(sec));
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || secs >= 61) return std::nullopt;
+    ts.seconds = epoch(y, mo - 1, d, h, mi, secs);
     // An explicit UTC offset (+02:00, -0700) moves the instant; "Z" or none means UTC.
     if (consumed > 0 && static_cast<std::size_t>(consumed) < text.size()) {
       const char* z = text.c_str() + consumed;
