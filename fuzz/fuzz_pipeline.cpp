@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "firstfault/kb.hpp"
@@ -32,11 +33,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::fclose(f);
   ff::pipeline::options opt;
   opt.ingest.max_line_bytes = 4096;
+  opt.learn_lines = 0;  // the scan gate decides from the first line (inputs are short)
   auto run = ff::pipeline::diagnose({path}, eng, opt);
   if (run) {
     (void)ff::report::to_json(run.value()).dump();
     (void)ff::report::to_terminal(run.value(), {true});
     (void)ff::report::to_markdown(run.value());
+  }
+  // Differential check of the scan-first path: --exact must reach the same verdict, cause, rank and
+  // findings (texts may differ only in masking token numbers, so they are not compared here).
+  opt.exact = true;
+  auto exact = ff::pipeline::diagnose({path}, eng, opt);
+  if (run && exact) {
+    const auto &a = run.value(), &b = exact.value();
+    bool same = a.diag.verdict == b.diag.verdict && a.diag.signature == b.diag.signature &&
+                a.diag.initiating_rank == b.diag.initiating_rank && a.diag.collateral.size() == b.diag.collateral.size() &&
+                a.diag.suspicious.size() == b.diag.suspicious.size() && a.total_lines == b.total_lines;
+    if (!same) {
+      std::fprintf(stderr, "DIFF: gated %s/%s vs exact %s/%s\n", a.diag.verdict.c_str(), a.diag.signature.c_str(),
+                   b.diag.verdict.c_str(), b.diag.signature.c_str());
+      std::abort();
+    }
   }
   return 0;
 }
