@@ -1,6 +1,7 @@
 // firstfault/text.hpp: small text helpers shared by every stage.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,5 +43,15 @@ std::string fill_template(std::string_view tpl, F&& lookup) {
   }
   return out;
 }
+
+/// Fills a prose template (a root-cause sentence) where some placeholders may have no value in this run.
+/// A placeholder whose value is empty is not shown as "(unknown)": the words that only carry it go with it.
+///  - inside a parenthesis: the parenthesis goes ("exited (pid {pid})" -> "exited");
+///  - after a preposition: both go ("failed on {host}." -> "failed.");
+///  - after a noun naming it: an article takes its place ("Rank {rank} ran out" -> "A rank ran out",
+///    "Ranks {ranks} timed out" -> "Some ranks timed out");
+///  - else a phrase for the field (exc -> "an exception", op -> "a collective"), or the placeholder goes.
+/// `lookup` returns "" for a value the run does not have. Spacing and punctuation are tidied after.
+std::string fill_sentence(std::string_view tpl, const std::function<std::string(const std::string&)>& lookup);
 
 }  // namespace ff::text

@@ -1,7 +1,10 @@
 #include "firstfault/text.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <map>
+#include <set>
 
 namespace ff::text {
 
@@ -121,6 +124,135 @@ std::string rank_ranges(std::vector<int> r) {
     i = j + 1;
   }
   return out;
+}
+
+namespace {
+
+bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '\''; }
+
+// The word that ends right before position `end` (spaces skipped), and where it starts.
+std::string_view word_before(std::string_view s, std::size_t end, std::size_t* start) {
+  while (end > 0 && s[end - 1] == ' ') --end;
+  std::size_t b = end;
+  while (b > 0 && is_word_char(s[b - 1])) --b;
+  *start = b;
+  return s.substr(b, end - b);
+}
+
+std::string lower(std::string_view w) {
+  std::string l(w);
+  for (auto& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return l;
+}
+
+}  // namespace
+
+std::string fill_sentence(std::string_view tpl, const std::function<std::string(const std::string&)>& lookup) {
+  static const std::set<std::string> prepositions = {"on", "from", "at", "for", "within", "in", "to", "with", "of",
+                                                      "after", "by", "via", "near", "into"};
+  // Nouns that name the value after them, with the words that stand in for "<noun> <value>".
+  static const std::map<std::string, std::string> nouns = {
+      {"rank", "a rank"}, {"ranks", "some ranks"}, {"cpu", "a CPU"}, {"task", "a task"}, {"gpu", "a GPU"}, {"gpus", "some GPUs"}, {"nvswitch", "an NVSwitch"},
+      {"process", "a process"}, {"worker", "a worker"}, {"peer", "a peer"}, {"link", "a link"}, {"job", "the job"},
+      {"work", "a collective"}, {"node", "a node"}, {"host", "a host"}, {"xid", "an Xid"}, {"device", "a device"},
+      {"step", "a step"}, {"iteration", "an iteration"}, {"shard", "a shard"}, {"file", "a file"}, {"port", "a port"},
+      {"interface", "an interface"}, {"nic", "a NIC"}, {"hca", "an HCA"}, {"pod", "a pod"},
+      {"code", "a non-zero code"}, {"status", "a non-zero status"}, {"signal", "a signal"}};
+  static const std::map<std::string, std::string> phrases = {
+      {"exc", "an exception"}, {"op", "a collective"}, {"metric", "a metric"}, {"signal", "a signal"},
+      {"status", "a non-zero status"}, {"exit_code", "a non-zero code"}, {"exitcode", "a non-zero code"}};
+  std::string out;
+  for (std::size_t i = 0; i < tpl.size(); ++i) {
+    if (tpl[i] != '{') {
+      out += tpl[i];
+      continue;
+    }
+    auto end = tpl.find('}', i);
+    if (end == std::string_view::npos) {
+      out += tpl.substr(i);
+      break;
+    }
+    std::string name(tpl.substr(i + 1, end - i - 1));
+    std::string v = lookup(name);
+    if (!v.empty()) {
+      out += v;
+      i = end;
+      continue;
+    }
+    // inside a parenthesis: drop it (the text of it written so far, and the rest of it in the template)
+    auto open = out.rfind('(');
+    if (open != std::string::npos && out.find(')', open) == std::string::npos) {
+      auto close = tpl.find(')', end);
+      if (close != std::string_view::npos) {
+        out.erase(open);
+        while (!out.empty() && out.back() == ' ') out.pop_back();
+        i = close;
+        continue;
+      }
+    }
+    // a unit right after the value goes with it ("{seconds} s", "{n}-byte", "{s}s")
+    auto skip_unit = [&](std::size_t after) {
+      static const char* units[] = {" seconds", " bytes", " MiB", " GiB", " KiB", " ms", " MB", " GB", " s", "-byte", "ms", "s", "%"};
+      for (const char* u : units) {
+        std::string_view uv(u);
+        if (tpl.substr(after + 1, uv.size()) == uv &&
+            (after + 1 + uv.size() >= tpl.size() || !std::isalnum(static_cast<unsigned char>(tpl[after + 1 + uv.size()]))))
+          return after + uv.size();
+      }
+      return after;
+    };
+    auto drop_word = [&](std::size_t from) {
+      out.erase(from);
+      while (!out.empty() && out.back() == ' ') out.pop_back();
+    };
+    // an operator glued to the value ("accelerate>={version}"): it goes too
+    while (!out.empty() && std::string_view("<>=!~").find(out.back()) != std::string_view::npos) out.pop_back();
+    std::size_t wstart = 0;
+    std::string w = lower(word_before(out, out.size(), &wstart));
+    if (prepositions.count(w) || w == "than" || w == "and" || w == "or") {
+      drop_word(wstart);
+      // "for more than {n} s" and "allocating {bytes}": the words that only lead to the value go too
+      for (int k = 0; k < 2; ++k) {
+        std::string w2 = lower(word_before(out, out.size(), &wstart));
+        if (w2 == "more" || w2 == "less" || w2 == "longer" || (k == 1 && prepositions.count(w2))) drop_word(wstart);
+      }
+      i = skip_unit(end);
+      continue;
+    }
+    if (w.size() > 4 && w.compare(w.size() - 3, 3, "ing") == 0) {  // "allocating {bytes}", "while running {task}"
+      drop_word(wstart);
+      std::string w2 = lower(word_before(out, out.size(), &wstart));
+      if (w2 == "while" || w2 == "when" || prepositions.count(w2)) drop_word(wstart);
+      i = skip_unit(end);
+      continue;
+    }
+    if (auto it = nouns.find(w); it != nouns.end()) {
+      bool capital = std::isupper(static_cast<unsigned char>(out[wstart])) && (wstart == 0 || out[wstart - 1] == '\'' ||
+                                                                              out.find_last_not_of(' ', wstart - 1) == std::string::npos ||
+                                                                              std::string_view(".:!?").find(out[out.find_last_not_of(' ', wstart - 1)]) != std::string_view::npos);
+      out.erase(wstart);
+      std::string rep = it->second;
+      if (capital) rep[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(rep[0])));
+      out += rep;
+      i = end;
+      continue;
+    }
+    if (auto it = phrases.find(name); it != phrases.end()) out += it->second;
+    i = skip_unit(end);
+  }
+  // tidy: no double spaces, no space before punctuation, no empty parentheses
+  std::string t;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    char c = out[i];
+    if (c == ' ' && (t.empty() || t.back() == ' ')) continue;
+    if ((c == '.' || c == ',' || c == ':' || c == ';' || c == ')') && !t.empty() && t.back() == ' ') t.pop_back();
+    if (c == ',' && !t.empty() && (t.back() == ',' || t.back() == '(')) continue;
+    t += c;
+  }
+  for (std::string_view e : {"()", "( )"})
+    for (auto p = t.find(e); p != std::string::npos; p = t.find(e)) t.erase(p, e.size());
+  while (!t.empty() && t.back() == ' ') t.pop_back();
+  return t;
 }
 
 }  // namespace ff::text

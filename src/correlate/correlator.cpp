@@ -173,11 +173,8 @@ diagnosis correlate(inputs in, const kb::library& lib) {
           if (!(v = field(*f, name)).empty()) break;
       return v;
     };
-    d.summary = text::fill_template(root_sig->root_cause, [&](const std::string& name) -> std::string {
-      auto v = value(name);
-      if (!v.empty()) return v;
-      return name == "host" ? "(unknown host)" : "(unknown)";
-    });
+    // A value this run does not have is not shown as "(unknown)": the sentence is said without it.
+    d.summary = text::fill_sentence(root_sig->root_cause, value);
     d.summary += summary_suffix;
     // A fix, verify or confirm step is shown with its placeholders filled; a step that needs a value
     // this run does not have (an Xid with no catalogue row) is left out rather than shown unfilled.
@@ -198,9 +195,8 @@ diagnosis correlate(inputs in, const kb::library& lib) {
     fill_list(d.verify);
     fill_list(d.confirm);
   } else if (root_sig) {
-    d.summary = text::fill_template(root_sig->root_cause, [&](const std::string& name) -> std::string {
-      if (name == "rank") return init_rank ? std::to_string(*init_rank) : "(unknown)";
-      return "(unknown)";
+    d.summary = text::fill_sentence(root_sig->root_cause, [&](const std::string& name) -> std::string {
+      return name == "rank" && init_rank ? std::to_string(*init_rank) : "";
     });
     // Steps are shown filled or not at all (see above): here only {rank} can have a value.
     for (auto* list : {&d.fix, &d.verify, &d.confirm}) {

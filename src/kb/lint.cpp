@@ -5,6 +5,7 @@
 #include <set>
 
 #include "firstfault/kb.hpp"
+#include "firstfault/text.hpp"
 #include "firstfault/match.hpp"
 
 namespace ff::kb {
@@ -42,6 +43,20 @@ std::vector<lint_issue> lint(const library& lib) {
     for (const auto& r : kRequired)
       if (std::find(s.field_order.begin(), s.field_order.end(), r) == s.field_order.end()) add("missing field '" + r + "'");
     if (!re2::RE2::FullMatch(s.name, name_re)) add("name must match [a-z0-9_]{8,64}");
+    // The root-cause sentence must read well when the run has none of its values (text::fill_sentence):
+    // no placeholder, no "(unknown)", no word left dangling before the full stop.
+    if (s.root_cause.find('{') != std::string::npos) {
+      static const re2::RE2 dangling(R"((?i)\b(?:on|at|for|in|of|to|with|from|and|or|than|while|a|an|the|is|was)[.,:;]|\(unknown|\{)");
+      std::string bare = text::fill_sentence(s.root_cause, [](const std::string&) { return std::string(); });
+      std::string full = text::fill_sentence(s.root_cause, [](const std::string&) { return std::string("X"); });
+      auto count = [&](const std::string& t) {
+        re2::StringPiece in(t);
+        int n = 0;
+        while (re2::RE2::FindAndConsume(&in, dangling)) ++n;
+        return n;
+      };
+      if (count(bare) > count(full)) add("root_cause without its values reads badly: '" + bare + "' (write it so each placeholder can go)");
+    }
     static const re2::RE2 area_re("(?:nccl|torch|cuda|xid|gpu|host|slurm|k8s|storage|data|train|launch|ds|hf|py|megatron)_.*");
     if (!re2::RE2::FullMatch(s.name, area_re)) add("name must start with an area prefix (docs/signatures.md)");
     auto stem = s.file.substr(s.file.find_last_of('/') + 1);

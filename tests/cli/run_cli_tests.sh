@@ -295,6 +295,13 @@ check "planted: no piece of a value in watch --json alerts, --exec input, webhoo
   python3 "$T/mask/check_leaks.py" "$T/mask/planted_values.txt" "$tmp/planted.watch" "$tmp/planted.exec" \
   "$tmp/planted.webhook" "$tmp/planted.metrics"
 
+# Reports: over every corpus case, no unfilled {placeholder} and no "(unknown ...)" text in any report field.
+unfilled=0
+for d in "$CORPUS"/*/logs; do
+  "$BIN" diagnose "$d" --format json --no-history 2>/dev/null | grep -oE '\{[a-z_.]+\}|\(unknown[^)]*\)' | head -1 | sed "s|^|  $d: |" >>"$tmp/unfilled"
+done
+check "reports: no unfilled placeholder or (unknown) text in any corpus report" sh -c "! test -s '$tmp/unfilled' || { cat '$tmp/unfilled'; false; }"
+
 # Scan first: the gated path and --exact give the same report on every corpus case (the guard, and a
 # generated 64-rank console long enough that the gate decides almost every line).
 python3 - "$tmp/console64.log" <<'PY'

@@ -26,3 +26,19 @@ TEST(text, bidi_controls_are_shown_escaped) {
   EXPECT_EQ(ff::text::sanitize("a\xE2\x81\xA6" "b\xE2\x81\xA9" "c\xE2\x80\x8F" "d\xD8\x9C"), "a<U+2066>b<U+2069>c<U+200F>d<U+061C>");
   EXPECT_EQ(ff::text::sanitize("caf\xC3\xA9 \xE2\x80\x94 ok"), "caf\xC3\xA9 \xE2\x80\x94 ok");  // other UTF-8 stays
 }
+
+// A root-cause sentence without a value says it without the value, never "(unknown)".
+TEST(text, fill_sentence_drops_what_only_carries_a_missing_value) {
+  auto none = [](const std::string&) { return std::string(); };
+  auto rank3 = [](const std::string& n) { return n == "rank" ? std::string("3") : std::string(); };
+  EXPECT_EQ(ff::text::fill_sentence("Rank {rank} ran out of GPU memory allocating {bytes}.", rank3), "Rank 3 ran out of GPU memory.");
+  EXPECT_EQ(ff::text::fill_sentence("Rank {rank} ran out of GPU memory allocating {bytes}.", none), "A rank ran out of GPU memory.");
+  EXPECT_EQ(ff::text::fill_sentence("CUDA could not initialise on {host}: driver missing.", none), "CUDA could not initialise: driver missing.");
+  EXPECT_EQ(ff::text::fill_sentence("The worker exited (pid {pid}) with {signal}.", none), "The worker exited.");
+  EXPECT_EQ(ff::text::fill_sentence("Rank {rank} raised {exc}: see the traceback.", none), "A rank raised an exception: see the traceback.");
+  EXPECT_EQ(ff::text::fill_sentence("A task was blocked for more than {secs} s.", none), "A task was blocked.");
+  EXPECT_EQ(ff::text::fill_sentence("Ranks {rank} and {peer_rank} shared a GPU.", none), "Some ranks shared a GPU.");
+  EXPECT_EQ(ff::text::fill_sentence("needs accelerate>={v}, which is missing.", none), "needs accelerate, which is missing.");
+  EXPECT_EQ(ff::text::fill_sentence("on {host} the NCCL {size}-byte segment", [](const std::string& n) { return n == "size" ? std::string("4096") : std::string(); }),
+            "the NCCL 4096-byte segment");
+}
