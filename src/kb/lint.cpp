@@ -43,6 +43,22 @@ std::vector<lint_issue> lint(const library& lib) {
     for (const auto& r : kRequired)
       if (std::find(s.field_order.begin(), s.field_order.end(), r) == s.field_order.end()) add("missing field '" + r + "'");
     if (!re2::RE2::FullMatch(s.name, name_re)) add("name must match [a-z0-9_]{8,64}");
+    // Every NCCL/torch environment variable named in the text must be a real one (kb/_tables/env_vars.tsv,
+    // each row with its upstream source): a made-up name in a fix costs an engineer a rerun.
+    if (auto tv = lib.tables.find("env_vars"); tv != lib.tables.end()) {
+      static const re2::RE2 var_re(R"(\b((?:NCCL|TORCH|PYTORCH)_[A-Z0-9_]*[A-Z0-9]))");
+      std::vector<std::string> texts = {s.title, s.description, s.root_cause};
+      for (const auto* list : {&s.fix, &s.verify, &s.confirm, &s.prevention, &s.falsepositives}) texts.insert(texts.end(), list->begin(), list->end());
+      for (const auto& c : s.fix_code) texts.push_back(c.code);
+      std::set<std::string> unknown;
+      for (const auto& t : texts) {
+        re2::StringPiece in(t);
+        std::string v;
+        while (re2::RE2::FindAndConsume(&in, var_re, &v))
+          if (!tv->second.rows.count(v)) unknown.insert(v);
+      }
+      for (const auto& v : unknown) add("names environment variable " + v + ", which kb/_tables/env_vars.tsv does not list (add it with its upstream source, or fix the name)");
+    }
     // The root-cause sentence must read well when the run has none of its values (text::fill_sentence):
     // no placeholder, no "(unknown)", no word left dangling before the full stop.
     if (s.root_cause.find('{') != std::string::npos) {

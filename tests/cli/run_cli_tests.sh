@@ -143,6 +143,14 @@ run kb test --healthy "$CORPUS/run-healthy/logs" "$CORPUS/fx-gpud-kmsg-healthy/l
 check "kb test with healthy baselines" test "$rc" -eq 0
 run kb test --healthy "$CORPUS/gh-funasr-2006/logs"
 check "kb test fails when a 'healthy' baseline has a finding" test "$rc" -eq 1
+# kb lint: a made-up environment variable, and a root cause that reads badly without its values, are refused
+mkdir -p "$tmp/kbbad"
+sed -e 's/NCCL_IB_CUDA_SUPPORT=0 on older NCCL releases/NCCL_NET_GDR_DISABLE=1/' \
+    -e "s/^root_cause: .*/root_cause: 'NCCL failed to register the {what}.'/" \
+  "$T/../kb/nccl/nccl_ib_local_protection_error.yaml" >"$tmp/kbbad/nccl_ib_local_protection_error.yaml"
+run kb lint --kb "$tmp/kbbad"
+check "kb lint refuses an environment variable no upstream documents" has "$out$err" "names environment variable NCCL_NET_GDR_DISABLE"
+check "kb lint refuses a root cause that reads badly without its values" has "$out$err" "root_cause without its values reads badly"
 
 # history: every diagnosis is stored; the second run on the same host mentions the first
 run diagnose "$CORPUS/gh-horovod-3929-duplicate-gpu-mpirun/logs" --history "$tmp/h.db"
