@@ -90,7 +90,7 @@ warm() { if [ -d "$1" ]; then find "$1" -type f -exec cat {} + >/dev/null; else 
 measure() {
   local ds=$1 tool=$2; shift 2
   local bytes; bytes=$(bytes_of "$DATA/$ds")
-  local cap=$TOOL_TIMEOUT; [ "$tool" = firstfault ] && cap=0
+  local cap=$TOOL_TIMEOUT; [ "${tool%% *}" = firstfault ] && cap=0
   local rc=0
   # firstfault's warm-up is the correctness run just before
   [ "$tool" = firstfault ] || timeout "$cap" "$@" >/dev/null 2>&1 || rc=$?

@@ -29,7 +29,7 @@ std::vector<lint_issue> lint(const library& lib) {
   static const re2::RE2 name_re("[a-z0-9_]{8,64}");
   static const re2::RE2 uuid_re("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
   static const re2::RE2 group_re(R"(\(\?P<(\w+)>)");
-  static const re2::RE2 bad_syntax_re(R"(\(\?[=!]|\(\?<[=!]|\(\?<\w|\(\?>|\\[1-9]|\\Q|[*+?]\+)");
+  static const re2::RE2 bad_syntax_re(R"(\(\?[=!]|\(\?<[=!]|\(\?<\w|\(\?>|\\[1-9]|\\Q|[*+?]\+|\\['"])");  // \' is not an escape in rg or grep -E
   for (const auto& s : lib.signatures) {
     auto add = [&](const std::string& m) { out.push_back({s.file, s.name, m}); };
     for (const auto& f : s.field_order)
