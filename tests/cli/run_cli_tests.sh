@@ -275,17 +275,7 @@ mkdir -p "$tmp/wjob" && cp "$PL" "$tmp/wjob/rank0.log"
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 MPORT=$(port); HPORT=$(port)
 # a local webhook listener on loopback that appends every POST body to a file
-/usr/bin/python3 - "$HPORT" "$tmp/planted.webhook" <<'PY' &
-import http.server, sys
-port, out = int(sys.argv[1]), sys.argv[2]
-class H(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        open(out, "ab").write(body + b"\n")
-        self.send_response(200); self.end_headers()
-    def log_message(self, *a): pass
-http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
-PY
+/usr/bin/python3 "$T/cli/webhook_listener.py" "$HPORT" "$tmp/planted.webhook" &
 hpid=$!
 "$BIN" watch "$tmp/wjob" --from-start --json --poll-ms 50 --run-for 120 --history "$tmp/planted.db" \
   --metrics "127.0.0.1:$MPORT" --webhook "http://127.0.0.1:$HPORT/alerts" \

@@ -22,17 +22,7 @@ mkdir -p "$tmp/job"
 for r in 0 1 2 3; do echo "[rank$r]: booting" >"$tmp/job/rank$r.log"; done
 MPORT=$(port); HPORT=$(port)
 # a local webhook listener that appends every POST body to a file
-/usr/bin/python3 - "$HPORT" "$tmp/webhook.jsonl" <<'PY' &
-import http.server, sys
-port, out = int(sys.argv[1]), sys.argv[2]
-class H(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        open(out, "ab").write(body + b"\n")
-        self.send_response(200); self.end_headers()
-    def log_message(self, *a): pass
-http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
-PY
+/usr/bin/python3 "$(dirname "$0")/webhook_listener.py" "$HPORT" "$tmp/webhook.jsonl" &
 pids+=($!)
 "$BIN" watch "$tmp/job" --json --silence 2s --poll-ms 50 --run-for 30 --metrics "127.0.0.1:$MPORT" \
   --webhook "http://127.0.0.1:$HPORT/alerts" --exec "cat >> $tmp/exec.jsonl" >"$tmp/alerts.jsonl" 2>"$tmp/watch.err" &
