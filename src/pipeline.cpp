@@ -22,6 +22,13 @@ std::string rank_key(const std::optional<int>& rank, const std::optional<int>& l
   if (local_rank) return "l" + std::to_string(*local_rank);
   return "";
 }
+
+// rank_key() as a number, for the per-stream table (no string built per line)
+std::int64_t rank_code(const std::optional<int>& rank, const std::optional<int>& local_rank) {
+  if (rank) return (std::int64_t{1} << 32) | static_cast<std::uint32_t>(*rank);
+  if (local_rank) return (std::int64_t{2} << 32) | static_cast<std::uint32_t>(*local_rank);
+  return 0;
+}
 }  // namespace
 
 result<engine> engine::build(const kb::library& lib) {
@@ -60,7 +67,7 @@ struct collector::impl {
   // The light path is off in exact mode, without a usable gate, and with custom mask rules (their
   // patterns are not in the engine's gate).
   bool light_ok;
-  std::set<std::string> deferred_last;  // rank keys whose activity.last_line is still unmasked
+  std::map<std::string, bool> deferred_last;  // rank key -> its activity.last_line is still unmasked
   correlate::inputs in;
   std::vector<match::hit> hits;
   // Memory stays bounded however long the input: after kMaxPerKey findings of one signature on one
@@ -209,33 +216,27 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
   normalize::line_meta meta;
   im.eng.prefixes.normalize(raw_text, meta);
   st.learner.observe(meta.body);
+  peel_learnt(st, meta);  // the catalogue's layers again would peel the same: only what the learner adds
   // An error level in the prefix makes the line suspicious whatever its words: full path (the learner
   // has seen it already).
-  normalize::line_meta learnt, inner;
-  std::string_view rest;
-  char level = meta.level;
-  if (!level && st.learner.peel(meta.body, learnt, rest)) {
-    im.eng.prefixes.normalize(rest, inner);
-    level = inner.level;
-  }
-  bool escalate = level == 'E' || level == 'F' || level == 'C';
+  bool escalate = meta.level == 'E' || meta.level == 'F' || meta.level == 'C';
   // A host form the masker learns from (NCCL header, syslog, pdsh) that no prefix peeled: full path.
-  if (!escalate && !meta.host && !inner.host) {
+  if (!escalate && !meta.host) {
     auto h = im.eng.host_gate.hit(raw_text, im.host_gate_scratch);
     escalate = !h || h.value();
   }
   if (escalate) return process(st, prepare(raw_text), line_no);
-  return process(st, raw_text, line_no, true);
+  return process(st, meta, line_no, true);
 }
 
 void collector::mask_deferred() {
   auto& im = *impl_;
-  for (const auto& key : im.deferred_last)
-    if (auto it = im.in.activity.find(key); it != im.in.activity.end()) {
+  for (auto& [key, deferred] : im.deferred_last)
+    if (auto it = im.in.activity.find(key); deferred && it != im.in.activity.end()) {
       it->second.last_line = im.masker.apply(it->second.last_line);
       im.masker.reset_stream();
+      deferred = false;
     }
-  im.deferred_last.clear();
 }
 
 std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::string, std::uint64_t>>& raw) {
@@ -251,9 +252,38 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
   return n;
 }
 
+void collector::peel(const stream& st, std::string_view text, normalize::line_meta& meta) const {
+  impl_->eng.prefixes.normalize(text, meta);
+  peel_learnt(st, meta);
+}
+
+void collector::peel_learnt(const stream& st, normalize::line_meta& meta) const {
+  // A prefix no catalogue entry lists, learnt from this stream: peel it, then the catalogue again.
+  std::string_view rest;
+  normalize::line_meta learnt;
+  if (st.learner.peel(meta.body, learnt, rest)) {
+    normalize::line_meta inner;
+    impl_->eng.prefixes.normalize(rest, inner);
+    meta.body = inner.body;
+    // The learnt number is a rank only where no catalogue prefix attributed the line.
+    if (!meta.rank) meta.rank = inner.rank ? inner.rank : (meta.local_rank || meta.task ? std::nullopt : learnt.rank);
+    if (!meta.local_rank) meta.local_rank = inner.local_rank;
+    if (!meta.task) meta.task = inner.task;
+    if (!meta.host) meta.host = std::move(inner.host);
+    if (!meta.ts) meta.ts = inner.ts;
+    if (!meta.level) meta.level = inner.level;
+  }
+}
+
+std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t line_no) {
+  normalize::line_meta meta;
+  peel(st, clean, meta);
+  return process(st, meta, line_no, false);
+}
+
 // `light`: a raw line the scan gate did not hit (add_line_gated): it cannot match, open a record or look
 // like a failure, so only the per-rank facts are kept, and its text is masked only if it is kept.
-std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t line_no, bool light) {
+std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light) {
   static const re2::RE2 step_re(R"((?i)\b(?:step|iteration|iter|global_step)\s*[=:]?\s*(\d+))");
   static const re2::RE2 planned_re(R"((?i)\b(?:step|iteration|iter|batch)\w*\s*\d+\s*/\s*(\d+))");
   static const re2::RE2 batches_re(R"(\b(\d+) batches\b)");
@@ -262,23 +292,6 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
   const auto& lib = *im.eng.lib;
   ++st.lines;
   std::size_t before = in.findings.size();
-  normalize::line_meta meta;
-  im.eng.prefixes.normalize(clean, meta);
-  // A prefix no catalogue entry lists, learnt from this stream: peel it, then the catalogue again.
-  std::string_view rest;
-  normalize::line_meta learnt;
-  if (st.learner.peel(meta.body, learnt, rest)) {
-    normalize::line_meta inner;
-    im.eng.prefixes.normalize(rest, inner);
-    meta.body = inner.body;
-    // The learnt number is a rank only where no catalogue prefix attributed the line.
-    if (!meta.rank) meta.rank = inner.rank ? inner.rank : (meta.local_rank || meta.task ? std::nullopt : learnt.rank);
-    if (!meta.local_rank) meta.local_rank = inner.local_rank;
-    if (!meta.task) meta.task = inner.task;
-    if (!meta.host) meta.host = inner.host;
-    if (!meta.ts) meta.ts = inner.ts;
-    if (!meta.level) meta.level = inner.level;
-  }
   // Attribution: the line's own prefixes first, then the path's hints. Never invented.
   std::optional<int> rank = meta.rank, local_rank = meta.local_rank;
   if (!rank && !local_rank && meta.task) rank = meta.task;
@@ -293,35 +306,56 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
   st.prev_local = local_rank;
   if (!rank && st.hint.rank) rank = st.hint.rank;
   if (!local_rank && st.hint.local_rank) local_rank = st.hint.local_rank;
-  if (rank && local_rank && meta.rank) {
-    if (im.local_rank_pairs < impl::kMaxPairs) im.local_rank_pairs += in.local_to_rank[*local_rank].insert(*rank).second;
-    else im.pairs_bound_hit = true;
-  }
-  // A host a prefix names (pod, syslog, NCCL header) is masked even where no line rule knew the context.
-  if (meta.host) meta.host = im.masker.mask_host(*meta.host);
-  std::optional<std::string> host = meta.host ? meta.host : st.hint.host;
-  if (host && rank && (meta.rank || st.hint.rank)) {
-    if (im.host_rank_pairs < impl::kMaxPairs) im.host_rank_pairs += in.host_ranks[*host].insert(*rank).second;
-    else im.pairs_bound_hit = true;
-  }
-  if (meta.host && *meta.host != st.last_host) {  // consecutive lines of one host: one set lookup
-    in.hosts.insert(*meta.host);
-    st.last_host = *meta.host;
-  }
-  std::string key = rank_key(rank, local_rank);
   // Per-rank tables are bounded (hostile input: a million distinct ranks): ranks past the bound share one
   // stream-level entry (as a line with no rank) for their state and activity; their findings keep their own rank.
-  if (!key.empty() && in.activity.size() >= impl::kMaxRanks && !in.activity.count(key) && !st.ex.count(key)) {
-    im.rank_bound_hit = true;
-    key.clear();  // the stream-level state, as for a line with no rank
+  std::int64_t code = rank_code(rank, local_rank);
+  auto rs_it = st.ranks.find(code);
+  if (rs_it == st.ranks.end()) {
+    std::string key = rank_key(rank, local_rank);
+    if (!key.empty() && in.activity.size() >= impl::kMaxRanks && !in.activity.count(key)) {
+      im.rank_bound_hit = true;
+      code = 0;  // the stream-level state, as for a line with no rank
+      key.clear();
+      rs_it = st.ranks.find(code);
+    }
+    if (rs_it == st.ranks.end()) {
+      rs_it = st.ranks.emplace(code, stream::rank_state{}).first;
+      rs_it->second.key = std::move(key);
+      rs_it->second.ex = std::make_unique<extract::extractor>(st.display);
+    }
   }
+  auto& rs = rs_it->second;
+  if (rank && local_rank && meta.rank && rs.paired_local != local_rank) {  // one rank keeps its local rank: one lookup
+    if (im.local_rank_pairs < impl::kMaxPairs) im.local_rank_pairs += in.local_to_rank[*local_rank].insert(*rank).second;
+    else im.pairs_bound_hit = true;
+    if (code != 0) rs.paired_local = local_rank;
+  }
+  // A host a prefix names (pod, syslog, NCCL header) is masked even where no line rule knew the context.
+  if (meta.host) {
+    if (*meta.host == st.last_raw_host) {
+      if (st.last_host != st.last_raw_host) im.masker.count_repeated_host();
+      meta.host = st.last_host;
+    } else {
+      st.last_raw_host = *meta.host;
+      meta.host = im.masker.mask_host(*meta.host);
+      in.hosts.insert(*meta.host);
+      st.last_host = *meta.host;
+    }
+  }
+  const std::optional<std::string>& host = meta.host ? meta.host : st.hint.host;
+  if (host && rank && (meta.rank || st.hint.rank) && (code == 0 || rs.paired_host != *host)) {
+    if (im.host_rank_pairs < impl::kMaxPairs) im.host_rank_pairs += in.host_ranks[*host].insert(*rank).second;
+    else im.pairs_bound_hit = true;
+    if (code != 0) rs.paired_host = *host;
+  }
+  const std::string& key = rs.key;
   std::optional<normalize::timestamp> ts = meta.ts;
   bool inherited = false;
   if (ts) {
-    st.last_ts[key] = *ts;
+    rs.last_ts = *ts;
     if (ts->kind == normalize::timestamp::clock::wall) st.stream_ts = ts;
-  } else if (auto it = st.last_ts.find(key); it != st.last_ts.end()) {
-    ts = it->second;
+  } else if (rs.last_ts) {
+    ts = rs.last_ts;
     inherited = true;
   } else if (st.stream_ts) {
     ts = st.stream_ts;
@@ -329,8 +363,7 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
   }
 
   extract::line_note note;
-  auto& ex = st.ex[key];
-  if (!ex) ex = std::make_unique<extract::extractor>(st.display);
+  auto& ex = rs.ex;
   if (!light) {
     bool was_idle = ex->idle();
     ex->feed(meta.body, line_no, note, in.exits, in.terminated);
@@ -351,12 +384,15 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
     st.last_body_raw = light;
   }
   if (!key.empty() && !body.empty()) {
-    auto& act = in.activity[key];
+    if (!rs.act) {
+      rs.act = &in.activity[key];
+      rs.deferred = &im.deferred_last[key];
+    }
+    auto& act = *rs.act;
     ++act.lines;
     if (meta.ts) act.last_ts = meta.ts;
     act.last_line.assign(text::prefix_utf8(body, 300));
-    if (light) im.deferred_last.insert(key);
-    else if (!im.deferred_last.empty()) im.deferred_last.erase(key);
+    *rs.deferred = light;
     // Progress lines: the regexes run only on lines that can match them (cheap substring tests first).
     // ASCII case-insensitive search for a lower-case word (no locale call per byte)
     auto has_ci = [&](std::string_view w) {

@@ -72,6 +72,11 @@ class masker {
   bool line_state_open() const;
   /// Replacements made so far, per kind.
   const std::map<std::string, std::size_t>& counts() const { return counts_; }
+  /// Counts one more replacement of a host that mask_host() already replaced (a caller that keeps the
+  /// token of a repeated host instead of asking again).
+  void count_repeated_host() {
+    if (opt_.enabled) ++counts_["hostname"];
+  }
   bool enabled() const { return opt_.enabled; }
 
  private:

@@ -16,10 +16,12 @@
 //   // m.local_rank == 3, m.rank == 3, m.body == "Traceback (most recent call last):"
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <map>
 #include <memory>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -49,7 +51,8 @@ struct line_meta {
   std::optional<timestamp> ts;
   char level = 0;             ///< 'I','W','E','F' when a header gave one, else 0
   std::string_view body;      ///< the message after all peeled prefixes
-  std::vector<std::string_view> prefixes;  ///< names of the prefixes peeled, outermost first
+  std::array<std::uint16_t, 8> prefixes{};  ///< catalogue indices (prefix_catalog::defs()) of the prefixes peeled, outermost first
+  std::uint8_t n_prefixes = 0;              ///< how many of `prefixes` are set (at most prefix_catalog::kMaxLayers)
 };
 
 struct prefix_def {

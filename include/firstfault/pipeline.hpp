@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "firstfault/correlate.hpp"
@@ -74,14 +75,22 @@ class collector {
   struct stream {  // per-stream state: attribution carries from line to line
     std::string display;
     ingest::source_hint hint;
-    std::map<std::string, std::unique_ptr<extract::extractor>> ex;  ///< per rank key: ranks interleave in a console
-    std::map<std::string, normalize::timestamp> last_ts;
+    struct rank_state {  // one rank key's state in this stream: ranks interleave in a console
+      std::string key;   ///< "r<rank>", "l<local_rank>", or "" for lines without a rank
+      std::unique_ptr<extract::extractor> ex;
+      std::optional<normalize::timestamp> last_ts;
+      correlate::rank_activity* act = nullptr;  ///< the run's activity entry for `key` (std::map node, stable)
+      bool* deferred = nullptr;                 ///< its "last_line still unmasked" flag (collector-owned)
+      std::string paired_host;                  ///< a host already in host_ranks with this rank
+      std::optional<int> paired_local;          ///< a local rank already in local_to_rank with this rank
+    };
+    std::unordered_map<std::int64_t, rank_state> ranks;  ///< by rank_code()
     std::optional<normalize::timestamp> stream_ts;
     std::optional<int> prev_rank, prev_local;
     std::uint64_t lines = 0;
     std::string last_body;  ///< the last line's body, masked (watch shows it for silent ranks)
-    bool last_body_raw = false;
-    std::string last_host;  ///< the host last added to the run's host set from this stream  ///< last_body came from a light-path line: masked when the stream closes
+    bool last_body_raw = false;  ///< last_body came from a light-path line: masked when the stream closes
+    std::string last_raw_host, last_host;  ///< the last host a prefix named in this stream, as read and masked (in the run's host set)
     std::size_t busy = 0;  ///< extractors of this stream with an open record (their lines take the full path)
     normalize::prefix_learner learner;  ///< prefixes no catalogue entry lists, learnt from this stream
   };
@@ -114,7 +123,11 @@ class collector {
  private:
   std::string prepare(std::string_view raw_text);           // sanitise and mask
   void observe(stream& st, std::string_view clean);         // feed the prefix learner
-  std::size_t process(stream& st, std::string_view clean, std::uint64_t line_no, bool light = false);
+  std::size_t process(stream& st, std::string_view clean, std::uint64_t line_no);
+  // `meta`: the line already peeled (peel()); its body points into the caller's text.
+  std::size_t process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light);
+  void peel(const stream& st, std::string_view text, normalize::line_meta& meta) const;  // catalogue, then learnt prefixes
+  void peel_learnt(const stream& st, normalize::line_meta& meta) const;  // a learnt prefix left on meta.body
   void add_suspicious(const stream& st, std::string_view body, char level, bool exception_line, std::optional<int> rank,
                       std::uint64_t line_no);
   struct impl;

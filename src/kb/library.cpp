@@ -6,6 +6,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
+#include "../base/cache.hpp"
 #include "firstfault/kb.hpp"
 #include "kb/embedded.hpp"
 
@@ -13,7 +16,20 @@ namespace fs = std::filesystem;
 
 namespace ff::kb {
 
+// The parsed signatures are cached (CBOR, nlohmann-json) beside the compiled databases: yaml-cpp took
+// ~120 ms of every start. Every field is stored; kKbCacheSchema changes with the struct.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(example, line, expect)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(code_fix, stack, code)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(signature, file, line_of_name, title, id, name, status, level, description, author, date,
+                                   references, tags, systems, collateral_of, related, kind, category, role, inferred_by, layer,
+                                   initiator, match_in_stack, priority, fingerprints, extract, lookup_table, lookup_field,
+                                   root_cause, fix, verify, confirm, prevention, falsepositives, fix_code, positive, negative,
+                                   field_order)
+
 namespace {
+
+// Bump when `signature` gains, loses or changes a field (the size catches most changes by itself).
+const std::string kKbCacheSchema = "kb-signatures-1-" + std::to_string(sizeof(signature));
 
 std::vector<std::string> str_list(const YAML::Node& n) {
   std::vector<std::string> out;
@@ -108,11 +124,16 @@ result<signature> parse_signature(const std::string& file, const std::string& te
 
 std::string fnv1a_hex(const std::vector<std::pair<std::string, std::string>>& files) {
   std::uint64_t h = 1469598103934665603ull;
-  for (const auto& [n, t] : files) {
-    for (unsigned char c : n + '\0' + t + '\0') {
+  auto mix = [&h](std::string_view s) {  // each text, then a NUL
+    for (unsigned char c : s) {
       h ^= c;
       h *= 1099511628211ull;
     }
+    h *= 1099511628211ull;  // ^= '\0' changes nothing
+  };
+  for (const auto& [n, t] : files) {
+    mix(n);
+    mix(t);
   }
   std::ostringstream o;
   o << std::hex << h;
@@ -121,8 +142,47 @@ std::string fnv1a_hex(const std::vector<std::pair<std::string, std::string>>& fi
 
 }  // namespace
 
+namespace {
+bool is_signature_file(const std::string& name) {
+  bool tsv = name.size() >= 4 && name.substr(name.size() - 4) == ".tsv";
+  return !tsv && name.find("_encyclopedia/") == std::string::npos && name.find("_prefixes/") == std::string::npos;
+}
+
+// The cache file for this exact list of signature files (names and texts), or "" when caching is off.
+std::string signature_cache_path(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::string dir = ff::detail::cache_dir();
+  if (dir.empty()) return "";
+  std::vector<std::pair<std::string, std::string>> sig_files{{kKbCacheSchema, ""}};
+  for (const auto& f : files)
+    if (is_signature_file(f.first)) sig_files.push_back(f);
+  return dir + "/kb-" + fnv1a_hex(sig_files) + ".cbor";
+}
+
+// Signatures in file order, as parse_signature gave them; false on any doubt (absent, foreign, stale).
+bool load_signature_cache(const std::string& path, std::size_t expected, std::vector<signature>& out) {
+  std::string bytes;
+  if (path.empty() || !ff::detail::read_cache_file(path, 64u << 20, bytes)) return false;
+  try {
+    auto j = nlohmann::json::from_cbor(bytes);
+    if (!j.is_array() || j.size() != expected) return false;
+    out = j.get<std::vector<signature>>();
+    return true;
+  } catch (const nlohmann::json::exception&) {
+    out.clear();
+    return false;
+  }
+}
+}  // namespace
+
 result<library> library::from_files(const std::vector<std::pair<std::string, std::string>>& files) {
   library lib;
+  std::size_t n_sig_files = 0;
+  for (const auto& f : files) n_sig_files += is_signature_file(f.first);
+  const std::string cache = n_sig_files > 0 ? signature_cache_path(files) : "";
+  std::vector<signature> parsed;  // every signature file's result, in file order (what the cache holds)
+  const bool cached = load_signature_cache(cache, n_sig_files, parsed);
+  if (!cached) parsed.reserve(n_sig_files);
+  std::size_t next_sig = 0;
   for (const auto& [name, text] : files) {
     if (name.find("_tables/") != std::string::npos && name.size() >= 4 && name.substr(name.size() - 4) == ".tsv") {
       auto slash = name.find_last_of('/');
@@ -177,12 +237,23 @@ result<library> library::from_files(const std::vector<std::pair<std::string, std
       lib.prefix_files.emplace_back(name, text);
       continue;
     }
-    auto sig = parse_signature(name, text);
-    if (!sig) return sig.error();
-    auto& s = sig.value();
+    if (!cached) {
+      auto sig = parse_signature(name, text);
+      if (!sig) return sig.error();
+      parsed.push_back(std::move(sig).value());
+    }
+    signature s = cached ? std::move(parsed[next_sig]) : parsed[next_sig];
+    ++next_sig;
     auto it = std::find_if(lib.signatures.begin(), lib.signatures.end(), [&](const signature& o) { return o.name == s.name; });
     if (it != lib.signatures.end()) *it = std::move(s);  // a user's file overrides a built-in one
     else lib.signatures.push_back(std::move(s));
+  }
+  if (!cached && !cache.empty()) {
+    try {
+      auto bytes = nlohmann::json::to_cbor(nlohmann::json(parsed));
+      ff::detail::store_cache_file(cache, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+    } catch (const nlohmann::json::exception&) {  // text that is not UTF-8: not cached, still loaded
+    }
   }
   lib.content_hash = fnv1a_hex(files);
   return lib;

@@ -9,17 +9,40 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 
 #include "firstfault/match.hpp"
+#include "../base/cache.hpp"
 #include "db_cache.hpp"
 
 namespace ff::match {
 
+namespace {
+re2::RE2::Options re2_options();
+
+// An RE2 compiled on first use: a run confirms a few dozen of ~1,000 patterns, and compiling all of them
+// was a third of a small run's start-up. Every pattern was compiled once when the database was built
+// (compile() refuses a knowledge base with a pattern RE2 rejects, and only then stores the database).
+class lazy_re {
+ public:
+  explicit lazy_re(std::string pattern) : pattern_(std::move(pattern)) {}
+  const re2::RE2& get() const {
+    std::call_once(once_, [this] { re_ = std::make_unique<re2::RE2>(pattern_, re2_options()); });
+    return *re_;
+  }
+
+ private:
+  std::string pattern_;
+  mutable std::once_flag once_;
+  mutable std::unique_ptr<re2::RE2> re_;
+};
+}  // namespace
+
 struct matcher::impl {
   hs_database_t* db = nullptr;
   std::vector<int> fp_sig;                          // fingerprint index -> signature index
-  std::vector<std::unique_ptr<re2::RE2>> fp_re;     // fingerprint index -> RE2 for confirmation
-  std::vector<std::vector<std::unique_ptr<re2::RE2>>> extract;  // signature -> extract patterns
+  std::vector<std::unique_ptr<lazy_re>> fp_re;      // fingerprint index -> RE2 for confirmation
+  std::vector<std::vector<std::unique_ptr<lazy_re>>> extract;  // signature -> extract patterns
   ~impl() {
     if (db) hs_free_database(db);
   }
@@ -40,13 +63,9 @@ re2::RE2::Options re2_options() {
 }  // namespace
 
 namespace detail {
-// $FIRSTFAULT_CACHE_DIR, else $XDG_CACHE_HOME/firstfault, else ~/.cache/firstfault; "" disables.
 std::string cache_path(const std::string& key) {
-  std::string dir;
-  if (const char* d = std::getenv("FIRSTFAULT_CACHE_DIR")) dir = d;
-  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = std::string(x) + "/firstfault";
-  else if (const char* h = std::getenv("HOME"); h && *h) dir = std::string(h) + "/.cache/firstfault";
-  if (dir.empty() || dir == "off") return "";
+  std::string dir = ff::detail::cache_dir();
+  if (dir.empty()) return "";
   std::string ver = hs_version();
   for (auto& c : ver)
     if (!isalnum(static_cast<unsigned char>(c)) && c != '.') c = '_';
@@ -54,10 +73,8 @@ std::string cache_path(const std::string& key) {
 }
 
 bool load_cached(const std::string& path, hs_database_t** db) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.empty() || bytes.size() > (256u << 20)) return false;
+  std::string bytes;
+  if (!ff::detail::read_cache_file(path, 256u << 20, bytes)) return false;
   // hs_deserialize_database checks the platform and version; a stale or foreign file just fails.
   return hs_deserialize_database(bytes.data(), bytes.size(), db) == HS_SUCCESS;
 }
@@ -66,15 +83,7 @@ void store_cached(const std::string& path, const hs_database_t* db) {
   char* bytes = nullptr;
   size_t len = 0;
   if (hs_serialize_database(db, &bytes, &len) != HS_SUCCESS) return;
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (out) out.write(bytes, static_cast<std::streamsize>(len));
-  }
-  std::filesystem::rename(tmp, path, ec);  // atomic: concurrent runs never see a partial file
-  if (ec) std::filesystem::remove(tmp, ec);
+  ff::detail::store_cache_file(path, std::string_view(bytes, len));
   std::free(bytes);
 }
 }  // namespace detail
@@ -113,25 +122,30 @@ result<matcher> matcher::compile(const kb::library& lib) {
   for (std::size_t si = 0; si < lib.signatures.size(); ++si) {
     const auto& s = lib.signatures[si];
     for (const auto& fp : s.fingerprints) {
-      auto re = std::make_unique<re2::RE2>(fp, re2_options());
-      if (!re->ok()) return error{s.file + ": " + s.name + ": fingerprint does not compile in RE2: " + re->error() + ": " + fp};
       ids.push_back(static_cast<unsigned>(exprs.size()));
       exprs.push_back(fp);
       flags.push_back(HS_FLAG_PREFILTER | HS_FLAG_SINGLEMATCH);
       im.fp_sig.push_back(static_cast<int>(si));
-      im.fp_re.push_back(std::move(re));
+      im.fp_re.push_back(std::make_unique<lazy_re>(fp));
     }
-    for (const auto& ex : s.extract) {
-      auto re = std::make_unique<re2::RE2>(ex, re2_options());
-      if (!re->ok()) return error{s.file + ": " + s.name + ": extract pattern does not compile in RE2: " + re->error() + ": " + ex};
-      im.extract[si].push_back(std::move(re));
-    }
+    for (const auto& ex : s.extract) im.extract[si].push_back(std::make_unique<lazy_re>(ex));
   }
-  if (exprs.empty()) return m;
   // The compiled database is cached on disk, keyed by the knowledge base's content hash and the
   // Vectorscan version, so start-up costs a file read instead of a compile.
-  std::string cache = cache_path(lib);
+  std::string cache = exprs.empty() ? "" : cache_path(lib);
   if (!cache.empty() && load_cached(cache, &im.db)) return m;
+  // Not cached: every pattern is checked in RE2 now, before the database is built (and stored).
+  std::size_t fi = 0;
+  for (const auto& s : lib.signatures) {
+    for (const auto& fp : s.fingerprints)
+      if (const auto& re = im.fp_re[fi++]->get(); !re.ok())
+        return error{s.file + ": " + s.name + ": fingerprint does not compile in RE2: " + re.error() + ": " + fp};
+    const auto& exs = im.extract[static_cast<std::size_t>(&s - lib.signatures.data())];
+    for (std::size_t k = 0; k < exs.size(); ++k)
+      if (const auto& re = exs[k]->get(); !re.ok())
+        return error{s.file + ": " + s.name + ": extract pattern does not compile in RE2: " + re.error() + ": " + s.extract[k]};
+  }
+  if (exprs.empty()) return m;
   std::vector<const char*> cexprs;
   for (auto& e : exprs) cexprs.push_back(e.c_str());
   hs_compile_error_t* err = nullptr;
@@ -170,7 +184,9 @@ scratch::~scratch() {
 fields matcher::extract(int signature, std::string_view body) const {
   fields out;
   re2::StringPiece sp(body.data(), body.size());
-  for (const auto& re : impl_->extract[static_cast<std::size_t>(signature)]) {
+  for (const auto& lazy : impl_->extract[static_cast<std::size_t>(signature)]) {
+    const re2::RE2* re = &lazy->get();
+    if (!re->ok()) continue;
     int n = re->NumberOfCapturingGroups();
     std::vector<re2::StringPiece> g(static_cast<std::size_t>(n) + 1);
     if (!re->Match(sp, 0, sp.size(), re2::RE2::UNANCHORED, g.data(), n + 1)) continue;
@@ -204,7 +220,8 @@ status matcher::scan(std::string_view body, scratch& s, std::vector<hit>& out) c
     if (id < 0 || static_cast<std::size_t>(id) >= impl_->fp_sig.size()) continue;  // never trust a cached database
     int sig = impl_->fp_sig[static_cast<std::size_t>(id)];
     if (sig == last_sig) continue;  // one hit per signature
-    if (!re2::RE2::PartialMatch(sp, *impl_->fp_re[static_cast<std::size_t>(id)])) continue;  // prefilter confirm
+    const auto& re = impl_->fp_re[static_cast<std::size_t>(id)]->get();
+    if (!re.ok() || !re2::RE2::PartialMatch(sp, re)) continue;  // prefilter confirm
     last_sig = sig;
     out.push_back({sig, extract(sig, body)});
   }

@@ -103,7 +103,7 @@ result<prefix_catalog> prefix_catalog::load(const std::vector<std::pair<std::str
     line_meta m;
     cat.normalize(s.line, m);
     bool peeled_own = false;
-    for (auto p : m.prefixes) peeled_own |= (p == s.prefix);
+    for (std::size_t i = 0; i < m.n_prefixes; ++i) peeled_own |= (cat.defs_[m.prefixes[i]].name == s.prefix);
     if (!peeled_own) return error{s.file + ": prefix " + s.prefix + ": sample not peeled by it: " + s.line};
     for (const auto& [k, v] : s.expect) {
       std::string got = fmt_meta(m, k);
@@ -174,7 +174,7 @@ bool prefix_catalog::normalize(std::string_view line, line_meta& out) const {
     if (auto h = grp(c.g_host); !h.empty()) out.host = std::string(h);
     if (auto l = grp(c.g_level); !l.empty()) out.level = l[0];
     if (auto t = grp(c.g_ts); !t.empty() && !out.ts) out.ts = parse_timestamp(c.ts_format, t, default_year_);
-    out.prefixes.push_back(defs_[static_cast<std::size_t>(id)].name);
+    out.prefixes[out.n_prefixes++] = static_cast<std::uint16_t>(id);
     out.body.remove_prefix(len);
     any = true;
   }

@@ -143,3 +143,70 @@ TEST(match_cache, compiled_database_is_cached_and_a_corrupt_cache_is_ignored) {
   ::unsetenv("FIRSTFAULT_CACHE_DIR");
   std::filesystem::remove_all(dir);
 }
+
+namespace {
+// Every field of every signature, as text: two libraries compare equal only if nothing was lost.
+std::string describe(const ff::kb::library& lib) {
+  std::string out;
+  auto list = [&out](const std::vector<std::string>& v) {
+    for (const auto& x : v) out += x + '\x1f';
+    out += '\x1e';
+  };
+  for (const auto& s : lib.signatures) {
+    for (const auto* f : {&s.file, &s.title, &s.id, &s.name, &s.status, &s.level, &s.description, &s.author, &s.date, &s.kind,
+                          &s.category, &s.role, &s.inferred_by, &s.layer, &s.initiator, &s.lookup_table, &s.lookup_field,
+                          &s.root_cause})
+      out += *f + '\x1f';
+    out += std::to_string(s.line_of_name) + ' ' + std::to_string(s.priority) + ' ' + std::to_string(s.match_in_stack);
+    for (const auto* v : {&s.references, &s.tags, &s.systems, &s.collateral_of, &s.related, &s.fingerprints, &s.extract, &s.fix,
+                          &s.verify, &s.confirm, &s.prevention, &s.falsepositives, &s.field_order})
+      list(*v);
+    for (const auto& c : s.fix_code) out += c.stack + '\x1f' + c.code + '\x1e';
+    for (const auto* exs : {&s.positive, &s.negative})
+      for (const auto& e : *exs) {
+        out += e.line;
+        for (const auto& [k, v] : e.expect) out += k + '=' + v + '\x1f';
+        out += '\x1e';
+      }
+    out += '\n';
+  }
+  return out;
+}
+}  // namespace
+
+TEST(kb_cache, parsed_signatures_come_back_whole_and_a_corrupt_cache_is_ignored) {
+  auto dir = std::filesystem::temp_directory_path() / ("ff-kbcache-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ::setenv("FIRSTFAULT_CACHE_DIR", "off", 1);
+  auto reference = ff::kb::library::load(true, {});  // parsed from YAML, no cache involved
+  ASSERT_TRUE(reference);
+  ::setenv("FIRSTFAULT_CACHE_DIR", dir.c_str(), 1);
+  auto first = ff::kb::library::load(true, {});  // parses, stores the cache
+  ASSERT_TRUE(first);
+  std::vector<std::filesystem::path> caches;
+  for (auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename().string().rfind("kb-", 0) == 0) caches.push_back(e.path());
+  ASSERT_EQ(caches.size(), 1u);
+  auto second = ff::kb::library::load(true, {});  // from the cache
+  ASSERT_TRUE(second);
+  EXPECT_GT(reference.value().signatures.size(), 100u);
+  EXPECT_EQ(describe(second.value()), describe(reference.value()));
+  EXPECT_EQ(second.value().content_hash, reference.value().content_hash);
+  std::ofstream(caches[0], std::ios::binary | std::ios::trunc) << "\xa1garbage";
+  auto third = ff::kb::library::load(true, {});  // corrupt cache: parsed again
+  ASSERT_TRUE(third);
+  EXPECT_EQ(describe(third.value()), describe(reference.value()));
+  // A changed file is a different cache entry: an edited signature is never served stale.
+  auto files = std::vector<std::pair<std::string, std::string>>{
+      {"kinds.tsv", "kind\tcategory\tmeaning\ncuda_oom\tresource\tout of memory\n"},
+      {"a.yaml", "title: A\nid: 00000000-0000-4000-8000-000000000001\nname: a\nkind: cuda_oom\nrole: cause\n"}};
+  auto x1 = ff::kb::library::from_files(files);
+  files[1].second = "title: B\nid: 00000000-0000-4000-8000-000000000001\nname: a\nkind: cuda_oom\nrole: cause\n";
+  auto x2 = ff::kb::library::from_files(files);
+  ASSERT_TRUE(x1);
+  ASSERT_TRUE(x2);
+  EXPECT_EQ(x1.value().signatures.at(0).title, "A");
+  EXPECT_EQ(x2.value().signatures.at(0).title, "B");
+  ::unsetenv("FIRSTFAULT_CACHE_DIR");
+  std::filesystem::remove_all(dir);
+}
