@@ -20,6 +20,7 @@
 //   bool may_matter = g.value().hit(line, s).value();
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -53,13 +54,19 @@ class gate_scratch {
 class gate {
  public:
   static constexpr int kMinAtom = 4;  ///< shortest literal the gate accepts for a fingerprint (bytes)
-  /// Builds the gate from the library's fingerprints and extra regexps (the stages' gate patterns).
   /// Builds the gate from the library's fingerprints and extra regexps (the stages' gate patterns), or
   /// loads it from the on-disk cache (then literal_count() and regex_gated() are not known: 0 and empty).
   static result<gate> build(const kb::library& lib, const std::vector<std::string>& extra);
   /// True when `line` (raw, unpeeled) may matter. With no patterns at all, always true. An engine error
   /// (scratch, scan) is an error, never "does not matter".
   result<bool> hit(std::string_view line, gate_scratch& s) const;
+  /// One scan over a block of lines: `starts` holds each line's first byte offset in `block`, ascending
+  /// (a line runs to the next start, or to the block's end, its '\n' included). Sets hit[i] (resized to
+  /// starts.size()) for each line where a gate pattern ends: every line hit() accepts, and possibly a
+  /// few more (a pattern whose \s or [^x] ran across a '\n'). Patterns are compiled MULTILINE, so ^ and
+  /// $ mean a line's start and end, as in hit(). Errors as hit(); with no patterns every line is hit.
+  status hit_lines(std::string_view block, const std::vector<std::uint32_t>& starts, std::vector<char>& hit,
+                   gate_scratch& s) const;
   bool enabled() const { return db_ != nullptr; }
   /// "signature: fingerprint" of each fingerprint gated by its own regexp (Vectorscan prefilter) because
   /// it has no literal of kMinAtom bytes that is rare: none at all, or one found in a benign sample, in

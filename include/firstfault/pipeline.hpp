@@ -68,6 +68,22 @@ struct engine {
   static result<engine> build(const kb::library& lib);
 };
 
+/// Complete lines read from one stream, kept together so the scan gate runs once per block (up to
+/// kBytes of text, or kLines lines) instead of once per line.
+struct line_block {
+  static constexpr std::size_t kBytes = 1u << 20;
+  static constexpr std::size_t kLines = 16384;
+  std::string text;                     ///< the lines, each followed by '\n'
+  std::vector<std::uint32_t> starts;    ///< each line's first byte in `text`
+  std::vector<std::uint64_t> line_nos;  ///< each line's number in its input
+  void add(std::string_view line, std::uint64_t line_no);
+  std::string_view line(std::size_t i) const;  ///< line i, without its '\n'
+  std::size_t size() const { return starts.size(); }
+  bool empty() const { return starts.empty(); }
+  bool full() const { return text.size() >= kBytes || starts.size() >= kLines; }
+  void clear();
+};
+
 /// The per-line work of the pipeline (mask, normalize, extract, match), feeding correlate's inputs.
 /// `diagnose` runs it over files; `watch` feeds it lines as they are written.
 class collector {
@@ -103,6 +119,8 @@ class collector {
   std::size_t add_line(stream& st, std::string_view raw_text, std::uint64_t line_no);
   /// Like add_line, but a line the scan gate does not hit takes the light path (per-rank facts only).
   std::size_t add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no);
+  /// add_line_gated() for each line of a block, with one gate scan for the whole block.
+  std::size_t add_block(stream& st, const line_block& blk);
   /// Processes a batch of raw lines (text, line number), learning unknown prefixes from all of them
   /// before the first is matched (diagnose reads each input's first lines this way).
   std::size_t add_lines(stream& st, const std::vector<std::pair<std::string, std::uint64_t>>& raw);
@@ -124,6 +142,8 @@ class collector {
   std::string prepare(std::string_view raw_text);           // sanitise and mask
   void observe(stream& st, std::string_view clean);         // feed the prefix learner
   std::size_t process(stream& st, std::string_view clean, std::uint64_t line_no);
+  // gate_hit, host_hit: the gates' verdicts when a block scan has them (0 or 1), -1 to scan the line here
+  std::size_t add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit, int host_hit);
   // `meta`: the line already peeled (peel()); its body points into the caller's text.
   std::size_t process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light);
   void peel(const stream& st, std::string_view text, normalize::line_meta& meta) const;  // catalogue, then learnt prefixes

@@ -104,7 +104,7 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
   // Building the gate (atoms of every fingerprint, then the Vectorscan compile) costs about a second, so
   // like the matcher's database it is cached on disk, keyed by the library's content hash, the stages'
   // gate patterns and this code's version (bump kVersion when the atom selection changes).
-  constexpr const char* kVersion = "gate-v2";
+  constexpr const char* kVersion = "gate-v3";  // v3: MULTILINE, every match reported (hit_lines)
   std::string key_text = kVersion + std::string("\n") + lib.content_hash;
   for (const auto& e : extra) key_text += "\n" + e;
   std::string cache = detail::cache_path("gate-" + std::to_string(std::hash<std::string>{}(key_text)) + "-" + std::to_string(key_text.size()));
@@ -150,7 +150,7 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
         // No rare literal: the fingerprint itself goes into the gate (Vectorscan prefilter, a superset).
         g.unfiltered_.push_back(s.name + ": " + fp);
         exprs.push_back(fp);
-        flags.push_back(HS_FLAG_PREFILTER | HS_FLAG_SINGLEMATCH);
+        flags.push_back(HS_FLAG_PREFILTER | HS_FLAG_MULTILINE);
         continue;
       }
       atoms.insert(a.begin(), a.end());
@@ -158,12 +158,12 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
   }
   for (const auto& a : atoms) {
     exprs.push_back(escape_literal(a));
-    flags.push_back(HS_FLAG_CASELESS | HS_FLAG_SINGLEMATCH);
+    flags.push_back(HS_FLAG_CASELESS | HS_FLAG_MULTILINE);
   }
   g.literals_ = atoms.size();
   for (const auto& e : extra) {
     exprs.push_back(e);
-    flags.push_back(HS_FLAG_PREFILTER | HS_FLAG_SINGLEMATCH);
+    flags.push_back(HS_FLAG_PREFILTER | HS_FLAG_MULTILINE);
   }
   std::vector<const char*> c;
   std::vector<unsigned> ids;
@@ -210,6 +210,39 @@ result<bool> gate::hit(std::string_view line, gate_scratch& s) const {
                           static_cast<hs_scratch_t*>(s.hs_), on_match, &any);
   if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) return error{"Vectorscan gate scan failed (hs_scan returned " + std::to_string(rc) + ")"};
   return any;
+}
+
+status gate::hit_lines(std::string_view block, const std::vector<std::uint32_t>& starts, std::vector<char>& hit,
+                       gate_scratch& s) const {
+  hit.assign(starts.size(), db_ ? 0 : 1);
+  if (!db_ || starts.empty()) return ok();
+  if (!s.hs_) return error{"Vectorscan could not allocate the gate's scratch space (hs_alloc_scratch returned " + std::to_string(s.alloc_rc_) + ")"};
+  if (block.size() > 0xFFFFFFFFu) return error{"gate block larger than 4 GiB"};
+  struct ctx_t {
+    const std::vector<std::uint32_t>& starts;
+    std::vector<char>& hit;
+    std::size_t block_size;
+    std::size_t line = 0, line_begin = 0, line_end = 0;  // the line of the last match (most matches repeat it)
+  } ctx{starts, hit, block.size()};
+  ctx.line_end = starts.size() > 1 ? starts[1] : block.size();
+  // Matches are not reported in offset order (Vectorscan does not promise it): each end offset is placed
+  // by binary search, with the last match's line as a shortcut.
+  auto on_match = [](unsigned, unsigned long long, unsigned long long to, unsigned, void* p) -> int {
+    auto& c = *static_cast<ctx_t*>(p);
+    std::size_t at = to > 0 ? static_cast<std::size_t>(to - 1) : 0;  // the match's last byte
+    if (at < c.line_begin || at >= c.line_end) {
+      auto it = std::upper_bound(c.starts.begin(), c.starts.end(), static_cast<std::uint32_t>(at));
+      c.line = it == c.starts.begin() ? 0 : static_cast<std::size_t>(it - c.starts.begin()) - 1;
+      c.line_begin = c.starts[c.line];
+      c.line_end = c.line + 1 < c.starts.size() ? c.starts[c.line + 1] : c.block_size;
+    }
+    c.hit[c.line] = 1;
+    return 0;
+  };
+  hs_error_t rc = hs_scan(static_cast<hs_database_t*>(db_), block.data(), static_cast<unsigned>(block.size()), 0,
+                          static_cast<hs_scratch_t*>(s.hs_), on_match, &ctx);
+  if (rc != HS_SUCCESS) return error{"Vectorscan gate scan failed (hs_scan returned " + std::to_string(rc) + ")"};
+  return ok();
 }
 
 }  // namespace ff::match

@@ -210,3 +210,48 @@ TEST(kb_cache, parsed_signatures_come_back_whole_and_a_corrupt_cache_is_ignored)
   ::unsetenv("FIRSTFAULT_CACHE_DIR");
   std::filesystem::remove_all(dir);
 }
+
+// The block scan must hit every line the per-line scan hits (the light path relies on it), on every log
+// of the test corpus, with blocks cut at arbitrary lines.
+TEST(gate_block, hits_every_line_the_per_line_gate_hits) {
+  const auto& gate = ff::testing::engine().gate;
+  const auto& host_gate = ff::testing::engine().host_gate;
+  ASSERT_TRUE(gate.enabled());
+  ff::match::gate_scratch gs(gate), hs(host_gate);
+  std::size_t lines = 0, hit = 0, block_only = 0;
+  for (const auto& c : std::filesystem::directory_iterator(std::filesystem::path(FF_TEST_DATA) / "corpus")) {
+    if (!std::filesystem::is_directory(c.path() / "logs")) continue;
+    for (const auto& f : std::filesystem::recursive_directory_iterator(c.path() / "logs")) {
+      if (!f.is_regular_file()) continue;
+      std::ifstream in(f.path(), std::ios::binary);
+      std::vector<std::string> all;
+      for (std::string l; std::getline(in, l);) all.push_back(l);
+      for (const auto* g : {&gate, &host_gate}) {
+        auto& scratch = g == &gate ? gs : hs;
+        ff::pipeline::line_block blk;
+        auto check = [&] {
+          std::vector<char> got;
+          ASSERT_TRUE(g->hit_lines(blk.text, blk.starts, got, scratch));
+          ASSERT_EQ(got.size(), blk.size());
+          for (std::size_t i = 0; i < blk.size(); ++i) {
+            auto one = g->hit(blk.line(i), scratch);
+            ASSERT_TRUE(one);
+            if (one.value()) EXPECT_TRUE(got[i]) << f.path() << ":" << blk.line_nos[i] << ": " << blk.line(i);
+            lines += g == &gate;
+            hit += g == &gate && one.value();
+            block_only += g == &gate && got[i] && !one.value();
+          }
+          blk.clear();
+        };
+        for (std::size_t i = 0; i < all.size(); ++i) {
+          blk.add(all[i], i + 1);
+          if (blk.size() == 1 + (i * 7919) % 97) check();  // uneven block sizes
+        }
+        check();
+      }
+    }
+  }
+  EXPECT_GT(lines, 10000u);
+  EXPECT_GT(hit, 100u);
+  EXPECT_LT(block_only * 20, lines) << "the block scan should add few lines the per-line scan does not hit";
+}
