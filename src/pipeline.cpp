@@ -15,8 +15,6 @@
 namespace ff::pipeline {
 
 namespace {
-bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
-
 std::string rank_key(const std::optional<int>& rank, const std::optional<int>& local_rank) {
   if (rank) return "r" + std::to_string(*rank);
   if (local_rank) return "l" + std::to_string(*local_rank);
@@ -333,9 +331,6 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
 // `light`: a raw line the scan gate did not hit (add_line_gated): it cannot match, open a record or look
 // like a failure, so only the per-rank facts are kept, and its text is masked only if it is kept.
 std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light) {
-  static const re2::RE2 step_re(R"((?i)\b(?:step|iteration|iter|global_step)\s*[=:]?\s*(\d+))");
-  static const re2::RE2 planned_re(R"((?i)\b(?:step|iteration|iter|batch)\w*\s*\d+\s*/\s*(\d+))");
-  static const re2::RE2 batches_re(R"(\b(\d+) batches\b)");
   auto& im = *impl_;
   auto& in = im.in;
   const auto& lib = *im.eng.lib;
@@ -442,27 +437,9 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     if (meta.ts) act.last_ts = meta.ts;
     act.last_line.assign(text::prefix_utf8(body, 300));
     *rs.deferred = light;
-    // Progress lines: the regexes run only on lines that can match them (cheap substring tests first).
-    // ASCII case-insensitive search for a lower-case word (no locale call per byte)
-    auto has_ci = [&](std::string_view w) {
-      const char first = w[0];
-      for (std::size_t i = 0; i + w.size() <= body.size(); ++i) {
-        if ((body[i] | 0x20) != first) continue;
-        std::size_t k = 1;
-        while (k < w.size() && (body[i + k] | 0x20) == w[k]) ++k;
-        if (k == w.size()) return true;
-      }
-      return false;
-    };
-    re2::StringPiece bsp(body.data(), body.size());
-    bool stepish = has_ci("step") || has_ci("iter");
-    long step = 0;
-    if (stepish && re2::RE2::PartialMatch(bsp, step_re, &step)) act.last_step = step;
-    long planned = 0;
-    if (body.find('/') != std::string_view::npos && (stepish || has_ci("batch")) && re2::RE2::PartialMatch(bsp, planned_re, &planned))
-      act.planned_steps = planned;
-    else if (contains(body, " batches") && re2::RE2::PartialMatch(bsp, batches_re, &planned))
-      act.planned_steps = planned;
+    auto prog = extract::read_progress(body);
+    if (prog.step) act.last_step = prog.step;
+    if (prog.planned) act.planned_steps = prog.planned;
   }
   if (body.empty() || light) return 0;
   auto& hits = im.hits;

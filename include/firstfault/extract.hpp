@@ -124,6 +124,17 @@ std::string_view exception_type(std::string_view body);
 /// same message from many ranks groups into one template.
 std::string line_template(std::string_view body);
 
+/// Progress a line reports: the step reached ("step 79", "iteration: 12", "global_step=300") and the steps
+/// planned ("step 79/5000", "Epoch 0: 12/100", "5 batches"). The rules are regexps (progress.cpp); on
+/// printable-ASCII lines an equivalent hand scan gives the same answer without running them.
+struct progress {
+  std::optional<long> step, planned;
+};
+progress read_progress(std::string_view body);
+namespace detail {
+progress read_progress_by_regex(std::string_view body);  ///< the regexps alone (tests compare the two)
+}
+
 /// The scan gate's patterns for this stage (Vectorscan regexps, see gate.hpp): every literal a record of
 /// extractor::feed() starts with, and every word classify_line() and exception_type() need. A line none of
 /// them hits neither opens a record nor looks like a failure (unless its prefix gives an error level).

@@ -2,6 +2,7 @@
 // torchelastic ChildFailedError / agent-line parser, on line bodies (prefixes already peeled).
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -385,4 +386,44 @@ TEST(agent_lines, sending_closing_signal) {
   EXPECT_EQ(f.terms[0].line_no, 2u);
   EXPECT_EQ(f.terms[1].pid, 17321);
   EXPECT_TRUE(f.exits.empty());
+}
+
+// read_progress() takes shortcuts (a hand scan for the step rule, a shape test before the planned rule):
+// on every line they must give what the regexps alone give. Lines are built from the pieces the rules
+// care about, in random order, plus real progress lines.
+TEST(progress, shortcuts_agree_with_the_regexps) {
+  const std::vector<std::string> real = {
+      "step 79 loss 2.3797 lr 1.19e-05 tok/s 43128",
+      "Epoch 0:  45%|####5     | 450/1000 [01:02<01:16,  7.19it/s, loss=2.31]",
+      "iteration      200/   10000 | consumed samples: 3200 | elapsed time per iteration (ms): 512.3",
+      "global_step=300 loss=1.2", "Step: 12", "STEP=0007", "{'loss': 1.9, 'learning_rate': 2e-05, 'epoch': 0.4, 'step': 50}",
+      "iter5/10", "steps: 5/100", "train 5 batches", "substep 4", "step99999999999999999999 x", "ITERATION:3 / 9",
+      "batch_idx 3 / 17", "it/s 5", "stepping 3/4", "no progress here", "iter_time=3 iter=4", "global_step 9/ 10"};
+  for (const auto& l : real) {
+    auto a = ff::extract::read_progress(l), b = ff::extract::detail::read_progress_by_regex(l);
+    EXPECT_EQ(a.step, b.step) << l;
+    EXPECT_EQ(a.planned, b.planned) << l;
+  }
+  const std::vector<std::string> pieces = {"step", "Step", "STEP", "iter", "Iteration", "global_step", "batch", "batches",
+                                           " batches", "_", "x", "s", " ", "  ", "\t", "=", ":", "/", " / ", "0", "7",
+                                           "42", "007", "99999999999999999999", "-", ",", "[", "]", "|", "it/s", "é"};
+  std::uint64_t seed = 0x9E3779B97F4A7C15ull;
+  auto next = [&seed] {
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return seed;
+  };
+  std::size_t with_step = 0, with_planned = 0;
+  for (int i = 0; i < 200000; ++i) {
+    std::string l;
+    for (std::uint64_t k = 0, n = 1 + next() % 9; k < n; ++k) l += pieces[next() % pieces.size()];
+    auto a = ff::extract::read_progress(l), b = ff::extract::detail::read_progress_by_regex(l);
+    ASSERT_EQ(a.step, b.step) << "'" << l << "'";
+    ASSERT_EQ(a.planned, b.planned) << "'" << l << "'";
+    with_step += b.step.has_value();
+    with_planned += b.planned.has_value();
+  }
+  EXPECT_GT(with_step, 10000u);  // the generator reaches both rules often
+  EXPECT_GT(with_planned, 1000u);
 }

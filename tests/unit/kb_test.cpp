@@ -236,7 +236,9 @@ TEST(gate_block, hits_every_line_the_per_line_gate_hits) {
           for (std::size_t i = 0; i < blk.size(); ++i) {
             auto one = g->hit(blk.line(i), scratch);
             ASSERT_TRUE(one);
-            if (one.value()) EXPECT_TRUE(got[i]) << f.path() << ":" << blk.line_nos[i] << ": " << blk.line(i);
+            if (one.value()) {
+              EXPECT_TRUE(got[i]) << f.path() << ":" << blk.line_nos[i] << ": " << blk.line(i);
+            }
             lines += g == &gate;
             hit += g == &gate && one.value();
             block_only += g == &gate && got[i] && !one.value();

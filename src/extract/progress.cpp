@@ -1,0 +1,134 @@
+// Progress facts from a line body (extract.hpp): the step a rank reached and the steps it planned.
+//
+// The rules are three regexps. They run on every line that has a progress word, so on printable-ASCII
+// lines (every light-path line) the step rule is evaluated by a hand scan with the same semantics, and
+// the planned rule only runs when its necessary shape "<digit> / <digit>" is on the line. The unit tests
+// compare the scan with the regexp on generated lines.
+#include <re2/re2.h>
+
+#include <cerrno>
+#include <climits>
+
+#include "firstfault/extract.hpp"
+#include "firstfault/text.hpp"
+
+namespace ff::extract {
+
+namespace {
+
+const re2::RE2& step_re() {
+  static const re2::RE2 re(R"((?i)\b(?:step|iteration|iter|global_step)\s*[=:]?\s*(\d+))");
+  return re;
+}
+const re2::RE2& planned_re() {
+  static const re2::RE2 re(R"((?i)\b(?:step|iteration|iter|batch)\w*\s*\d+\s*/\s*(\d+))");
+  return re;
+}
+const re2::RE2& batches_re() {
+  static const re2::RE2 re(R"(\b(\d+) batches\b)");
+  return re;
+}
+
+bool is_word(unsigned char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+bool is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }  // RE2 \s
+unsigned char lower(unsigned char c) { return c >= 'A' && c <= 'Z' ? static_cast<unsigned char>(c | 0x20) : c; }
+
+// ASCII case-insensitive search for a lower-case word
+bool has_ci(std::string_view s, std::string_view w) {
+  for (std::size_t i = 0; i + w.size() <= s.size(); ++i) {
+    if (lower(static_cast<unsigned char>(s[i])) != static_cast<unsigned char>(w[0])) continue;
+    std::size_t k = 1;
+    while (k < w.size() && lower(static_cast<unsigned char>(s[i + k])) == static_cast<unsigned char>(w[k])) ++k;
+    if (k == w.size()) return true;
+  }
+  return false;
+}
+
+// RE2's integer argument parsing (re2.cc, parse into long): leading zeros do not count, and a value
+// that does not fit makes the whole match fail.
+std::optional<long> parse_long(std::string_view digits) {
+  long v = 0;
+  for (char c : digits) {
+    int d = c - '0';
+    if (v > (LONG_MAX - d) / 10) return std::nullopt;
+    v = v * 10 + d;
+  }
+  return v;
+}
+
+// step_re() on a printable-ASCII body: the leftmost position where an alternative (in order) is followed
+// by \s*[=:]?\s*\d+. The three parts after the word cannot overlap, so no backtracking is needed.
+// Returns {matched, value}: matched with no value is a number too large (RE2 then returns false too).
+std::pair<bool, std::optional<long>> scan_step(std::string_view b) {
+  static constexpr std::string_view alts[] = {"step", "iteration", "iter", "global_step"};
+  const std::size_t n = b.size();
+  for (std::size_t pos = 0; pos < n; ++pos) {
+    if (pos > 0 && is_word(static_cast<unsigned char>(b[pos - 1]))) continue;  // \b (every word starts with \w)
+    for (auto alt : alts) {
+      if (pos + alt.size() > n) continue;
+      std::size_t k = 0;
+      while (k < alt.size() && lower(static_cast<unsigned char>(b[pos + k])) == static_cast<unsigned char>(alt[k])) ++k;
+      if (k < alt.size()) continue;
+      std::size_t j = pos + alt.size();
+      while (j < n && is_space(static_cast<unsigned char>(b[j]))) ++j;
+      if (j < n && (b[j] == '=' || b[j] == ':')) {
+        ++j;
+        while (j < n && is_space(static_cast<unsigned char>(b[j]))) ++j;
+      }
+      if (j >= n || !is_digit(static_cast<unsigned char>(b[j]))) continue;
+      std::size_t e = j;
+      while (e < n && is_digit(static_cast<unsigned char>(b[e]))) ++e;
+      return {true, parse_long(b.substr(j, e - j))};
+    }
+  }
+  return {false, std::nullopt};
+}
+
+// A necessary condition for planned_re(): some '/' with a digit before it and after it (spaces between).
+bool has_ratio_shape(std::string_view b) {
+  for (std::size_t i = b.find('/'); i != std::string_view::npos; i = b.find('/', i + 1)) {
+    std::size_t l = i;
+    while (l > 0 && is_space(static_cast<unsigned char>(b[l - 1]))) --l;
+    if (l == 0 || !is_digit(static_cast<unsigned char>(b[l - 1]))) continue;
+    std::size_t r = i + 1;
+    while (r < b.size() && is_space(static_cast<unsigned char>(b[r]))) ++r;
+    if (r < b.size() && is_digit(static_cast<unsigned char>(b[r]))) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+progress read_progress(std::string_view body) {
+  progress out;
+  re2::StringPiece bsp(body.data(), body.size());
+  const bool stepish = has_ci(body, "step") || has_ci(body, "iter");
+  if (stepish) {
+    long step = 0;
+    if (text::is_plain(body)) out.step = scan_step(body).second;
+    else if (re2::RE2::PartialMatch(bsp, step_re(), &step)) out.step = step;
+  }
+  long planned = 0;
+  if (body.find('/') != std::string_view::npos && (stepish || has_ci(body, "batch")) && has_ratio_shape(body) &&
+      re2::RE2::PartialMatch(bsp, planned_re(), &planned))
+    out.planned = planned;
+  else if (body.find(" batches") != std::string_view::npos && re2::RE2::PartialMatch(bsp, batches_re(), &planned))
+    out.planned = planned;
+  return out;
+}
+
+namespace detail {
+// For the unit tests: the regexp's answer, with no shortcut.
+progress read_progress_by_regex(std::string_view body) {
+  progress out;
+  re2::StringPiece bsp(body.data(), body.size());
+  long v = 0;
+  if (re2::RE2::PartialMatch(bsp, step_re(), &v)) out.step = v;
+  if (re2::RE2::PartialMatch(bsp, planned_re(), &v)) out.planned = v;
+  else if (re2::RE2::PartialMatch(bsp, batches_re(), &v)) out.planned = v;
+  return out;
+}
+}  // namespace detail
+
+}  // namespace ff::extract
