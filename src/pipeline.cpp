@@ -437,7 +437,7 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     if (meta.ts) act.last_ts = meta.ts;
     act.last_line.assign(text::prefix_utf8(body, 300));
     *rs.deferred = light;
-    auto prog = extract::read_progress(body);
+    auto prog = extract::read_progress(body, light);  // a light-path line is plain ASCII
     if (prog.step) act.last_step = prog.step;
     if (prog.planned) act.planned_steps = prog.planned;
   }

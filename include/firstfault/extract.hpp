@@ -130,7 +130,8 @@ std::string line_template(std::string_view body);
 struct progress {
   std::optional<long> step, planned;
 };
-progress read_progress(std::string_view body);
+/// `plain`: the caller knows the body is printable ASCII (text::is_plain), so it is not checked again.
+progress read_progress(std::string_view body, bool plain = false);
 namespace detail {
 progress read_progress_by_regex(std::string_view body);  ///< the regexps alone (tests compare the two)
 }

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -35,8 +37,22 @@ std::size_t utf8_len(std::string_view s, std::size_t i) {
 }  // namespace
 
 bool is_plain(std::string_view s) {
-  for (unsigned char c : s)
-    if ((c < 0x20 && c != '\t') || c >= 0x7F) return false;
+  auto byte_ok = [](unsigned char c) { return (c >= 0x20 && c < 0x7F) || c == '\t'; };
+  // Eight bytes at a time: a word with no byte >= 0x80, none == 0x7F and none < 0x20 is plain; a word
+  // with a byte < 0x20 (a tab, or a control character) is checked byte by byte.
+  constexpr std::uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    const std::uint64_t del = w ^ (0x7F * ones);
+    const bool suspect = (w & highs) || ((del - ones) & ~del & highs) || ((w - 0x20 * ones) & ~w & highs);
+    if (!suspect) continue;
+    for (std::size_t k = i; k < i + 8; ++k)
+      if (!byte_ok(static_cast<unsigned char>(s[k]))) return false;
+  }
+  for (; i < s.size(); ++i)
+    if (!byte_ok(static_cast<unsigned char>(s[i]))) return false;
   return true;
 }
 

@@ -100,13 +100,13 @@ bool has_ratio_shape(std::string_view b) {
 
 }  // namespace
 
-progress read_progress(std::string_view body) {
+progress read_progress(std::string_view body, bool plain) {
   progress out;
   re2::StringPiece bsp(body.data(), body.size());
   const bool stepish = has_ci(body, "step") || has_ci(body, "iter");
   if (stepish) {
     long step = 0;
-    if (text::is_plain(body)) out.step = scan_step(body).second;
+    if (plain || text::is_plain(body)) out.step = scan_step(body).second;
     else if (re2::RE2::PartialMatch(bsp, step_re(), &step)) out.step = step;
   }
   long planned = 0;

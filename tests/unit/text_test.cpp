@@ -42,3 +42,27 @@ TEST(text, fill_sentence_drops_what_only_carries_a_missing_value) {
   EXPECT_EQ(ff::text::fill_sentence("on {host} the NCCL {size}-byte segment", [](const std::string& n) { return n == "size" ? std::string("4096") : std::string(); }),
             "the NCCL 4096-byte segment");
 }
+
+TEST(text, is_plain_word_at_a_time_equals_the_byte_rule) {
+  auto naive = [](const std::string& s) {
+    for (unsigned char c : s)
+      if ((c < 0x20 && c != '\t') || c >= 0x7F) return false;
+    return true;
+  };
+  std::uint64_t seed = 12345;
+  auto next = [&seed] {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<unsigned>(seed >> 33);
+  };
+  const unsigned char special[] = {0x00, 0x09, 0x0A, 0x1B, 0x1F, 0x20, 0x7E, 0x7F, 0x80, 0xC3, 0xFF};
+  std::size_t plain = 0;
+  for (int i = 0; i < 100000; ++i) {
+    std::string s(next() % 40, 'a');
+    for (auto& c : s) c = static_cast<char>(0x20 + next() % 95);
+    if (next() % 2 && !s.empty()) s[next() % s.size()] = static_cast<char>(special[next() % sizeof special]);
+    ASSERT_EQ(ff::text::is_plain(s), naive(s)) << i;
+    plain += naive(s);
+  }
+  EXPECT_GT(plain, 20000u);
+  EXPECT_LT(plain, 90000u);
+}
