@@ -523,15 +523,25 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
   return in.findings.size() - before;
 }
 
-std::size_t wrap_width(const std::vector<std::pair<std::string, std::uint64_t>>& head) {
+std::size_t wrap_width(const std::vector<std::pair<std::string, std::uint64_t>>& head, const normalize::prefix_catalog* prefixes) {
   // Evident only when no line is longer than some width W >= 60, at least 5 lines (and 5%) are exactly W
   // long, and those are not rules of one repeated character ("-----", "=====").
   std::size_t longest = 0;
   for (const auto& [t, _] : head) longest = std::max(longest, t.size());
   if (longest < 60 || longest > 1000) return 0;
-  std::size_t at_width = 0;
-  for (const auto& [t, _] : head)
-    if (t.size() == longest && t.find_first_not_of(t[0]) != std::string::npos && t.back() != ' ') ++at_width;
+  std::size_t at_width = 0, next_starts_alike = 0;
+  for (std::size_t i = 0; i < head.size(); ++i) {
+    const auto& t = head[i].first;
+    if (t.size() != longest || t.find_first_not_of(t[0]) == std::string::npos || t.back() == ' ') continue;
+    ++at_width;
+    // A log of fixed-width lines (one format, numbers of one width) is not a wrapped paste: the line after
+    // a W-long line starts with the same prefix as it, where a wrapped line's rest starts mid-message.
+    if (prefixes && i + 1 < head.size()) {
+      normalize::line_meta a, b;
+      if (prefixes->normalize(t, a) && prefixes->normalize(head[i + 1].first, b) && a.prefixes[0] == b.prefixes[0]) ++next_starts_alike;
+    }
+  }
+  if (next_starts_alike * 2 >= at_width && at_width > 0) return 0;
   return at_width >= 5 && at_width * 20 >= head.size() ? longest : 0;
 }
 
@@ -546,7 +556,7 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
     std::vector<std::pair<std::string, std::uint64_t>> head;
     while (head.size() < opt.learn_lines && reader.next(raw)) head.emplace_back(std::string(raw.text), raw.line_no);
     // A paste hard-wrapped by a terminal: rejoin a line cut at the wrap width with the line after it.
-    std::size_t wrap = wrap_width(head);
+    std::size_t wrap = wrap_width(head, &eng.prefixes);
     if (wrap > 0) {
       std::vector<std::pair<std::string, std::uint64_t>> joined;
       for (auto& l : head) {

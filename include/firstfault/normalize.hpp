@@ -69,6 +69,8 @@ class prefix_catalog {
   bool normalize(std::string_view line, line_meta& out) const;
   const std::vector<prefix_def>& defs() const { return defs_; }
   void set_default_year(int y) { default_year_ = y; }
+  /// No memo of prefix captures from now on: every layer's captures come from RE2 (tests compare the two).
+  void disable_shortcuts();
 
   prefix_catalog();
   ~prefix_catalog();

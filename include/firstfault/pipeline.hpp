@@ -156,8 +156,11 @@ class collector {
 
 result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, const options& opt);
 /// The terminal width a paste was hard-wrapped at, judged from its first lines (text, line number), or 0
-/// when no fixed wrap width is evident. diagnose() rejoins lines cut at that width.
-std::size_t wrap_width(const std::vector<std::pair<std::string, std::uint64_t>>& head);
+/// when no fixed wrap width is evident. diagnose() rejoins lines cut at that width. With `prefixes`, a log
+/// whose W-long lines are followed by lines with the same prefix (fixed-width lines of one format) is
+/// not taken for a wrapped paste.
+std::size_t wrap_width(const std::vector<std::pair<std::string, std::uint64_t>>& head,
+                       const normalize::prefix_catalog* prefixes = nullptr);
 /// Fills the run's diagnosis and masking summary from a collector.
 void finish(collector& col, run& out);
 /// Convenience: builds the engine, then diagnoses.

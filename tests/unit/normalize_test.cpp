@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -601,4 +603,53 @@ TEST(prefix_catalog_load, bad_regex_and_missing_samples_fail) {
   auto nots = prefix_catalog::load({{"ts.yaml", "prefixes:\n  - name: tsnofmt\n    regex: '(?P<ts>\\d+) '\n    samples:\n      - line: '1 x'\n"}});
   ASSERT_FALSE(nots);
   EXPECT_NE(nots.error().message.find("ts_format"), std::string::npos) << nots.error().message;
+}
+
+// The memo of prefix captures is a shortcut: on every line of the test corpus, normalize() gives what
+// RE2's captures alone give.
+TEST(normalize_shortcuts, the_capture_memo_agrees_with_re2_on_the_corpus) {
+  auto lib = ff::kb::library::load(true, {});
+  ASSERT_TRUE(lib);
+  auto fast = prefix_catalog::load(lib.value().prefix_files);
+  auto slow = prefix_catalog::load(lib.value().prefix_files);
+  ASSERT_TRUE(fast);
+  ASSERT_TRUE(slow);
+  slow.value().disable_shortcuts();
+  auto describe = [](const line_meta& m) {
+    std::string d = std::to_string(m.rank.value_or(-1)) + "|" + std::to_string(m.local_rank.value_or(-1)) + "|" +
+                    std::to_string(m.task.value_or(-1)) + "|" + m.host.value_or("-") + "|" + std::string(1, m.level ? m.level : '-') +
+                    "|" + (m.ts ? std::to_string(m.ts->seconds) : "-") + "|" + std::string(m.body) + "|";
+    for (std::size_t i = 0; i < m.n_prefixes; ++i) d += std::to_string(m.prefixes[i]) + ",";
+    return d;
+  };
+  std::size_t lines = 0, peeled = 0;
+  for (const auto& c : std::filesystem::recursive_directory_iterator(std::filesystem::path(FF_TEST_DATA) / "corpus")) {
+    if (!c.is_regular_file() || c.path().parent_path().filename() == "expected.json") continue;
+    if (c.path().extension() == ".json" && c.path().filename() != "log.json") continue;
+    std::ifstream in(c.path(), std::ios::binary);
+    std::vector<std::string> all;
+    for (std::string l; std::getline(in, l);) all.push_back(l);
+    // One catalogue at a time over the whole file (the memo is per thread and starts over when the
+    // catalogue changes), twice for the fast one: the second time the memo answers.
+    std::vector<std::string> want, got1, got2;
+    for (const auto& l : all) {
+      line_meta m;
+      bool p = slow.value().normalize(l, m);
+      want.push_back(std::to_string(p) + describe(m));
+      peeled += p;
+    }
+    for (auto* got : {&got1, &got2})
+      for (const auto& l : all) {
+        line_meta m;
+        bool p = fast.value().normalize(l, m);
+        got->push_back(std::to_string(p) + describe(m));
+      }
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      ASSERT_EQ(got1[i], want[i]) << c.path() << ": " << all[i];
+      ASSERT_EQ(got2[i], want[i]) << c.path() << ": " << all[i];
+    }
+    lines += all.size();
+  }
+  EXPECT_GT(lines, 10000u);
+  EXPECT_GT(peeled, 3000u);
 }

@@ -456,6 +456,25 @@ TEST(wrap_width, a_fixed_terminal_width_is_evident_only_when_nothing_is_longer) 
   std::vector<std::pair<std::string, std::uint64_t>> rules;
   for (int i = 0; i < 10; ++i) rules.emplace_back(std::string(80, '-'), i);  // separator rules are not wraps
   EXPECT_EQ(ff::pipeline::wrap_width(rules), 0u);
+  // Fixed-width lines of one format (a console where every step line has the same length) are not a
+  // wrapped paste: each is followed by a line with the same prefix. Rejoining them put 64 lines into one.
+  std::vector<std::pair<std::string, std::uint64_t>> fixed;
+  for (int i = 0; i < 40; ++i)
+    fixed.emplace_back("[default" + std::to_string(i % 8) + "]:2026-11-30 02:09:55,1" + std::to_string(10 + i) +
+                           " INFO    [rank3" + std::to_string(10 + i) + "] trainer - step 391 loss 2.7655 lr 5.86e-05 tok/s 42366",
+                       i + 1);
+  const auto& cat = ff::testing::engine().prefixes;
+  EXPECT_GE(ff::pipeline::wrap_width(fixed), 60u);  // by length alone it looks wrapped
+  EXPECT_EQ(ff::pipeline::wrap_width(fixed, &cat), 0u);
+  // A wrapped console paste: the rest of a cut line carries no prefix.
+  std::vector<std::pair<std::string, std::uint64_t>> wrapped;
+  for (int i = 0; i < 10; ++i) {
+    std::string l = "[rank" + std::to_string(i) + "]: Traceback (most recent call last): File \"/opt/train/very/long/path/to/module.py\", line 12";
+    l.resize(80, 'x');
+    wrapped.emplace_back(l, 2 * i + 1);
+    wrapped.emplace_back("3, in forward_step_func", 2 * i + 2);
+  }
+  EXPECT_EQ(ff::pipeline::wrap_width(wrapped, &cat), 80u);
 }
 
 // --- root rules ---------------------------------------------------------------------------------
