@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "firstfault/pipeline.hpp"
 
@@ -23,6 +24,18 @@ nlohmann::json to_json(const pipeline::run& r);
 std::string to_markdown(const pipeline::run& r);
 /// A self-contained HTML page (inline CSS, every log text escaped).
 std::string to_html(const pipeline::run& r);
+
+/// The notes about inputs, one line each ("path: reason"), with a reason shared by many inputs shown for
+/// the first `keep` of them and then once as "N more input(s): reason" (300 empty stdout.log files).
+std::vector<std::string> note_lines(const std::vector<ingest::input_error>& errors, std::size_t keep = 3);
+
+/// A stored report (to_json's output, as `history show` finds it) as terminal text: verdict, first
+/// failing rank and host, what decided, root cause, evidence, fix and verify.
+std::string from_stored_json(const nlohmann::json& j);
+
+/// One line for epilogs and tickets: `failure kind=cuda_oom rank=2 host=<host-1> CUDA out of memory`,
+/// `undetermined rank=- host=- ...`, or `healthy 1200 lines from 3 input(s)`; absent fields are "-".
+std::string to_brief(const pipeline::run& r);
 
 /// Exit status for a run: 0 healthy, 1 failure, 3 undetermined, 2 nothing readable.
 int exit_code(const pipeline::run& r);

@@ -54,4 +54,11 @@ std::string fill_template(std::string_view tpl, F&& lookup) {
 /// `lookup` returns "" for a value the run does not have. Spacing and punctuation are tidied after.
 std::string fill_sentence(std::string_view tpl, const std::function<std::string(const std::string&)>& lookup);
 
+/// A name as a user may type it: lower case, letters and digits only ("CUDA-OOM", "cuda_oom" -> "cudaoom").
+std::string name_key(std::string_view name);
+/// The candidates closest to what the user typed, best first, for "did you mean": the same name_key first,
+/// then candidates whose key starts with (or contains) the typed key, then by edit distance (at most a
+/// third of the typed length, and at least 2). At most `max`; empty when nothing is close.
+std::vector<std::string> closest(std::string_view typed, const std::vector<std::string>& candidates, std::size_t max = 3);
+
 }  // namespace ff::text

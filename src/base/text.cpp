@@ -271,4 +271,46 @@ std::string fill_sentence(std::string_view tpl, const std::function<std::string(
   return t;
 }
 
+std::string name_key(std::string_view name) {
+  std::string k;
+  for (unsigned char c : name)
+    if (std::isalnum(c)) k += static_cast<char>(std::tolower(c));
+  return k;
+}
+
+std::vector<std::string> closest(std::string_view typed, const std::vector<std::string>& candidates, std::size_t max) {
+  const std::string t = name_key(typed);
+  if (t.empty()) return {};
+  auto distance = [](const std::string& a, const std::string& b) {  // Levenshtein, two rows
+    std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+      cur[0] = i;
+      for (std::size_t j = 1; j <= b.size(); ++j)
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      std::swap(prev, cur);
+    }
+    return prev[b.size()];
+  };
+  const std::size_t limit = std::max<std::size_t>(2, t.size() / 3);
+  std::vector<std::pair<std::size_t, std::string>> ranked;  // (score, candidate): lower is closer
+  for (const auto& c : candidates) {
+    std::string k = name_key(c);
+    std::size_t score;
+    if (k == t) score = 0;
+    else if (k.rfind(t, 0) == 0) score = 1 + (k.size() - t.size()) / 64;
+    else if (k.find(t) != std::string::npos) score = 2;
+    else if (std::size_t d = distance(t, k.substr(0, std::min(k.size(), t.size() + limit))); d <= limit) score = 3 + d;
+    else continue;
+    ranked.emplace_back(score, c);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (const auto& [_, c] : ranked) {
+    if (out.size() >= max) break;
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  }
+  return out;
+}
+
 }  // namespace ff::text

@@ -286,6 +286,11 @@ int run_watch(const ff::kb::library& L, const watch_args& a) {
 static int run_main(int argc, char** argv) {
   CLI::App app{"firstfault: find out why a distributed training run died"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", [] {
+    std::string v = std::string("firstfault ") + FF_VERSION;
+    if (auto lib = load_kb({})) v += " (built-in knowledge base: " + std::to_string(lib.value().signatures.size()) + " signatures, " + lib.value().content_hash + ")";
+    return v;
+  });
   std::vector<std::string> kb_dirs;
   app.add_option("--kb", kb_dirs, "extra directory of signature files (repeatable)")->check(CLI::ExistingDirectory);
 
@@ -295,7 +300,9 @@ static int run_main(int argc, char** argv) {
   std::string format = "text", color = "auto";
   std::size_t max_line_kib = 1024;
   diag->add_option("paths", paths, "log files, directories, archives, or - for stdin")->required();
-  diag->add_option("--format,-f", format, "text | json | markdown | html")->check(CLI::IsMember({"text", "json", "markdown", "html"}));
+  diag->add_option("--format,-f", format, "text | json | markdown | html | brief")->check(CLI::IsMember({"text", "json", "markdown", "html", "brief"}));
+  bool brief = false;
+  diag->add_flag("--brief", brief, "one line: verdict, kind, first failing rank and host, title (same as --format brief)");
   diag->add_option("--color", color, "auto | always | never")->check(CLI::IsMember({"auto", "always", "never"}));
   diag->add_option("--max-line-kib", max_line_kib, "cut lines longer than this (KiB, 1-1048576)")->check(CLI::Range(1, 1048576));
   diag->add_option("--kb", kb_dirs, "extra directory of signature files (repeatable)")->check(CLI::ExistingDirectory);
@@ -373,18 +380,40 @@ static int run_main(int argc, char** argv) {
   hist_list->add_option("--format", hist_format, "text | json")->check(CLI::IsMember({"text", "json"}));
   auto* hist_show = hist->add_subcommand("show", "the stored report of one diagnosis");
   std::int64_t hist_id = 0;
+  std::string show_format = "text";
   hist_show->add_option("id", hist_id)->required();
+  hist_show->add_option("--format", show_format, "text | json")->check(CLI::IsMember({"text", "json"}));
   auto* hist_stats = hist->add_subcommand("stats", "failures counted by signature, kind or host");
   std::string hist_by = "signature";
   int hist_days = 7;
   hist_stats->add_option("--by", hist_by, "signature | kind | host")->check(CLI::IsMember({"signature", "kind", "host"}));
   hist_stats->add_option("--days", hist_days, "window in days");
+  for (auto* c : {hist_list, hist_show, hist_stats})  // also after the subcommand: history list --history PATH
+    c->add_option("--history", hist_path, "history database (default $XDG_DATA_HOME/firstfault/history.db)");
 
   auto* explain = app.add_subcommand("explain", "explain a failure signature (name or kind)");
   std::string explain_name;
   explain->add_option("name", explain_name)->required();
 
   try {
+    // An unknown command gets a suggestion (CLI11 would only say that a subcommand is required).
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a == "--kb") {
+        ++i;
+        continue;
+      }
+      if (!a.empty() && a[0] == '-') continue;
+      std::vector<std::string> names;
+      for (const auto* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+      if (std::find(names.begin(), names.end(), a) == names.end()) {
+        auto near = ff::text::closest(a, names, 2);
+        std::fprintf(stderr, "firstfault: unknown command '%s'%s (see firstfault --help)\n", ff::text::sanitize(a).c_str(),
+                     near.empty() ? "" : (" - did you mean '" + near[0] + "'?").c_str());
+        return kExitUsage;
+      }
+      break;
+    }
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
@@ -427,9 +456,9 @@ static int run_main(int argc, char** argv) {
       hkey = ff::history::host_key(hpath, r.initiating_host_real);
       if (auto n = hs->recurrences(hkey, r.diag.kind, r.recurrence_days)) r.recurrences = n.value();
     }
-    for (const auto& e : r.errors)
-      std::fprintf(stderr, "firstfault: %s: %s\n", ff::text::sanitize(e.path).c_str(), e.reason.c_str());
-    if (format == "json") std::cout << ff::report::to_json(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    for (const auto& n : ff::report::note_lines(r.errors)) std::fprintf(stderr, "firstfault: %s\n", ff::text::sanitize(n).c_str());
+    if (format == "brief" || brief) std::cout << ff::report::to_brief(r);
+    else if (format == "json") std::cout << ff::report::to_json(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else if (format == "markdown") std::cout << ff::report::to_markdown(r);
     else if (format == "html") std::cout << ff::report::to_html(r);
     else std::cout << ff::report::to_terminal(r, {use_color(color)});
@@ -481,10 +510,20 @@ static int run_main(int argc, char** argv) {
                        {"initiating_host", e.initiating_host}});
         std::cout << j.dump(2) << "\n";
       } else {
-        for (const auto& e : rows.value())
-          std::printf("%-5lld %s  %-12s %-30s rank %-5s %-10s %s\n", static_cast<long long>(e.id), when(e.created_at).c_str(),
-                      e.verdict.c_str(), e.kind.c_str(), e.initiating_rank ? std::to_string(*e.initiating_rank).c_str() : "-",
-                      e.initiating_host.empty() ? "-" : e.initiating_host.c_str(), e.inputs.c_str());
+        std::printf("%-5s %-20s  %-12s %-30s %-6s %-12s %s\n", "ID", "WHEN (UTC)", "VERDICT", "KIND", "RANK", "HOST", "INPUTS");
+        for (const auto& e : rows.value()) {
+          // inputs: the first path and how many more (the full list: --format json)
+          std::string first = e.inputs.substr(0, e.inputs.find("; "));
+          std::size_t more = 0;
+          for (std::size_t p = e.inputs.find("; "); p != std::string::npos; p = e.inputs.find("; ", p + 2)) ++more;
+          if (first.size() > 60) first = "..." + first.substr(first.size() - 57);
+          if (more) first += " (+" + std::to_string(more) + " more)";
+          std::printf("%-5lld %-20s  %-12s %-30s %-6s %-12s %s\n", static_cast<long long>(e.id), when(e.created_at).c_str(),
+                      e.verdict.c_str(), e.kind.empty() ? "-" : e.kind.c_str(),
+                      e.initiating_rank ? std::to_string(*e.initiating_rank).c_str() : "-",
+                      e.initiating_host.empty() ? "-" : e.initiating_host.c_str(), ff::text::sanitize(first).c_str());
+        }
+        if (rows.value().empty()) std::printf("(no diagnoses stored yet)\n");
       }
       return 0;
     }
@@ -492,13 +531,17 @@ static int run_main(int argc, char** argv) {
       auto e = hs.get(hist_id);
       if (!e) { std::fprintf(stderr, "firstfault: %s\n", e.error().message.c_str()); return kExitUsage; }
       if (!e.value()) { std::fprintf(stderr, "firstfault: no diagnosis with id %lld\n", static_cast<long long>(hist_id)); return kExitUsage; }
-      std::cout << nlohmann::json::parse(e.value()->report_json, nullptr, false).dump(2) << "\n";
+      auto j = nlohmann::json::parse(e.value()->report_json, nullptr, false);
+      if (show_format == "json") std::cout << j.dump(2) << "\n";
+      else std::cout << "diagnosis " << hist_id << " of " << when(e.value()->created_at) << "\n\n" << ff::report::from_stored_json(j);
       return 0;
     }
     auto rows = hs.stats(hist_by, hist_days);
     if (!rows) { std::fprintf(stderr, "firstfault: %s\n", rows.error().message.c_str()); return kExitUsage; }
     std::printf("failures in the last %d days by %s:\n", hist_days, hist_by.c_str());
     for (const auto& c : rows.value()) std::printf("  %5lld  %s\n", static_cast<long long>(c.count), c.key.c_str());
+    if (rows.value().empty())
+      std::printf("  (none%s)\n", hist_by == "host" ? ": no stored failure named its first failing host" : "");
     return 0;
   }
 
@@ -551,15 +594,44 @@ static int run_main(int argc, char** argv) {
       return s;
     };
     auto q = lower(search_q);
+    // Ranked: a match in the name first, then the title, the kind or tags, then the description; then the
+    // shorter name, causes before symptoms, higher priority ("watchdog" finds the watchdog timeout first).
+    std::vector<std::pair<int, const ff::kb::signature*>> found;
     for (const auto& s : L.signatures) {
-      std::string hay = lower(s.name + " " + s.title + " " + s.kind + " " + s.description);
-      for (const auto& t : s.tags) hay += " " + lower(t);
-      if (hay.find(q) != std::string::npos) std::printf("%-48s %s\n", s.name.c_str(), s.title.c_str());
+      std::string tags;
+      for (const auto& t : s.tags) tags += " " + lower(t);
+      int score = 0;
+      if (lower(s.name).find(q) != std::string::npos) score += 8;
+      if (lower(s.title).find(q) != std::string::npos) score += 4;
+      if (lower(s.kind).find(q) != std::string::npos || tags.find(q) != std::string::npos) score += 2;
+      if (lower(s.description).find(q) != std::string::npos) score += 1;
+      if (score > 0) found.emplace_back(score, &s);
+    }
+    std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+      if (a.first != b.first) return a.first > b.first;
+      // the most general entry has the shortest name (watchdog_timeout before watchdog_thread_terminated)
+      if (a.second->name.size() != b.second->name.size()) return a.second->name.size() < b.second->name.size();
+      if (a.second->is_cause() != b.second->is_cause()) return a.second->is_cause();
+      if (a.second->priority != b.second->priority) return a.second->priority > b.second->priority;
+      return a.second->name < b.second->name;
+    });
+    for (const auto& [_, s] : found) std::printf("%-48s %s\n", s->name.c_str(), s->title.c_str());
+    if (found.empty()) {
+      std::fprintf(stderr, "firstfault: no signature mentions '%s'\n", ff::text::sanitize(search_q).c_str());
+      return 1;
     }
     return 0;
   }
   if (kb_show->parsed() || explain->parsed()) {
-    const std::string& n = kb_show->parsed() ? show_name : explain_name;
+    std::string n = kb_show->parsed() ? show_name : explain_name;
+    std::vector<std::string> names;
+    for (const auto& sig : L.signatures) names.push_back(sig.name);
+    for (const auto& k : L.kinds) names.push_back(k.kind);
+    auto near = ff::text::closest(n, names, 5);
+    // Typed with other separators or case ("cuda-oom", "CUDA_OOM"): that one name, no question asked.
+    if (!L.find(n) && !L.kind(n) && !near.empty() && ff::text::name_key(near[0]) == ff::text::name_key(n) &&
+        (near.size() < 2 || ff::text::name_key(near[1]) != ff::text::name_key(n)))
+      n = near[0];
     if (const auto* s = L.find(n)) {
       print_signature(*s);
       return 0;
@@ -580,7 +652,10 @@ static int run_main(int argc, char** argv) {
       }
       return 0;
     }
-    std::fprintf(stderr, "firstfault: no signature or kind named '%s' (try: firstfault kb search WORD)\n", n.c_str());
+    std::string hint;
+    for (const auto& c : near) hint += (hint.empty() ? "" : ", ") + c;
+    std::fprintf(stderr, "firstfault: no signature or kind named '%s'%s\n", ff::text::sanitize(n).c_str(),
+                 hint.empty() ? " (try: firstfault kb search WORD)" : ("; did you mean: " + hint + "?").c_str());
     return kExitUsage;
   }
   if (kb_export->parsed()) {

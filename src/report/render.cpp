@@ -1,6 +1,8 @@
 // Terminal, JSON and Markdown renderers.
 #include <fmt/format.h>
 
+#include <map>
+
 #include "firstfault/report.hpp"
 #include "firstfault/text.hpp"
 
@@ -129,6 +131,106 @@ std::string to_html(const pipeline::run& r) {
   return o;
 }
 
+std::vector<std::string> note_lines(const std::vector<ingest::input_error>& errors, std::size_t keep) {
+  std::map<std::string, std::size_t> per_reason;
+  for (const auto& e : errors) ++per_reason[e.reason];
+  std::vector<std::string> out;
+  std::map<std::string, std::size_t> shown;
+  for (const auto& e : errors) {
+    std::size_t n = per_reason[e.reason];
+    std::size_t& k = shown[e.reason];
+    if (n <= keep + 1 || k < keep) out.push_back(e.path + ": " + e.reason);
+    else if (k == keep) out.push_back(fmt::format("{} more input(s): {}", n - keep, e.reason));
+    ++k;
+  }
+  return out;
+}
+
+std::string from_stored_json(const nlohmann::json& j) {
+  // Reads only what to_json() writes; a field that is missing or of another type is left out.
+  auto str = [](const nlohmann::json& o, const char* k) {
+    return o.is_object() && o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : std::string();
+  };
+  auto num = [](const nlohmann::json& o, const char* k) {
+    return o.is_object() && o.contains(k) && o[k].is_number_integer() ? std::to_string(o[k].get<long long>()) : std::string();
+  };
+  auto list = [](const nlohmann::json& o, const char* k) {
+    std::vector<std::string> out;
+    if (o.is_object() && o.contains(k) && o[k].is_array())
+      for (const auto& x : o[k])
+        if (x.is_string()) out.push_back(x.get<std::string>());
+    return out;
+  };
+  std::string o;
+  auto line = [&o](const std::string& s) { o += text::sanitize(s) + "\n"; };
+  const std::string verdict = str(j, "verdict");
+  const nlohmann::json rc = j.contains("root_cause") ? j["root_cause"] : nlohmann::json::object();
+  std::string rank = num(j, "initiating_rank"), host = str(j, "initiating_host");
+  std::string where = (rank.empty() ? "rank unknown" : "rank " + rank) + (host.empty() ? "" : " on host " + host);
+  if (verdict == "failure") {
+    line("verdict: failure  [" + str(rc, "kind") + " / " + str(rc, "category") + "]  confidence: " + str(rc, "confidence"));
+    line("first failing: " + where + "  -  " + str(rc, "title"));
+    std::string rule = str(rc, "rule"), irule = str(j, "initiating_rule");
+    line("decided by: " + str(rc, "signature") + (rule.empty() ? "" : " (rule " + rule + ")") + (irule.empty() ? "" : "; rank: " + irule));
+    line("");
+    line("ROOT CAUSE  " + str(rc, "title"));
+    if (auto sum = str(rc, "summary"); !sum.empty()) line("  " + sum);
+    if (rc.contains("evidence") && rc["evidence"].is_array() && !rc["evidence"].empty()) {
+      line("");
+      line("EVIDENCE");
+      for (const auto& e : rc["evidence"]) {
+        std::string ln = num(e, "line"), er = num(e, "rank");
+        line("  " + str(e, "file") + (ln.empty() ? "" : ":" + ln) + (er.empty() ? "" : "  rank " + er));
+        line("    " + std::string(text::prefix_utf8(str(e, "text"), 400)));
+      }
+    }
+    const nlohmann::json fix = j.contains("fix") ? j["fix"] : nlohmann::json::object();
+    if (auto steps = list(fix, "steps"); !steps.empty()) {
+      line("");
+      line("FIX");
+      for (const auto& st : steps) line("  - " + st);
+    }
+    if (auto v = list(j, "verify"); !v.empty()) {
+      line("");
+      line("VERIFY");
+      for (const auto& c : v) line("  $ " + c);
+    }
+  } else {
+    line("verdict: " + (verdict.empty() ? std::string("unknown") : verdict));
+    if (verdict == "undetermined") {
+      line("first failing: " + where);
+      if (auto irule = str(j, "initiating_rule"); !irule.empty()) line("decided by: " + irule);
+      if (j.contains("suspicious") && j["suspicious"].is_array() && !j["suspicious"].empty()) {
+        line("");
+        line("LINES THAT LOOK WRONG");
+        for (const auto& sl : j["suspicious"]) line("  " + str(sl, "file") + ":" + num(sl, "line") + " " + std::string(text::prefix_utf8(str(sl, "text"), 300)));
+      }
+    }
+  }
+  if (j.contains("stats") && j["stats"].is_object())
+    line("\nread " + num(j["stats"], "lines") + " lines (" + num(j["stats"], "bytes") + " bytes) from " +
+         std::to_string(j.contains("inputs") && j["inputs"].is_array() ? j["inputs"].size() : 0) + " input(s)");
+  return o;
+}
+
+std::string to_brief(const pipeline::run& r) {
+  const auto& d = r.diag;
+  std::string verdict = r.any_readable ? d.verdict : "undetermined";
+  std::string o = verdict;
+  auto field = [&o](const std::string& k, const std::string& v) { o += " " + k + "=" + (v.empty() ? "-" : v); };
+  if (verdict == "failure") field("kind", d.kind);
+  if (verdict != "healthy") {
+    field("rank", d.initiating_rank ? std::to_string(*d.initiating_rank) : "");
+    field("host", d.initiating_host.value_or(""));
+  }
+  if (verdict == "failure") o += " " + d.title;
+  else if (verdict == "undetermined") o += " " + (r.any_readable ? std::string("no signature explains the failure") : "nothing could be read");
+  else o += fmt::format(" {} lines from {} input(s)", r.total_lines, r.inputs.size());
+  for (auto& c : o)
+    if (c == '\n' || c == '\r') c = ' ';
+  return o + "\n";
+}
+
 int exit_code(const pipeline::run& r) {
   if (!r.any_readable) return 2;
   if (r.diag.verdict == "failure") return 1;
@@ -191,7 +293,7 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
   auto line = [&](const std::string& s) { o += s + "\n"; };
   if (!r.any_readable) {
     line(p("1;33", "verdict: undetermined") + " - nothing could be read from the inputs");
-    for (const auto& e : r.errors) line(p("33", "note: ") + e.path + ": " + e.reason);
+    for (const auto& n : note_lines(r.errors)) line(p("33", "note: ") + n);
     return o;
   }
   if (d.verdict == "healthy") {
@@ -199,10 +301,21 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
     line(fmt::format("read {} lines from {} input(s)", r.total_lines, r.inputs.size()));
     return o;
   }
+  // The first three lines answer the 3 a.m. questions: what failed, where first, and what decided it.
+  auto first_failing = [&] {
+    std::string s = d.initiating_rank ? p("1;31", "rank " + std::to_string(*d.initiating_rank)) : std::string("rank unknown");
+    if (d.initiating_host) s += " on host " + *d.initiating_host;
+    return s;
+  };
   if (d.verdict == "undetermined") {
     line(p("1;33", "verdict: undetermined") + " - something failed, but no signature explains it");
+    line("first failing: " + first_failing());
+    line("decided by: " + (d.initiating_rule.empty() ? std::string("no rule (see the lines below)") : d.initiating_rule));
   } else {
     line(p("1;31", "verdict: failure") + fmt::format("  [{} / {}]  confidence: {}", d.kind, d.category, d.confidence));
+    line("first failing: " + first_failing() + "  -  " + d.title);
+    line("decided by: " + d.signature + (d.rule.empty() ? "" : " (rule " + d.rule + ")") +
+         (d.initiating_rule.empty() ? "" : "; rank: " + d.initiating_rule));
     line("");
     line(p("1", "ROOT CAUSE  ") + d.title);
     if (!d.summary.empty()) line("  " + d.summary);
@@ -276,7 +389,7 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
   }
   if (!r.errors.empty()) {
     line("");
-    for (const auto& e : r.errors) line(p("33", "note: ") + e.path + ": " + e.reason);
+    for (const auto& n : note_lines(r.errors)) line(p("33", "note: ") + n);
   }
   line("");
   line(fmt::format("read {} lines ({} bytes) from {} input(s)", r.total_lines, r.total_bytes, r.inputs.size()));

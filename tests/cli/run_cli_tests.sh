@@ -323,5 +323,39 @@ stride=1; [ -n "${FF_SANITIZED:-}" ] && stride=10
 check "scan first: gated and --exact reports are the same (corpus, 64-rank console)" \
   env STRIDE=$stride python3 "$T/cli/check_exact_equal.py" "$BIN" "$CORPUS" "$tmp/console64.log"
 
+# --- the CLI behaves like the tools an engineer knows (issue 12) ---
+run --version
+check "--version names the version and the knowledge base" sh -c 'printf "%s" "$1" | grep -qE "^firstfault [0-9]+\.[0-9]+\.[0-9]+ \(built-in knowledge base: [0-9]+ signatures"' _ "$out"
+run diagnos "$CORPUS/gh-funasr-2006/logs"
+check "an unknown command exits 2" test "$rc" -eq 2
+check "an unknown command gets a suggestion" has "$err" "did you mean 'diagnose'?"
+run explain xid79
+check "explain suggests close names" has "$err" "did you mean: xid_79_fallen_off_bus"
+run explain CUDA-OOM
+check "explain accepts other case and separators" sh -c 'test "$1" -eq 0 && printf "%s" "$2" | grep -q "CUDA out of memory"' _ "$rc" "$out"
+run kb search watchdog
+check "kb search ranks the watchdog timeout first" sh -c 'printf "%s\n" "$1" | head -1 | grep -q "^torch_nccl_watchdog_timeout "' _ "$out"
+run diagnose "$CORPUS/gh-funasr-2006/logs" --brief --no-history
+check "--brief is one line with verdict, kind, rank and title" sh -c 'test "$(printf "%s\n" "$1" | wc -l)" -eq 1 && printf "%s" "$1" | grep -qE "^failure kind=cuda_oom rank=2 host=[^ ]+ .*out of memory"' _ "$out"
+run diagnose "$CORPUS/gh-funasr-2006/logs" --no-history
+check "the first three report lines carry verdict, kind, rank and what decided" sh -c 'printf "%s\n" "$1" | head -3 | tr "\n" "|" | grep -qE "^verdict: failure +\[cuda_oom / [a-z_]+\].*\|first failing: rank 2.*\|decided by: "' _ "$out"
+mkdir -p "$tmp/many_empty"
+for i in $(seq 1 40); do mkdir -p "$tmp/many_empty/r$i" && : >"$tmp/many_empty/r$i/stdout.log"; done
+cp "$CORPUS/gh-funasr-2006/logs/"* "$tmp/many_empty/"
+run diagnose "$tmp/many_empty" --no-history
+check "40 empty files are summed up, not listed" sh -c 'test "$(printf "%s\n" "$1" | grep -c "empty file")" -le 4 && printf "%s" "$1" | grep -q "37 more input(s): empty file"' _ "$err"
+export XDG_DATA_HOME=$tmp/hist_data
+"$BIN" diagnose "$CORPUS/gh-funasr-2006/logs" >/dev/null 2>&1
+run history list
+check "history list has a header" sh -c 'printf "%s\n" "$1" | head -1 | grep -q "^ID .*VERDICT.*KIND.*RANK.*HOST.*INPUTS"' _ "$out"
+run history list --history "$tmp/hist_data/firstfault/history.db" --format json
+check "history --history works after the subcommand" sh -c 'printf "%s" "$1" | /usr/bin/python3 -c "import json,sys; r=json.load(sys.stdin); sys.exit(0 if len(r)==1 and r[0][\"kind\"]==\"cuda_oom\" else 1)"' _ "$out"
+id=$(printf '%s' "$out" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+run history show "$id"
+check "history show renders the report" sh -c 'printf "%s" "$1" | grep -q "^verdict: failure" && printf "%s" "$1" | grep -q "^first failing: rank 2"' _ "$out"
+run history show "$id" --format json
+check "history show --format json is the stored JSON" sh -c 'printf "%s" "$1" | /usr/bin/python3 -c "import json,sys; sys.exit(0 if json.load(sys.stdin)[\"verdict\"]==\"failure\" else 1)"' _ "$out"
+export XDG_DATA_HOME=$tmp/data
+
 echo "$fails failure(s)"
 exit $((fails > 0))
