@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build demo test test-sanitize fuzz-smoke fuzz clean bench bench-quick score
+.PHONY: all deps build demo install test test-sanitize fuzz-smoke fuzz clean bench bench-quick score
 
 all: build
 
@@ -15,9 +15,11 @@ $(BUILD)/build.ninja: CMakeLists.txt
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# The demo builds only the tool (not the tests) and does not write into the user's history.
+demo: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target firstfault
 	@echo "== firstfault diagnose examples/logs/oom_among_timeouts  (excerpt of a real 8-GPU job log, FunASR issue 2006)"
-	@$(BUILD)/firstfault diagnose examples/logs/oom_among_timeouts; rc=$$?; \
+	@$(BUILD)/firstfault diagnose --no-history examples/logs/oom_among_timeouts; rc=$$?; \
 	  if [ $$rc -eq 1 ]; then echo "== exit status 1: a failure was diagnosed (0 healthy, 3 undetermined, 2 bad input)"; else exit $$rc; fi
 
 # All tests: the suite, the suite again under AddressSanitizer + UndefinedBehaviorSanitizer, and a short
@@ -51,6 +53,11 @@ bench-quick: deps
 score: build
 	@test -f ../shared/tools/score_corpus.py || { echo "score: needs ../shared (the shared corpus); tests/corpus runs in make test"; exit 2; }
 	python3 ../shared/tools/score_corpus.py --bin $(BUILD)/firstfault ../shared/corpus
+
+# make install [PREFIX=/usr/local]: the binary, its man page and bash/zsh/fish completions
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz

@@ -23,6 +23,7 @@
 #include "firstfault/encyclopedia.hpp"
 #include "firstfault/history.hpp"
 #include "firstfault/watch.hpp"
+#include "shell_docs.hpp"
 #include "firstfault/kb.hpp"
 #include "firstfault/pipeline.hpp"
 #include "firstfault/report.hpp"
@@ -395,6 +396,11 @@ static int run_main(int argc, char** argv) {
   std::string explain_name;
   explain->add_option("name", explain_name)->required();
 
+  auto* completion = app.add_subcommand("completion", "print a shell completion script (bash, zsh or fish)");
+  std::string completion_shell;
+  completion->add_option("shell", completion_shell, "bash | zsh | fish")->required()->check(CLI::IsMember({"bash", "zsh", "fish"}));
+  auto* man = app.add_subcommand("man", "print the man page (roff)")->group("");
+
   try {
     // An unknown command gets a suggestion (CLI11 would only say that a subcommand is required).
     for (int i = 1; i < argc; ++i) {
@@ -417,6 +423,15 @@ static int run_main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
+  }
+
+  if (completion->parsed()) {
+    std::cout << ff::cli::completion_script(app, completion_shell);
+    return 0;
+  }
+  if (man->parsed()) {
+    std::cout << ff::cli::man_page(app, std::string("firstfault ") + FF_VERSION);
+    return 0;
   }
 
   auto lib = load_kb(kb_dirs);

@@ -357,5 +357,22 @@ run history show "$id" --format json
 check "history show --format json is the stored JSON" sh -c 'printf "%s" "$1" | /usr/bin/python3 -c "import json,sys; sys.exit(0 if json.load(sys.stdin)[\"verdict\"]==\"failure\" else 1)"' _ "$out"
 export XDG_DATA_HOME=$tmp/data
 
+# completion scripts, man page and install, all generated from the same CLI definitions
+BUILD_DIR=$(dirname "$BIN")
+run completion bash
+check "bash completion completes commands, subcommands and options" bash -c 'source /dev/stdin <<<"$1"
+  COMP_WORDS=(firstfault di); COMP_CWORD=1; _firstfault; [[ " ${COMPREPLY[*]} " == *" diagnose "* ]] || exit 1
+  COMP_WORDS=(firstfault kb se); COMP_CWORD=2; _firstfault; [[ " ${COMPREPLY[*]} " == *" search "* ]] || exit 1
+  COMP_WORDS=(firstfault diagnose --br); COMP_CWORD=2; _firstfault; [[ " ${COMPREPLY[*]} " == *" --brief "* ]]' _ "$out"
+run completion fish
+check "fish completion lists diagnose --brief" has "$out" "-l brief"
+run completion zsh
+check "zsh completion is a compdef" has "$out" "#compdef firstfault"
+run man
+check "man page has every command" sh -c 'for c in diagnose "kb lint" watch "history show" explain completion; do printf "%s" "$1" | grep -qF ".SS \"firstfault $c\"" || exit 1; done; printf "%s" "$1" | grep -q "^.TH FIRSTFAULT 1"' _ "$out"
+if [ -f "$BUILD_DIR/cmake_install.cmake" ]; then
+  cmake --install "$BUILD_DIR" --prefix "$tmp/prefix" >/dev/null 2>&1
+  check "make install puts binary, man page and completions under the prefix" sh -c 'test -x "$1/bin/firstfault" && test -s "$1/share/man/man1/firstfault.1" && test -s "$1/share/bash-completion/completions/firstfault" && test -s "$1/share/fish/vendor_completions.d/firstfault.fish" && "$1/bin/firstfault" --version >/dev/null' _ "$tmp/prefix"
+fi
 echo "$fails failure(s)"
 exit $((fails > 0))

@@ -1,0 +1,131 @@
+#include "shell_docs.hpp"
+
+#include <functional>
+#include <vector>
+
+namespace ff::cli {
+
+namespace {
+
+struct command {
+  std::string path;  // "diagnose", "kb lint"
+  const CLI::App* app;
+};
+
+// Every visible command, depth first (hidden ones have an empty group).
+void walk(const CLI::App* app, const std::string& prefix, std::vector<command>& out) {
+  for (const auto* sub : app->get_subcommands([](const CLI::App* a) { return !a->get_group().empty(); })) {
+    std::string path = prefix.empty() ? sub->get_name() : prefix + " " + sub->get_name();
+    out.push_back({path, sub});
+    walk(sub, path, out);
+  }
+}
+
+std::vector<std::string> flags_of(const CLI::App* app) {
+  std::vector<std::string> out;
+  for (const auto* o : app->get_options([](const CLI::Option* o) { return o->nonpositional() && !o->get_group().empty(); })) {
+    for (const auto& l : o->get_lnames()) out.push_back("--" + l);
+    for (const auto& s : o->get_snames()) out.push_back("-" + s);
+  }
+  return out;
+}
+
+std::vector<std::string> subnames(const CLI::App* app) {
+  std::vector<std::string> out;
+  for (const auto* sub : app->get_subcommands([](const CLI::App* a) { return !a->get_group().empty(); })) out.push_back(sub->get_name());
+  return out;
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep = " ") {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+// roff: a leading '.' or '\'' would be a request; backslashes and hyphens are escaped
+std::string roff(const std::string& t) {
+  std::string o;
+  for (char c : t) {
+    if (c == '\\') o += "\\\\";
+    else if (c == '-') o += "\\-";
+    else o += c;
+  }
+  if (!o.empty() && (o[0] == '.' || o[0] == '\'')) o = "\\&" + o;
+  return o;
+}
+
+}  // namespace
+
+std::string completion_script(const CLI::App& app, const std::string& shell) {
+  std::vector<command> cmds;
+  walk(&app, "", cmds);
+  const std::string top = join(subnames(&app)) + " " + join(flags_of(&app));
+  std::string s;
+  if (shell == "bash") {
+    s += "# bash completion for firstfault (generated: firstfault completion bash)\n";
+    s += "_firstfault() {\n  local cur=${COMP_WORDS[COMP_CWORD]} path=\"\" w\n";
+    s += "  for w in \"${COMP_WORDS[@]:1:COMP_CWORD-1}\"; do case $w in -*) ;; *) path=\"${path:+$path }$w\";; esac; done\n";
+    s += "  local words\n  case $path in\n";
+    for (auto it = cmds.rbegin(); it != cmds.rend(); ++it)
+      s += "    \"" + it->path + "\"*) words=\"" + join(subnames(it->app)) + " " + join(flags_of(it->app)) + "\";;\n";
+    s += "    *) words=\"" + top + "\";;\n  esac\n";
+    s += "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n";
+    s += "  [[ $cur != -* ]] && COMPREPLY+=($(compgen -f -- \"$cur\"))\n}\ncomplete -o filenames -F _firstfault firstfault\n";
+  } else if (shell == "zsh") {
+    s += "#compdef firstfault\n# zsh completion for firstfault (generated: firstfault completion zsh)\n";
+    s += "_firstfault() {\n  local path=\"\" w\n  for w in ${words[2,CURRENT-1]}; do [[ $w == -* ]] || path=\"${path:+$path }$w\"; done\n";
+    s += "  local -a opts\n  case $path in\n";
+    for (auto it = cmds.rbegin(); it != cmds.rend(); ++it)
+      s += "    \"" + it->path + "\"*) opts=(" + join(subnames(it->app)) + " " + join(flags_of(it->app)) + ");;\n";
+    s += "    *) opts=(" + top + ");;\n  esac\n  compadd -a opts\n  _files\n}\ncompdef _firstfault firstfault\n";
+  } else if (shell == "fish") {
+    s += "# fish completion for firstfault (generated: firstfault completion fish)\n";
+    for (const auto& n : subnames(&app))
+      s += "complete -c firstfault -n '__fish_use_subcommand' -a " + n + "\n";
+    for (const auto& c : cmds) {
+      auto sp = c.path.find(' ');
+      std::string cond = sp == std::string::npos ? "__fish_seen_subcommand_from " + c.path
+                                                 : "__fish_seen_subcommand_from " + c.path.substr(sp + 1);
+      for (const auto& n : subnames(c.app)) s += "complete -c firstfault -n '" + cond + "' -a " + n + "\n";
+      for (const auto* o : c.app->get_options([](const CLI::Option* o) { return o->nonpositional() && !o->get_group().empty(); }))
+        for (const auto& l : o->get_lnames()) {
+          std::string d = o->get_description();
+          for (auto& ch : d)
+            if (ch == '\'') ch = ' ';
+          s += "complete -c firstfault -n '" + cond + "' -l " + l + " -d '" + d + "'\n";
+        }
+    }
+  }
+  return s;
+}
+
+std::string man_page(const CLI::App& app, const std::string& version) {
+  std::vector<command> cmds;
+  walk(&app, "", cmds);
+  std::string m;
+  m += ".TH FIRSTFAULT 1 \"\" \"" + roff(version) + "\" \"User Commands\"\n";
+  m += ".SH NAME\nfirstfault \\- " + roff(app.get_description().substr(app.get_description().find(':') + 2)) + "\n";
+  m += ".SH SYNOPSIS\n.B firstfault\n[\\fIOPTIONS\\fR] \\fICOMMAND\\fR ...\n";
+  m += ".SH DESCRIPTION\nHand it the logs of a failed distributed training job (per-rank files, launcher consoles, "
+       "node logs such as dmesg, directories and archives of them) and it names the root cause, the first failing "
+       "rank and host, the collateral errors, the fix and a command that verifies it. Host names, addresses and "
+       "secrets are masked before anything is shown or stored.\n";
+  m += ".SH COMMANDS\n";
+  for (const auto& c : cmds) {
+    m += ".SS \"firstfault " + roff(c.path) + "\"\n" + roff(c.app->get_description()) + "\n";
+    for (const auto* o : c.app->get_options([](const CLI::Option* o) { return !o->get_group().empty(); })) {
+      if (o->get_name() == "--help") continue;
+      std::string names = o->get_positional() ? o->get_name(true) : o->get_name(false, true);
+      m += ".TP\n.B " + roff(names) + "\n" + roff(o->get_description().empty() ? "(positional)" : o->get_description()) + "\n";
+    }
+  }
+  m += ".SH EXIT STATUS\n.TP\n0\nhealthy: no failure found\n.TP\n1\na failure was diagnosed\n.TP\n2\nbad usage, or nothing "
+       "could be read\n.TP\n3\nundetermined: something failed, but nothing explains it (the lines that look wrong are shown)\n";
+  m += ".SH ENVIRONMENT\n.TP\nFIRSTFAULT_CACHE_DIR\ncache of compiled pattern databases and the parsed knowledge base "
+       "(default $XDG_CACHE_HOME/firstfault; \"off\" disables)\n.TP\nXDG_DATA_HOME\nwhere the history database lives "
+       "(firstfault/history.db)\n.TP\nNO_COLOR\nno colour in terminal reports\n";
+  m += ".SH SEE ALSO\nfirstfault explain KIND, firstfault kb search WORD, and docs/ in the source tree.\n";
+  return m;
+}
+
+}  // namespace ff::cli
