@@ -92,6 +92,7 @@ struct diagnosis {
   std::vector<collateral_group> collateral;
   std::vector<alternative> alternatives;
   std::vector<std::string> fix, verify, confirm, references;
+  std::vector<std::string> verify_where;  ///< "$VAR: what to set it to" for each variable the verify commands use
   std::vector<kb::code_fix> fix_code;
   std::vector<suspicious_line> suspicious;
   std::vector<extract::exit_record> exits;

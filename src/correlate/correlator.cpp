@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include <re2/re2.h>
+
 #include "firstfault/correlate.hpp"
 #include "firstfault/correlate_rules.hpp"
 #include "firstfault/text.hpp"
@@ -265,6 +267,22 @@ diagnosis correlate(inputs in, const kb::library& lib) {
       return std::max<std::size_t>(1, a.ranks.size()) < std::max<std::size_t>(1, b.ranks.size());
     });
     if (d.suspicious.size() > in.max_suspicious_shown) d.suspicious.resize(in.max_suspicious_shown);
+  }
+  // What each variable of the verify commands stands for (kb/_tables/verify_vars.tsv, the `user` ones), with
+  // this run's value where it has one: the commands then run as printed once those are set.
+  if (auto tv = lib.tables.find("verify_vars"); tv != lib.tables.end()) {
+    static const re2::RE2 var_re(R"(\$\{?([A-Za-z_][A-Za-z0-9_]*))");
+    std::set<std::string> seen;
+    for (const auto& v : d.verify) {
+      re2::StringPiece cmd(v.data(), std::min(v.size(), v.find("  #")));
+      std::string var;
+      while (re2::RE2::FindAndConsume(&cmd, var_re, &var)) {
+        if (tv->second.get(var, "set") != "user" || !seen.insert(var).second) continue;
+        std::string line = "$" + var + ": " + tv->second.get(var, "meaning");
+        if ((var == "NODE" || var == "HOST_A") && d.initiating_host) line += " (here " + *d.initiating_host + ")";
+        d.verify_where.push_back(std::move(line));
+      }
+    }
   }
   return d;
 }

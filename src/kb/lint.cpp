@@ -59,6 +59,30 @@ std::vector<lint_issue> lint(const library& lib) {
       }
       for (const auto& v : unknown) add("names environment variable " + v + ", which kb/_tables/env_vars.tsv does not list (add it with its upstream source, or fix the name)");
     }
+    // A verify entry is a command, runnable as printed once its variables are set (kb/_tables/verify_vars.tsv),
+    // that proves something: prose belongs under confirm.
+    for (const auto& v : s.verify) {
+      const std::string cmd = v.substr(0, v.find("  #"));  // "  # ..." is the expected result
+      static const re2::RE2 placeholder_re(R"(<[A-Za-z_][A-Za-z0-9_ -]*>)");
+      static const re2::RE2 prose_re(R"(^[A-Z][a-z]+ )");
+      static const re2::RE2 shell_var_re(R"(\$\{?([A-Za-z_][A-Za-z0-9_]*))");
+      if (re2::RE2::PartialMatch(cmd, placeholder_re)) add("verify has a <placeholder> (use a $VARIABLE from kb/_tables/verify_vars.tsv): " + v);
+      if (re2::RE2::PartialMatch(cmd, prose_re)) add("verify is prose, not a command (move it to confirm): " + v);
+      if (auto tv = lib.tables.find("verify_vars"); tv != lib.tables.end()) {
+        re2::StringPiece in(cmd);
+        std::string var;
+        while (re2::RE2::FindAndConsume(&in, shell_var_re, &var))
+          if (!tv->second.rows.count(var)) add("verify uses $" + var + ", which kb/_tables/verify_vars.tsv does not list: " + v);
+      }
+      // nccl-tests with one GPU per process only crosses the network when a launcher spreads it over hosts
+      // (https://github.com/NVIDIA/nccl-tests#usage)
+      if (cmd.find("_perf") != std::string::npos && cmd.find("-g 1") != std::string::npos && cmd.find("mpirun") == std::string::npos &&
+          cmd.find("srun") == std::string::npos)
+        add("verify runs nccl-tests with -g 1 in one process: it never touches the network (launch it with mpirun or srun across hosts): " + v);
+      if (cmd.find("--show-all") != std::string::npos) add("verify uses kubectl --show-all, which kubectl no longer has: " + v);
+      if (cmd.find("python -c") != std::string::npos && cmd.find("max_memory_allocated") != std::string::npos)
+        add("verify reads torch.cuda.max_memory_allocated() in a fresh process, where it is always 0: " + v);
+    }
     // The root-cause sentence must read well when the run has none of its values (text::fill_sentence):
     // no placeholder, no "(unknown)", no word left dangling before the full stop.
     if (s.root_cause.find('{') != std::string::npos) {

@@ -265,6 +265,7 @@ nlohmann::json to_json(const pipeline::run& r) {
   for (const auto& c : d.fix_code) code.push_back({{"stack", c.stack}, {"code", c.code}});
   j["fix"] = {{"steps", d.fix}, {"code", code}};
   j["verify"] = d.verify;
+  j["verify_where"] = d.verify_where;
   j["confirm"] = d.confirm;
   j["alternatives"] = nlohmann::json::array();
   for (const auto& a : d.alternatives)
@@ -369,6 +370,10 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
       line("");
       line(p("1", "VERIFY"));
       for (const auto& v : d.verify) line("  $ " + v);
+      if (!d.verify_where.empty()) {
+        line("  where");
+        for (const auto& w : d.verify_where) line("    " + w);
+      }
     }
     if (!d.confirm.empty()) {
       line("");
@@ -445,6 +450,7 @@ std::string to_markdown(const pipeline::run& r) {
     line("");
     line("### Verify");
     for (const auto& v : d.verify) line("- " + code_span(v));
+    for (const auto& w : d.verify_where) line("  - where " + code_span(w.substr(0, w.find(':'))) + w.substr(w.find(':')));
     line("");
     line("### Confirm");
     for (const auto& c : d.confirm) line("- [ ] " + c);

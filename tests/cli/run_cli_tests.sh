@@ -151,6 +151,23 @@ sed -e 's/NCCL_IB_CUDA_SUPPORT=0 on older NCCL releases/NCCL_NET_GDR_DISABLE=1/'
 run kb lint --kb "$tmp/kbbad"
 check "kb lint refuses an environment variable no upstream documents" has "$out$err" "names environment variable NCCL_NET_GDR_DISABLE"
 check "kb lint refuses a root cause that reads badly without its values" has "$out$err" "root_cause without its values reads badly"
+# kb lint: verify entries must be commands that prove something
+mkdir -p "$tmp/kbverify"
+/usr/bin/python3 - "$T/../kb/nccl/nccl_ib_local_protection_error.yaml" "$tmp/kbverify/nccl_ib_local_protection_error.yaml" <<'PY'
+import sys
+t = open(sys.argv[1]).read()
+bad = ["Rerun the job and check it works.", "sacct -j <jobid> --format=JobID,State", "all_reduce_perf -b 8 -e 1G -f 2 -g 1",
+       "kubectl get pods --show-all", "python -c 'import torch;print(torch.cuda.max_memory_allocated())'", "ls $SOMEWHERE"]
+t = t.replace("verify:\n", "verify:\n" + "".join("    - \"%s\"\n" % b for b in bad), 1)
+open(sys.argv[2], "w").write(t)
+PY
+run kb lint --kb "$tmp/kbverify"
+check "kb lint refuses prose under verify" has "$out$err" "verify is prose, not a command"
+check "kb lint refuses a <placeholder> in verify" has "$out$err" "verify has a <placeholder>"
+check "kb lint refuses a one-process nccl-tests as a network check" has "$out$err" "never touches the network"
+check "kb lint refuses kubectl --show-all" has "$out$err" "kubectl --show-all"
+check "kb lint refuses max_memory_allocated in a fresh process" has "$out$err" "always 0"
+check "kb lint refuses an undocumented verify variable" has "$out$err" 'verify uses $SOMEWHERE'
 
 # history: every diagnosis is stored; the second run on the same host mentions the first
 run diagnose "$CORPUS/gh-horovod-3929-duplicate-gpu-mpirun/logs" --history "$tmp/h.db"
