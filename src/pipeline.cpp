@@ -101,6 +101,7 @@ status collector::check() const {
   return impl_->masker.check();
 }
 mask::masker& collector::masker() { return impl_->masker; }
+bool collector::reveal() const { return impl_->opt.reveal; }
 const correlate::inputs& collector::inputs() const { return impl_->in; }
 correlate::diagnosis collector::diagnose() const { return correlate::correlate(impl_->in, *impl_->eng.lib); }
 
@@ -628,6 +629,14 @@ void finish(collector& col, run& out) {
   out.diag = col.diagnose();
   if (out.diag.initiating_host)
     out.initiating_host_real = masker.enabled() ? masker.original(*out.diag.initiating_host) : *out.diag.initiating_host;
+  if (col.reveal() && masker.enabled())  // the first failing host first, then every other host seen
+    for (const auto& h : col.inputs().hosts) {
+      std::string real = masker.original(h);
+      if (real.empty() || real == h) continue;
+      auto item = std::make_pair(h, real);
+      if (out.diag.initiating_host && h == *out.diag.initiating_host) out.revealed.insert(out.revealed.begin(), item);
+      else out.revealed.push_back(item);
+    }
   bool cut_short = std::any_of(out.errors.begin(), out.errors.end(), [](const ingest::input_error& e) { return e.cut_short; });
   if (cut_short && out.diag.verdict == "healthy") {  // what was not read may hold the failure
     out.diag.verdict = "undetermined";

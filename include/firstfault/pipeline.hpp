@@ -38,6 +38,9 @@ struct options {
   /// Lines of each input read as a first batch (full path) so unknown prefixes are learnt before any
   /// line is matched. Tests set 0 so that the gated path is exercised from the first line.
   std::size_t learn_lines = 256;
+  /// Keep the token -> real name mapping of the hosts seen (run::revealed), for `diagnose --reveal`: shown
+  /// on this terminal only, never stored, rendered into a report or sent.
+  bool reveal = false;
 };
 
 struct input_stats {
@@ -54,6 +57,7 @@ struct run {
   bool masked = true;                             ///< masking was on
   std::map<std::string, std::size_t> mask_counts; ///< replacements per kind (never the values)
   std::string initiating_host_real;               ///< for salted history keys only; never rendered
+  std::vector<std::pair<std::string, std::string>> revealed;  ///< (token, real host name) with options::reveal only; never rendered
   std::optional<std::int64_t> recurrences;        ///< same kind on the same host in the last `recurrence_days`
   int recurrence_days = 7;
 };
@@ -137,6 +141,7 @@ class collector {
   /// report's notes; empty when none was.
   std::vector<std::string> bound_notes() const;
   mask::masker& masker();
+  bool reveal() const;  ///< options::reveal
 
  private:
   std::string prepare(std::string_view raw_text);           // sanitise and mask

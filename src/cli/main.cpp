@@ -311,6 +311,8 @@ static int run_main(int argc, char** argv) {
   std::vector<std::string> mask_rules;
   std::string mask_config;
   diag->add_flag("--no-mask", no_mask, "do not mask addresses, host names, user names and secrets");
+  bool reveal = false;
+  diag->add_flag("--reveal", reveal, "after the report, print the real host name behind each masked token (on this terminal only: never stored or sent)");
   bool exact = false;
   diag->add_flag("--exact", exact, "read every line in full (reference mode; default: scan first, read in full only lines that can matter)");
   std::size_t learn_lines = 256;
@@ -446,6 +448,7 @@ static int run_main(int argc, char** argv) {
     opt.ingest.max_line_bytes = max_line_kib << 10;
     opt.exact = exact;
     opt.learn_lines = learn_lines;
+    opt.reveal = reveal;
     auto mo = mask_options(mask_config, mask_rules, no_mask);
     if (!mo) {
       std::fprintf(stderr, "firstfault: %s\n", mo.error().message.c_str());
@@ -478,6 +481,12 @@ static int run_main(int argc, char** argv) {
     else if (format == "html") std::cout << ff::report::to_html(r);
     else std::cout << ff::report::to_terminal(r, {use_color(color)});
     if (!r.any_readable) std::fprintf(stderr, "firstfault: nothing readable in the inputs\n");
+    if (reveal) {  // stderr, so that no report format (stdout, history) ever carries a real name
+      if (r.revealed.empty()) std::fprintf(stderr, "firstfault: --reveal: no masked host names in this run\n");
+      else std::fprintf(stderr, "firstfault: masked host names (this terminal only, never stored or sent):\n");
+      for (const auto& [token, real] : r.revealed)
+        std::fprintf(stderr, "  %s = %s\n", ff::text::sanitize(token).c_str(), ff::text::sanitize(real).c_str());
+    }
     if (hs) {
       ff::history::entry e;
       for (const auto& i : r.inputs) e.inputs += (e.inputs.empty() ? "" : "; ") + i.path;

@@ -374,6 +374,8 @@ run history show "$id" --format json
 check "history show --format json is the stored JSON" sh -c 'printf "%s" "$1" | /usr/bin/python3 -c "import json,sys; sys.exit(0 if json.load(sys.stdin)[\"verdict\"]==\"failure\" else 1)"' _ "$out"
 export XDG_DATA_HOME=$tmp/data
 
+run diagnose "$CORPUS/gh-funasr-2006/logs" --reveal --format json
+check "--reveal maps the masked first failing host to its real name, on stderr only" sh -c 'printf "%s" "$1" | grep -qE "^  [^ ]+ = [^ ]+$" && ! printf "%s" "$2" | grep -qF "$(printf "%s" "$1" | sed -n "s/^  [^ ]* = //p" | head -1)"' _ "$err" "$out"
 # completion scripts, man page and install, all generated from the same CLI definitions
 BUILD_DIR=$(dirname "$BIN")
 run completion bash
