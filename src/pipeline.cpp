@@ -586,6 +586,7 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
         if (blk.full()) {
           col.add_block(st, blk);
           blk.clear();
+          if (opt.progress) opt.progress(out.total_bytes + reader.bytes_read(), out.inputs.size() + 1);
         }
         continue;
       }
@@ -606,6 +607,7 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
     out.total_lines += stats.lines;
     out.total_bytes += stats.bytes;
     out.inputs.push_back(std::move(stats));
+    if (opt.progress) opt.progress(out.total_bytes, out.inputs.size());
     return true;
   };
   out.errors = ingest::read_inputs(paths, opt.ingest, visit);

@@ -7,6 +7,7 @@
 //   render(run.value().diag);            // run.value().errors lists unreadable inputs
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,6 +42,9 @@ struct options {
   /// Keep the token -> real name mapping of the hosts seen (run::revealed), for `diagnose --reveal`: shown
   /// on this terminal only, never stored, rendered into a report or sent.
   bool reveal = false;
+  /// Called after each block of lines and each input with (bytes read so far, inputs started so far);
+  /// the CLI draws its progress line with it. Empty: not called.
+  std::function<void(std::uint64_t bytes, std::size_t inputs)> progress;
 };
 
 struct input_stats {

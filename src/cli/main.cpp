@@ -311,6 +311,8 @@ static int run_main(int argc, char** argv) {
   std::vector<std::string> mask_rules;
   std::string mask_config;
   diag->add_flag("--no-mask", no_mask, "do not mask addresses, host names, user names and secrets");
+  bool quiet = false;
+  diag->add_flag("--quiet,-q", quiet, "no progress line and no per-input notes on stderr (the report still lists them)");
   bool reveal = false;
   diag->add_flag("--reveal", reveal, "after the report, print the real host name behind each masked token (on this terminal only: never stored or sent)");
   bool exact = false;
@@ -449,6 +451,21 @@ static int run_main(int argc, char** argv) {
     opt.exact = exact;
     opt.learn_lines = learn_lines;
     opt.reveal = reveal;
+    // A progress line on a terminal, once reading takes more than a second: bytes, inputs, rate.
+    const bool show_progress = !quiet && isatty(2);
+    const auto started = std::chrono::steady_clock::now();
+    auto last_drawn = started;
+    bool drawn = false;
+    if (show_progress)
+      opt.progress = [&](std::uint64_t bytes, std::size_t inputs) {
+        auto now = std::chrono::steady_clock::now();
+        double secs = std::chrono::duration<double>(now - started).count();
+        if (secs < 1.0 || now - last_drawn < std::chrono::milliseconds(250)) return;
+        last_drawn = now;
+        drawn = true;
+        std::fprintf(stderr, "\rfirstfault: read %.1f MB from %zu input(s), %.1f MB/s   ", static_cast<double>(bytes) / 1e6, inputs,
+                     static_cast<double>(bytes) / 1e6 / secs);
+      };
     auto mo = mask_options(mask_config, mask_rules, no_mask);
     if (!mo) {
       std::fprintf(stderr, "firstfault: %s\n", mo.error().message.c_str());
@@ -456,6 +473,7 @@ static int run_main(int argc, char** argv) {
     }
     opt.mask = mo.value();
     auto run = ff::pipeline::diagnose(paths, L, opt);
+    if (drawn) std::fprintf(stderr, "\r\033[K");  // clear the progress line before anything else is printed
     if (!run) {
       std::fprintf(stderr, "firstfault: %s\n", run.error().message.c_str());
       return kExitUsage;
@@ -474,7 +492,8 @@ static int run_main(int argc, char** argv) {
       hkey = ff::history::host_key(hpath, r.initiating_host_real);
       if (auto n = hs->recurrences(hkey, r.diag.kind, r.recurrence_days)) r.recurrences = n.value();
     }
-    for (const auto& n : ff::report::note_lines(r.errors)) std::fprintf(stderr, "firstfault: %s\n", ff::text::sanitize(n).c_str());
+    if (!quiet)
+      for (const auto& n : ff::report::note_lines(r.errors)) std::fprintf(stderr, "firstfault: %s\n", ff::text::sanitize(n).c_str());
     if (format == "brief" || brief) std::cout << ff::report::to_brief(r);
     else if (format == "json") std::cout << ff::report::to_json(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else if (format == "markdown") std::cout << ff::report::to_markdown(r);

@@ -360,6 +360,9 @@ mkdir -p "$tmp/many_empty"
 for i in $(seq 1 40); do mkdir -p "$tmp/many_empty/r$i" && : >"$tmp/many_empty/r$i/stdout.log"; done
 cp "$CORPUS/gh-funasr-2006/logs/"* "$tmp/many_empty/"
 run diagnose "$tmp/many_empty" --no-history
+run diagnose "$tmp/many_empty" --no-history --quiet
+check "--quiet keeps stderr empty (the report still has the notes)" sh -c 'test -z "$1" && printf "%s" "$2" | grep -q "37 more input(s): empty file"' _ "$err" "$out"
+run diagnose "$tmp/many_empty" --no-history
 check "40 empty files are summed up, not listed" sh -c 'test "$(printf "%s\n" "$1" | grep -c "empty file")" -le 4 && printf "%s" "$1" | grep -q "37 more input(s): empty file"' _ "$err"
 export XDG_DATA_HOME=$tmp/hist_data
 "$BIN" diagnose "$CORPUS/gh-funasr-2006/logs" >/dev/null 2>&1
