@@ -87,6 +87,7 @@ struct diagnosis {
   std::optional<int> initiating_rank;
   std::optional<std::string> initiating_host;
   std::string initiating_rule;  ///< which rule decided the rank, or why none could
+  std::string launcher_note;    ///< when torchrun's own Root Cause names another rank: which, and why it is not the answer
   std::string rule;             ///< the named rule that decided the verdict (correlate_rules.hpp), or empty
   std::string kind_reason;      ///< why a kind rule changed the kind, or empty
   std::vector<collateral_group> collateral;

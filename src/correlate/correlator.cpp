@@ -268,6 +268,18 @@ diagnosis correlate(inputs in, const kb::library& lib) {
     });
     if (d.suspicious.size() > in.max_suspicious_shown) d.suspicious.resize(in.max_suspicious_shown);
   }
+  // torchrun's own verdict: its "Root Cause (first observed failure)" is the first worker the agent saw
+  // exit (https://pytorch.org/docs/stable/elastic/errors.html), which need not be the first to fail (a rank
+  // that hung or was killed by a peer's failure can exit first). When it names another rank, say so.
+  if (d.initiating_rank && d.verdict != "healthy")
+    for (const auto& e : in.exits)
+      if (e.root_cause && e.rank && *e.rank != *d.initiating_rank) {
+        d.launcher_note = "torchrun's \"Root Cause (first observed failure)\" names rank " + std::to_string(*e.rank) +
+                          (e.exitcode ? " (exitcode " + std::to_string(*e.exitcode) + ")" : std::string()) + " at " + e.source + ":" +
+                          std::to_string(e.line_no) + ": the first worker the agent saw exit, which is not the first to fail here (rank " +
+                          std::to_string(*d.initiating_rank) + ", decided above)";
+        break;
+      }
   // What each variable of the verify commands stands for (kb/_tables/verify_vars.tsv, the `user` ones), with
   // this run's value where it has one: the commands then run as printed once those are set.
   if (auto tv = lib.tables.find("verify_vars"); tv != lib.tables.end()) {

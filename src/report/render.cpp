@@ -266,6 +266,7 @@ nlohmann::json to_json(const pipeline::run& r) {
   j["fix"] = {{"steps", d.fix}, {"code", code}};
   j["verify"] = d.verify;
   j["verify_where"] = d.verify_where;
+  if (!d.launcher_note.empty()) j["launcher_note"] = d.launcher_note;
   j["confirm"] = d.confirm;
   j["alternatives"] = nlohmann::json::array();
   for (const auto& a : d.alternatives)
@@ -334,6 +335,7 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
        (d.initiating_rank ? p("1;31", "rank " + std::to_string(*d.initiating_rank)) : std::string("unknown")) +
        (d.initiating_host ? " on host " + *d.initiating_host : ""));
   if (!d.initiating_rule.empty()) line("  decided by: " + d.initiating_rule);
+  if (!d.launcher_note.empty()) line("  note: " + d.launcher_note);
   if (r.recurrences && *r.recurrences > 0)
     line(p("1;33", fmt::format("  this host had the same failure {} time(s) in the last {} days (firstfault history stats --by host)",
                                *r.recurrences, r.recurrence_days)));

@@ -379,6 +379,8 @@ export XDG_DATA_HOME=$tmp/data
 
 run diagnose "$CORPUS/gh-funasr-2006/logs" --reveal --format json
 check "--reveal maps the masked first failing host to its real name, on stderr only" sh -c 'printf "%s" "$1" | grep -qE "^  [^ ]+ = [^ ]+$" && ! printf "%s" "$2" | grep -qF "$(printf "%s" "$1" | sed -n "s/^  [^ ]* = //p" | head -1)"' _ "$err" "$out"
+run diagnose "$CORPUS/run-k_straggler_timeout/logs" --no-history
+check "the report says when torchrun's own Root Cause names another rank" has "$out" "note: torchrun's \"Root Cause (first observed failure)\" names rank 0"
 # completion scripts, man page and install, all generated from the same CLI definitions
 BUILD_DIR=$(dirname "$BIN")
 run completion bash
