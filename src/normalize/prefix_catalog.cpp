@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <unordered_map>
 
@@ -23,6 +24,9 @@ struct prefix_catalog::impl {
   };
   std::vector<compiled> pats;
   std::unique_ptr<re2::RE2::Set> set;
+  // Distinct for every catalogue ever loaded in this process (the per-thread memo is keyed by it: a new
+  // catalogue at a freed one's address must not see its entries).
+  std::uint64_t generation = 0;
   // Which patterns match a prefix of `text`; false when none.
   bool set_match(re2::StringPiece text, std::vector<int>& hits) const;
 };
@@ -46,7 +50,7 @@ struct layer_fields {
 
 // Per thread: the catalogue and default year it was filled for, and (prefix index, matched bytes) -> fields.
 struct layer_memo {
-  const void* owner = nullptr;
+  std::uint64_t owner = 0;  // impl::generation of the catalogue it was filled for
   int year = 0;
   std::unordered_map<std::string, layer_fields> map;
   std::string key;
@@ -82,6 +86,8 @@ std::string fmt_meta(const line_meta& m, const std::string& key) {
 
 result<prefix_catalog> prefix_catalog::load(const std::vector<std::pair<std::string, std::string>>& files) {
   prefix_catalog cat;
+  static std::atomic<std::uint64_t> generations{0};
+  cat.impl_->generation = ++generations;
   re2::RE2::Options ro;
   ro.set_log_errors(false);
   cat.impl_->set = std::make_unique<re2::RE2::Set>(ro, re2::RE2::ANCHOR_START);
@@ -208,9 +214,9 @@ bool prefix_catalog::normalize(std::string_view line, line_meta& out) const {
       if (!c.re->Match(rest, 0, rest.size(), re2::RE2::ANCHOR_START, &whole, 1)) break;
       len = whole.size();
       if (len == 0) break;  // a prefix must consume something
-      if (memo.owner != impl_.get() || memo.year != default_year_ || memo.map.size() >= layer_memo::kMaxEntries) {
+      if (memo.owner != impl_->generation || memo.year != default_year_ || memo.map.size() >= layer_memo::kMaxEntries) {
         memo.map.clear();
-        memo.owner = impl_.get();
+        memo.owner = impl_->generation;
         memo.year = default_year_;
       }
       memo.key.assign(reinterpret_cast<const char*>(&id), sizeof id);
