@@ -77,7 +77,12 @@ std::string to_prometheus(const metrics& m, double now) {
   for (const auto& [r, t] : m.last_line_at) {
     char b[64];
     std::snprintf(b, sizeof b, "%.3f", now - t);
-    o += "firstfault_rank_seconds_since_last_line{rank=\"" + prom_escape(r) + "\"} " + b + "\n";
+    // the same label values as firstfault_signature_hits_total: rank="2", not rank="rank 2"
+    std::string label;
+    if (r.rfind("rank ", 0) == 0) label = "rank=\"" + prom_escape(r.substr(5)) + "\"";
+    else if (r.rfind("local rank ", 0) == 0) label = "local_rank=\"" + prom_escape(r.substr(11)) + "\"";
+    else label = "source=\"" + prom_escape(r) + "\"";
+    o += "firstfault_rank_seconds_since_last_line{" + label + "} " + b + "\n";
   }
   return o;
 }

@@ -69,7 +69,7 @@ echo "     lines written after start: $written, read: $lines"
 check "no line lost or doubled across rotation and truncation" test "$lines" = "$written"
 check "metrics: signature hits by rank" grep -q 'firstfault_signature_hits_total{signature="cuda_oom",kind="cuda_oom",rank="2"' <<<"$m"
 check "metrics: alerts counted" grep -q 'firstfault_alerts_total{type="failure"} 1' <<<"$m"
-check "metrics: seconds since each rank's last line" grep -q 'firstfault_rank_seconds_since_last_line{rank="rank 2"}' <<<"$m"
+check "metrics: seconds since each rank's last line" grep -q 'firstfault_rank_seconds_since_last_line{rank="2"}' <<<"$m"
 check "webhook received the alert" wait_for "$tmp/webhook.jsonl" '"cuda_oom"'
 check "--exec received the alert" wait_for "$tmp/exec.jsonl" '"cuda_oom"'
 # silence: ranks 0,1,3 keep writing, rank 2 (dead) stays silent for more than 2 s
