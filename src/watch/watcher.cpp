@@ -169,6 +169,7 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
     pipeline::finish(col, r);
     r.total_lines = mx.lines;
     r.total_bytes = mx.bytes;
+    for (const auto& [p, t] : files) r.inputs.push_back({t.st.display, t.st.lines, 0});  // "from N input(s)" counts the files followed
     alert a;
     a.type = type;
     a.report = report::to_json(r);

@@ -67,6 +67,10 @@ m=$(curl -s "http://127.0.0.1:$MPORT/metrics")
 lines=$(printf '%s\n' "$m" | awk '/^firstfault_lines_read_total/ {print $2}')
 echo "     lines written after start: $written, read: $lines"
 check "no line lost or doubled across rotation and truncation" test "$lines" = "$written"
+check "an alert counts the files it follows (not 'from 0 input(s)')" /usr/bin/python3 -c '
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+sys.exit(0 if a and all(len(x.get("report", x).get("inputs", [])) >= 1 for x in a) else 1)' "$tmp/alerts.jsonl"
 check "metrics: signature hits by rank" grep -q 'firstfault_signature_hits_total{signature="cuda_oom",kind="cuda_oom",rank="2"' <<<"$m"
 check "metrics: alerts counted" grep -q 'firstfault_alerts_total{type="failure"} 1' <<<"$m"
 check "metrics: seconds since each rank's last line" grep -q 'firstfault_rank_seconds_since_last_line{rank="2"}' <<<"$m"
