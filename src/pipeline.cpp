@@ -178,8 +178,11 @@ void collector::add_suspicious(const stream& st, std::string_view body, char lev
 
 std::size_t collector::add_line(stream& st, std::string_view raw_text, std::uint64_t line_no) {
   std::string clean = prepare(raw_text);
-  observe(st, clean);
-  return process(st, clean, line_no);
+  normalize::line_meta meta;  // peeled once: the learner observes the catalogue's body, then adds its own layer
+  impl_->eng.prefixes.normalize(clean, meta);
+  st.learner.observe(meta.body);
+  peel_learnt(st, meta);
+  return process(st, meta, line_no, false);
 }
 
 std::string collector::prepare(std::string_view raw_text) {

@@ -12,9 +12,13 @@ struct command {
   const CLI::App* app;
 };
 
-// Every visible command, depth first (hidden ones have an empty group).
+// Hidden commands and options have an empty group (CLI11's group("")).
+bool visible(const CLI::App* a) { return !a->get_group().empty(); }
+bool visible_flag(const CLI::Option* o) { return o->nonpositional() && !o->get_group().empty(); }
+
+// Every visible command, depth first.
 void walk(const CLI::App* app, const std::string& prefix, std::vector<command>& out) {
-  for (const auto* sub : app->get_subcommands([](const CLI::App* a) { return !a->get_group().empty(); })) {
+  for (const auto* sub : app->get_subcommands(visible)) {
     std::string path = prefix.empty() ? sub->get_name() : prefix + " " + sub->get_name();
     out.push_back({path, sub});
     walk(sub, path, out);
@@ -23,7 +27,7 @@ void walk(const CLI::App* app, const std::string& prefix, std::vector<command>& 
 
 std::vector<std::string> flags_of(const CLI::App* app) {
   std::vector<std::string> out;
-  for (const auto* o : app->get_options([](const CLI::Option* o) { return o->nonpositional() && !o->get_group().empty(); })) {
+  for (const auto* o : app->get_options(visible_flag)) {
     for (const auto& l : o->get_lnames()) out.push_back("--" + l);
     for (const auto& s : o->get_snames()) out.push_back("-" + s);
   }
@@ -32,7 +36,7 @@ std::vector<std::string> flags_of(const CLI::App* app) {
 
 std::vector<std::string> subnames(const CLI::App* app) {
   std::vector<std::string> out;
-  for (const auto* sub : app->get_subcommands([](const CLI::App* a) { return !a->get_group().empty(); })) out.push_back(sub->get_name());
+  for (const auto* sub : app->get_subcommands(visible)) out.push_back(sub->get_name());
   return out;
 }
 
@@ -59,25 +63,27 @@ std::string roff(const std::string& t) {
 std::string completion_script(const CLI::App& app, const std::string& shell) {
   std::vector<command> cmds;
   walk(&app, "", cmds);
-  const std::string top = join(subnames(&app)) + " " + join(flags_of(&app));
+  auto words_of = [](const CLI::App* a) { return join(subnames(a)) + " " + join(flags_of(a)); };
+  // bash and zsh: one case arm per command path (the longest paths first, so "kb lint" wins over "kb"),
+  // each setting `var` to that command's words: open + words + close.
+  auto case_arms = [&](const std::string& open, const std::string& close) {
+    std::string arms;
+    for (auto it = cmds.rbegin(); it != cmds.rend(); ++it) arms += "    \"" + it->path + "\"*) " + open + words_of(it->app) + close + ";;\n";
+    return arms + "    *) " + open + words_of(&app) + close + ";;\n";
+  };
   std::string s;
+  // (the words typed so far are `cmdpath`: zsh ties `path` to $PATH)
   if (shell == "bash") {
     s += "# bash completion for firstfault (generated: firstfault completion bash)\n";
-    s += "_firstfault() {\n  local cur=${COMP_WORDS[COMP_CWORD]} path=\"\" w\n";
-    s += "  for w in \"${COMP_WORDS[@]:1:COMP_CWORD-1}\"; do case $w in -*) ;; *) path=\"${path:+$path }$w\";; esac; done\n";
-    s += "  local words\n  case $path in\n";
-    for (auto it = cmds.rbegin(); it != cmds.rend(); ++it)
-      s += "    \"" + it->path + "\"*) words=\"" + join(subnames(it->app)) + " " + join(flags_of(it->app)) + "\";;\n";
-    s += "    *) words=\"" + top + "\";;\n  esac\n";
+    s += "_firstfault() {\n  local cur=${COMP_WORDS[COMP_CWORD]} cmdpath=\"\" w\n";
+    s += "  for w in \"${COMP_WORDS[@]:1:COMP_CWORD-1}\"; do case $w in -*) ;; *) cmdpath=\"${cmdpath:+$cmdpath }$w\";; esac; done\n";
+    s += "  local words\n  case $cmdpath in\n" + case_arms("words=\"", "\"") + "  esac\n";
     s += "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n";
     s += "  [[ $cur != -* ]] && COMPREPLY+=($(compgen -f -- \"$cur\"))\n}\ncomplete -o filenames -F _firstfault firstfault\n";
   } else if (shell == "zsh") {
     s += "#compdef firstfault\n# zsh completion for firstfault (generated: firstfault completion zsh)\n";
-    s += "_firstfault() {\n  local path=\"\" w\n  for w in ${words[2,CURRENT-1]}; do [[ $w == -* ]] || path=\"${path:+$path }$w\"; done\n";
-    s += "  local -a opts\n  case $path in\n";
-    for (auto it = cmds.rbegin(); it != cmds.rend(); ++it)
-      s += "    \"" + it->path + "\"*) opts=(" + join(subnames(it->app)) + " " + join(flags_of(it->app)) + ");;\n";
-    s += "    *) opts=(" + top + ");;\n  esac\n  compadd -a opts\n  _files\n}\ncompdef _firstfault firstfault\n";
+    s += "_firstfault() {\n  local cmdpath=\"\" w\n  for w in ${words[2,CURRENT-1]}; do [[ $w == -* ]] || cmdpath=\"${cmdpath:+$cmdpath }$w\"; done\n";
+    s += "  local -a opts\n  case $cmdpath in\n" + case_arms("opts=(", ")") + "  esac\n  compadd -a opts\n  _files\n}\ncompdef _firstfault firstfault\n";
   } else if (shell == "fish") {
     s += "# fish completion for firstfault (generated: firstfault completion fish)\n";
     for (const auto& n : subnames(&app))
@@ -87,7 +93,7 @@ std::string completion_script(const CLI::App& app, const std::string& shell) {
       std::string cond = sp == std::string::npos ? "__fish_seen_subcommand_from " + c.path
                                                  : "__fish_seen_subcommand_from " + c.path.substr(sp + 1);
       for (const auto& n : subnames(c.app)) s += "complete -c firstfault -n '" + cond + "' -a " + n + "\n";
-      for (const auto* o : c.app->get_options([](const CLI::Option* o) { return o->nonpositional() && !o->get_group().empty(); }))
+      for (const auto* o : c.app->get_options(visible_flag))
         for (const auto& l : o->get_lnames()) {
           std::string d = o->get_description();
           for (auto& ch : d)

@@ -242,6 +242,7 @@ result<library> library::from_files(const std::vector<std::pair<std::string, std
       if (!sig) return sig.error();
       parsed.push_back(std::move(sig).value());
     }
+    if (next_sig >= parsed.size()) return error{name + ": signature files counted and read disagree (knowledge base cache)"};
     signature s = cached ? std::move(parsed[next_sig]) : parsed[next_sig];
     ++next_sig;
     auto it = std::find_if(lib.signatures.begin(), lib.signatures.end(), [&](const signature& o) { return o.name == s.name; });

@@ -1,6 +1,7 @@
 // Terminal, JSON and Markdown renderers.
 #include <fmt/format.h>
 
+#include <functional>
 #include <map>
 
 #include "firstfault/report.hpp"
@@ -25,6 +26,28 @@ struct paint {
     return on ? fmt::format("\x1b[{}m{}\x1b[0m", code, s) : s;
   }
 };
+
+// The report's first three lines, the same for a live run and a stored report (history show): what
+// failed, where first, and what decided it.
+struct head_facts {
+  std::string verdict, kind, category, confidence, title, signature, rule, initiating_rule;
+  std::string rank, host;  // "" when unknown
+};
+
+void head_lines(const head_facts& h, const paint& p, const std::function<void(const std::string&)>& line) {
+  std::string first = h.rank.empty() ? std::string("rank unknown") : p("1;31", "rank " + h.rank);
+  if (!h.host.empty()) first += " on host " + h.host;
+  if (h.verdict == "undetermined") {
+    line(p("1;33", "verdict: undetermined") + " - something failed, but no signature explains it");
+    line("first failing: " + first);
+    line("decided by: " + (h.initiating_rule.empty() ? std::string("no rule (see the lines below)") : h.initiating_rule));
+    return;
+  }
+  line(p("1;31", "verdict: failure") + fmt::format("  [{} / {}]  confidence: {}", h.kind, h.category, h.confidence));
+  line("first failing: " + first + "  -  " + h.title);
+  line("decided by: " + h.signature + (h.rule.empty() ? "" : " (rule " + h.rule + ")") +
+       (h.initiating_rule.empty() ? "" : "; rank: " + h.initiating_rule));
+}
 
 std::string where(const correlate::evidence& e) {
   std::string s = e.source.empty() ? "" : e.source + (e.line_no ? ":" + std::to_string(e.line_no) : "");
@@ -165,13 +188,12 @@ std::string from_stored_json(const nlohmann::json& j) {
   auto line = [&o](const std::string& s) { o += text::sanitize(s) + "\n"; };
   const std::string verdict = str(j, "verdict");
   const nlohmann::json rc = j.contains("root_cause") ? j["root_cause"] : nlohmann::json::object();
-  std::string rank = num(j, "initiating_rank"), host = str(j, "initiating_host");
-  std::string where = (rank.empty() ? "rank unknown" : "rank " + rank) + (host.empty() ? "" : " on host " + host);
+  const head_facts head{verdict,           str(rc, "kind"),  str(rc, "category"), str(rc, "confidence"), str(rc, "title"),
+                        str(rc, "signature"), str(rc, "rule"), str(j, "initiating_rule"), num(j, "initiating_rank"),
+                        str(j, "initiating_host")};
+  if (verdict == "failure" || verdict == "undetermined") head_lines(head, paint{false}, line);
+  else line("verdict: " + (verdict.empty() ? std::string("unknown") : verdict));
   if (verdict == "failure") {
-    line("verdict: failure  [" + str(rc, "kind") + " / " + str(rc, "category") + "]  confidence: " + str(rc, "confidence"));
-    line("first failing: " + where + "  -  " + str(rc, "title"));
-    std::string rule = str(rc, "rule"), irule = str(j, "initiating_rule");
-    line("decided by: " + str(rc, "signature") + (rule.empty() ? "" : " (rule " + rule + ")") + (irule.empty() ? "" : "; rank: " + irule));
     line("");
     line("ROOT CAUSE  " + str(rc, "title"));
     if (auto sum = str(rc, "summary"); !sum.empty()) line("  " + sum);
@@ -195,17 +217,10 @@ std::string from_stored_json(const nlohmann::json& j) {
       line("VERIFY");
       for (const auto& c : v) line("  $ " + c);
     }
-  } else {
-    line("verdict: " + (verdict.empty() ? std::string("unknown") : verdict));
-    if (verdict == "undetermined") {
-      line("first failing: " + where);
-      if (auto irule = str(j, "initiating_rule"); !irule.empty()) line("decided by: " + irule);
-      if (j.contains("suspicious") && j["suspicious"].is_array() && !j["suspicious"].empty()) {
-        line("");
-        line("LINES THAT LOOK WRONG");
-        for (const auto& sl : j["suspicious"]) line("  " + str(sl, "file") + ":" + num(sl, "line") + " " + std::string(text::prefix_utf8(str(sl, "text"), 300)));
-      }
-    }
+  } else if (verdict == "undetermined" && j.contains("suspicious") && j["suspicious"].is_array() && !j["suspicious"].empty()) {
+    line("");
+    line("LINES THAT LOOK WRONG");
+    for (const auto& sl : j["suspicious"]) line("  " + str(sl, "file") + ":" + num(sl, "line") + " " + std::string(text::prefix_utf8(str(sl, "text"), 300)));
   }
   if (j.contains("stats") && j["stats"].is_object())
     line("\nread " + num(j["stats"], "lines") + " lines (" + num(j["stats"], "bytes") + " bytes) from " +
@@ -303,21 +318,10 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
     line(fmt::format("read {} lines from {} input(s)", r.total_lines, r.inputs.size()));
     return o;
   }
-  // The first three lines answer the 3 a.m. questions: what failed, where first, and what decided it.
-  auto first_failing = [&] {
-    std::string s = d.initiating_rank ? p("1;31", "rank " + std::to_string(*d.initiating_rank)) : std::string("rank unknown");
-    if (d.initiating_host) s += " on host " + *d.initiating_host;
-    return s;
-  };
-  if (d.verdict == "undetermined") {
-    line(p("1;33", "verdict: undetermined") + " - something failed, but no signature explains it");
-    line("first failing: " + first_failing());
-    line("decided by: " + (d.initiating_rule.empty() ? std::string("no rule (see the lines below)") : d.initiating_rule));
-  } else {
-    line(p("1;31", "verdict: failure") + fmt::format("  [{} / {}]  confidence: {}", d.kind, d.category, d.confidence));
-    line("first failing: " + first_failing() + "  -  " + d.title);
-    line("decided by: " + d.signature + (d.rule.empty() ? "" : " (rule " + d.rule + ")") +
-         (d.initiating_rule.empty() ? "" : "; rank: " + d.initiating_rule));
+  head_lines({d.verdict, d.kind, d.category, d.confidence, d.title, d.signature, d.rule, d.initiating_rule,
+              d.initiating_rank ? std::to_string(*d.initiating_rank) : "", d.initiating_host.value_or("")},
+             p, line);
+  if (d.verdict != "undetermined") {
     line("");
     line(p("1", "ROOT CAUSE  ") + d.title);
     if (!d.summary.empty()) line("  " + d.summary);
