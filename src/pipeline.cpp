@@ -123,7 +123,12 @@ void collector::remask_learnt() {
     m.rescan(f.source);
     for (auto& kv : f.captured) m.rescan(kv.second);
   }
-  for (auto& kv : in.activity) m.rescan(kv.second.last_line);
+  for (auto& kv : in.activity) {
+    m.rescan(kv.second.last_line);
+    m.rescan(kv.second.planned_line);
+    m.rescan(kv.second.last_source);
+    m.rescan(kv.second.planned_source);
+  }
   for (auto& s : in.suspicious) {
     m.rescan(s.source);
     m.rescan(s.text);
@@ -202,7 +207,7 @@ void collector::close_stream(stream& st) {
     impl_->masker.reset_stream();
     st.last_body_raw = false;
   }
-  if (st.lines > 0 && impl_->in.stream_ends.size() < 4096) impl_->in.stream_ends.emplace_back(st.display, st.last_body);
+  if (st.lines > 0 && impl_->in.stream_ends.size() < 4096) impl_->in.stream_ends.push_back({st.display, st.last_body, st.last_body_line});
 }
 
 std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no) {
@@ -429,6 +434,7 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
   std::string_view body = text::trim(meta.body);
   if (!body.empty()) {
     st.last_body.assign(text::prefix_utf8(body, 300));
+    st.last_body_line = line_no;
     st.last_body_raw = light;
   }
   if (!key.empty() && !body.empty()) {
@@ -440,10 +446,18 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     ++act.lines;
     if (meta.ts) act.last_ts = meta.ts;
     act.last_line.assign(text::prefix_utf8(body, 300));
+    if (act.last_source != st.display) act.last_source = st.display;
+    act.last_line_no = line_no;
     *rs.deferred = light;
     auto prog = extract::read_progress(body, light);  // a light-path line is plain ASCII
     if (prog.step) act.last_step = prog.step;
-    if (prog.planned) act.planned_steps = prog.planned;
+    if (prog.planned && prog.planned != act.planned_steps) {  // rare: kept as evidence for uneven plans
+      act.planned_steps = prog.planned;
+      act.planned_line = light ? im.masker.apply(act.last_line) : act.last_line;
+      if (light) im.masker.reset_stream();
+      act.planned_source = st.display;
+      act.planned_line_no = line_no;
+    }
   }
   if (body.empty() || light) return 0;
   auto& hits = im.hits;

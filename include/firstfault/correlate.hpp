@@ -42,8 +42,13 @@ struct rank_activity {
   std::uint64_t lines = 0;
   std::optional<normalize::timestamp> last_ts;
   std::string last_line;
+  std::string last_source;          ///< file (display name) and line number of `last_line`
+  std::uint64_t last_line_no = 0;
   std::optional<long> last_step;  ///< last "step N" / "iteration N" number seen
   std::optional<long> planned_steps;  ///< "iter i/N", "N batches": how many steps this rank planned
+  std::string planned_line;           ///< the line that first stated the current `planned_steps` (masked)
+  std::string planned_source;
+  std::uint64_t planned_line_no = 0;
 };
 
 /// Lines that look wrong (error level, "Error"/"FAILED" text, an exception) but matched no signature,
@@ -111,7 +116,11 @@ struct inputs {
   std::map<std::string, std::set<int>> host_ranks;
   /// Each input's last non-empty line (masked), in input order: a log that ends in the launcher's
   /// start-up banner never got as far as training.
-  std::vector<std::pair<std::string, std::string>> stream_ends;
+  struct stream_end {
+    std::string source, text;
+    std::uint64_t line_no = 0;
+  };
+  std::vector<stream_end> stream_ends;
   /// Innermost frames of stack dumps by rank (py-spy, faulthandler), capped per rank.
   struct dump_frame {
     extract::stack_top top;

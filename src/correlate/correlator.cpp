@@ -121,6 +121,24 @@ diagnosis correlate(inputs in, const kb::library& lib) {
   d.initiating_rule = rank_rule;
   d.exits = in.exits;
 
+  // The process-group backend of this run, for code that names it: gloo when only gloo lines were seen,
+  // else NCCL, PyTorch's backend for GPU training
+  // (https://pytorch.org/docs/stable/distributed.html#which-backend-to-use).
+  auto backend = [&]() -> std::string {
+    bool gloo = false, nccl = false;
+    for (const auto& f : fs) {
+      const auto& sys = sig(f).systems;
+      bool g = std::find(sys.begin(), sys.end(), "gloo") != sys.end();
+      bool n = std::find(sys.begin(), sys.end(), "nccl") != sys.end();
+      gloo = gloo || (g && !n);
+      nccl = nccl || (n && !g);
+    }
+    return gloo && !nccl ? "\"gloo\"" : "\"nccl\"";
+  };
+  // Code keeps its own braces (f-strings, dicts): only the run facts meant for code are filled.
+  for (auto& c : d.fix_code)
+    for (std::size_t at; (at = c.code.find("{backend}")) != std::string::npos;) c.code.replace(at, 9, backend());
+
   // evidence: the root lines, earliest first, one per rank, at most 6
   if (!root_sig) root_findings.clear();
   if (!root_findings.empty()) {
@@ -165,6 +183,7 @@ diagnosis correlate(inputs in, const kb::library& lib) {
           break;
         }
     auto value = [&](const std::string& name) -> std::string {
+      if (name == "backend") return backend();
       if (name == "rank") return init_rank ? std::to_string(*init_rank) : (lead->rank ? std::to_string(*lead->rank) : "");
       if (name == "host") return d.initiating_host.value_or(lead->host.value_or(""));
       if (name == "ts") return format_time(lead->ts);

@@ -106,6 +106,25 @@ std::string format_time(const std::optional<timestamp>& ts) {
   return std::string(b) + ms;
 }
 
+// A rank's last line and the line that stated its planned steps, as evidence with file and line.
+std::optional<evidence> last_line_evidence(const context& ctx, int r) {
+  auto it = ctx.activity.find(r);
+  if (it == ctx.activity.end() || it->second.last_line.empty()) return std::nullopt;
+  const auto& a = it->second;
+  return evidence{a.last_source, "last line of rank " + std::to_string(r) + ": " + a.last_line, format_time(a.last_ts),
+                  a.last_line_no, r, std::nullopt};
+}
+
+std::optional<evidence> planned_evidence(const context& ctx, int r) {
+  auto it = ctx.activity.find(r);
+  if (it == ctx.activity.end() || it->second.planned_line.empty()) return std::nullopt;
+  const auto& a = it->second;
+  return evidence{a.planned_source,
+                  "rank " + std::to_string(r) + " plans " + std::to_string(a.planned_steps.value_or(0)) + " steps: " +
+                      a.planned_line,
+                  "", a.planned_line_no, r, std::nullopt};
+}
+
 std::string field(const finding& f, const std::string& name) {
   for (const auto& [k, v] : f.captured)
     if (k == name) return v;
@@ -138,10 +157,19 @@ context make_context(const inputs& in, const kb::library& lib) {
     a.lines += act.lines;
     if (later || a.last_line.empty()) {
       if (act.last_ts) a.last_ts = act.last_ts;
-      if (!act.last_line.empty()) a.last_line = act.last_line;
+      if (!act.last_line.empty()) {
+        a.last_line = act.last_line;
+        a.last_source = act.last_source;
+        a.last_line_no = act.last_line_no;
+      }
     }
     if (act.last_step && (later || !a.last_step)) a.last_step = act.last_step;
-    if (act.planned_steps && (later || !a.planned_steps)) a.planned_steps = act.planned_steps;
+    if (act.planned_steps && (later || !a.planned_steps)) {
+      a.planned_steps = act.planned_steps;
+      a.planned_line = act.planned_line;
+      a.planned_source = act.planned_source;
+      a.planned_line_no = act.planned_line_no;
+    }
   }
   for (const auto& e : c.exits)
     if (e.rank) c.all_ranks.insert(*e.rank);
@@ -283,6 +311,21 @@ const std::vector<root_rule>& root_rules() {
            if (!best || stronger(ctx, f, *best)) best = &f;
          }
          return best;
+       }},
+      {"victim_named_later",
+       "a report header (the kernel's 'invoked oom-killer') is the start of an event whose later line names the victim "
+       "(pid, process): that line is the evidence to act on",
+       "mm/oom_kill.c prints the header, the task list, then 'Killed process PID (COMM) total-vm:... anon-rss:...' "
+       "(https://github.com/torvalds/linux/blob/master/mm/oom_kill.c)",
+       [](const context& ctx, const finding& root) -> const finding* {
+         if (!field(root, "pid").empty()) return nullptr;
+         const auto& rs = ctx.sig(root);
+         for (const auto& f : ctx.fs) {
+           if (&f == &root || f.source != root.source || f.line_no <= root.line_no || f.line_no > root.line_no + 400) continue;
+           const auto& s = ctx.sig(f);
+           if (s.is_cause() && s.kind == rs.kind && !field(f, "pid").empty()) return &f;
+         }
+         return nullptr;
        }},
   };
   return rules;
@@ -540,18 +583,27 @@ const std::vector<inference_rule>& inference_rules() {
              running.push_back(t.pid);
          if (running.size() == 1)
            inf.why += "; torchelastic had to stop a worker that was still running (pid " + std::to_string(running[0]) + ")";
-         std::optional<long> own, others_max;
+         // Uneven inputs only when the ranks said so: the silent rank planned a different number of steps
+         // (its "N batches" or "i/N" lines). A rank that is merely a step behind is what a straggler looks
+         // like too, and the straggler's fix (find what that rank was doing) covers both.
+         std::optional<long> own_plan, other_plan;
+         int other_rank = -1;
          for (const auto& [r, act] : ctx.activity) {
-           if (!act.last_step) continue;
-           if (r == c) own = act.last_step;
-           else others_max = std::max(others_max.value_or(*act.last_step), *act.last_step);
+           if (!act.planned_steps) continue;
+           if (r == c) own_plan = act.planned_steps;
+           else if (!other_plan || *act.planned_steps > *other_plan) { other_plan = act.planned_steps; other_rank = r; }
          }
          inf.entry = "timeout_absent_rank";
-         if (own && others_max && *own != *others_max) inf.entry = "timeout_absent_rank_uneven_steps";
-         else if (c == 0) inf.entry = "timeout_absent_rank0";
-         if (auto it = ctx.activity.find(c); it != ctx.activity.end())
-           inf.extra.push_back({"", "last line of rank " + std::to_string(c) + ": " + it->second.last_line,
-                                format_time(it->second.last_ts), 0, c, std::nullopt});
+         if (own_plan && other_plan && *own_plan != *other_plan) {
+           inf.entry = "timeout_absent_rank_uneven_steps";
+           inf.why += "; it planned " + std::to_string(*own_plan) + " steps, rank " + std::to_string(other_rank) +
+                      " " + std::to_string(*other_plan);
+           if (auto e = planned_evidence(ctx, c)) inf.extra.push_back(*e);
+           if (auto e = planned_evidence(ctx, other_rank)) inf.extra.push_back(*e);
+         } else if (c == 0) {
+           inf.entry = "timeout_absent_rank0";
+         }
+         if (auto e = last_line_evidence(ctx, c)) inf.extra.push_back(*e);
          return inf;
        }},
       {"timeout_in_different_collectives", "every rank timed out, in different torch.distributed calls: the ranks disagree on "
@@ -602,7 +654,11 @@ const std::vector<inference_rule>& inference_rules() {
          inf.entry = "timeout_absent_rank_uneven_steps";
          inf.findings = v.lines;
          const auto& fewest = by_plan.begin()->second;
+         // The lines that decided: where the rank with the fewest steps and one rank with the most said so.
+         if (auto e = planned_evidence(ctx, fewest[0])) inf.extra.push_back(*e);
+         if (auto e = planned_evidence(ctx, by_plan.rbegin()->second[0])) inf.extra.push_back(*e);
          if (fewest.size() == 1) {
+           if (auto e = last_line_evidence(ctx, fewest[0])) inf.extra.push_back(*e);
            inf.rank = fewest[0];
            inf.why = "rank " + std::to_string(fewest[0]) + " planned " + std::to_string(by_plan.begin()->first) +
                      " steps, the others " + std::to_string(by_plan.rbegin()->first) +
@@ -663,15 +719,15 @@ const std::vector<inference_rule>& inference_rules() {
              R"(master_addr is only used for static rdzv_backend|Waiting for \d+ (?:nodes|workers|ranks)|)"
              R"(^\s*(?:entrypoint|min_nodes|max_nodes|nproc_per_node|run_id|rdzv_backend|rdzv_endpoint|rdzv_configs|max_restarts|monitor_interval|log_dir|metrics_cfg)\s*:)");
          if (ctx.in->stream_ends.empty() || !ctx.fs.empty() || !ctx.in->suspicious.empty()) return std::nullopt;
-         for (const auto& [_, last] : ctx.in->stream_ends)
-           if (!re2::RE2::PartialMatch(last, banner)) return std::nullopt;
+         for (const auto& e : ctx.in->stream_ends)
+           if (!re2::RE2::PartialMatch(e.text, banner)) return std::nullopt;
          for (const auto& [_, act] : ctx.activity)
            if (act.last_step) return std::nullopt;  // a rank trained: this is not a start-up hang
          inference inf;
          inf.entry = "ends_in_launch_banner";
          inf.why = "every input ends in the launcher's start-up; no rank reported any progress";
-         for (const auto& [src, last] : ctx.in->stream_ends)
-           if (inf.extra.size() < 4) inf.extra.push_back({src, "last line: " + last, "", 0, std::nullopt, std::nullopt});
+         for (const auto& e : ctx.in->stream_ends)
+           if (inf.extra.size() < 4) inf.extra.push_back({e.source, "last line: " + e.text, "", e.line_no, std::nullopt, std::nullopt});
          return inf;
        }},
       {"launcher_exit", "no line explains the failure, no rank timed out, and the launcher names the first worker that "

@@ -68,6 +68,8 @@ std::vector<lint_issue> lint(const library& lib) {
       static const re2::RE2 shell_var_re(R"(\$\{?([A-Za-z_][A-Za-z0-9_]*))");
       if (re2::RE2::PartialMatch(cmd, placeholder_re)) add("verify has a <placeholder> (use a $VARIABLE from kb/_tables/verify_vars.tsv): " + v);
       if (re2::RE2::PartialMatch(cmd, prose_re)) add("verify is prose, not a command (move it to confirm): " + v);
+      if (cmd.find("...") != std::string::npos || cmd.find("\u2026") != std::string::npos)
+        add("verify has '...' where an argument belongs: it is not runnable as printed: " + v);
       if (auto tv = lib.tables.find("verify_vars"); tv != lib.tables.end()) {
         re2::StringPiece in(cmd);
         std::string var;

@@ -313,9 +313,12 @@ check "planted: no piece of a value in watch --json alerts, --exec input, webhoo
 # Reports: over every corpus case, no unfilled {placeholder} and no "(unknown ...)" text in any report field.
 unfilled=0
 for d in "$CORPUS"/*/logs; do
-  "$BIN" diagnose "$d" --format json --no-history 2>/dev/null | grep -oE '\{[a-z_.]+\}|\(unknown[^)]*\)' | head -1 | sed "s|^|  $d: |" >>"$tmp/unfilled"
+  "$BIN" diagnose "$d" --format json --no-history 2>/dev/null >"$tmp/report.json"
+  grep -oE '\{[a-z_.]+\}|\(unknown[^)]*\)' "$tmp/report.json" | head -1 | sed "s|^|  $d: |" >>"$tmp/unfilled"
+  python3 "$T/cli/check_evidence.py" "$d" <"$tmp/report.json" >>"$tmp/nofileline"
 done
 check "reports: no unfilled placeholder or (unknown) text in any corpus report" sh -c "! test -s '$tmp/unfilled' || { cat '$tmp/unfilled'; false; }"
+check "reports: every evidence item of every corpus report has a file and a line" sh -c "! test -s '$tmp/nofileline' || { cat '$tmp/nofileline'; false; }"
 
 # Scan first: the gated path and --exact give the same report on every corpus case (the guard, and a
 # generated 64-rank console long enough that the gate decides almost every line).

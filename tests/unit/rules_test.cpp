@@ -59,8 +59,15 @@ void activity(inputs& in, int rank, std::optional<long> step = std::nullopt, std
   auto& a = in.activity["r" + std::to_string(rank)];
   a.lines = 10;
   a.last_line = "step " + std::to_string(step.value_or(0));
+  a.last_source = "rank" + std::to_string(rank) + ".log";
+  a.last_line_no = 40;
   a.last_step = step;
   a.planned_steps = planned;
+  if (planned) {
+    a.planned_line = std::to_string(*planned) + " batches";
+    a.planned_source = a.last_source;
+    a.planned_line_no = 3;
+  }
 }
 
 std::optional<rules::inference> infer(const inputs& in, std::string_view rule) {
@@ -142,17 +149,39 @@ TEST(rule_timeout_absent_rank, rank0_alone_is_exclusive_work) {
   EXPECT_EQ(inf->entry, "timeout_absent_rank0");
 }
 
-TEST(rule_timeout_absent_rank, a_different_last_step_is_uneven_inputs) {
+TEST(rule_timeout_absent_rank, a_step_behind_with_the_same_plan_is_a_straggler) {
+  // Stuck in step 50 or out of data after 49: only the planned step counts tell them apart.
   inputs in;
   for (int r : {0, 1, 2}) {
     in.findings.push_back(watchdog(r));
-    activity(in, r, 50);
+    activity(in, r, 50, 100);
   }
-  activity(in, 3, 49);
+  activity(in, 3, 49, 100);
+  auto inf = infer(in, "timeout_absent_rank");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 3);
+  EXPECT_EQ(inf->entry, "timeout_absent_rank");
+  ASSERT_EQ(inf->extra.size(), 1u);
+  EXPECT_EQ(inf->extra[0].source, "rank3.log");  // evidence always has a file and a line
+  EXPECT_EQ(inf->extra[0].line_no, 40u);
+}
+
+TEST(rule_timeout_absent_rank, a_different_plan_is_uneven_inputs_with_the_deciding_lines) {
+  inputs in;
+  for (int r : {0, 1, 2}) {
+    in.findings.push_back(watchdog(r));
+    activity(in, r, 50, 50);
+  }
+  activity(in, 3, 49, 49);
   auto inf = infer(in, "timeout_absent_rank");
   ASSERT_TRUE(inf);
   EXPECT_EQ(inf->rank, 3);
   EXPECT_EQ(inf->entry, "timeout_absent_rank_uneven_steps");
+  EXPECT_NE(inf->why.find("it planned 49 steps"), std::string::npos) << inf->why;
+  ASSERT_EQ(inf->extra.size(), 3u);  // rank 3's plan, a peer's plan, rank 3's last line
+  EXPECT_EQ(inf->extra[0].text, "rank 3 plans 49 steps: 49 batches");
+  EXPECT_EQ(inf->extra[0].line_no, 3u);
+  EXPECT_NE(inf->extra[1].text.find("plans 50 steps"), std::string::npos);
 }
 
 TEST(rule_timeout_absent_rank, two_silent_ranks_decide_nothing_without_times) {
@@ -213,6 +242,10 @@ TEST(rule_uneven_planned_steps, the_rank_with_the_fewest_steps) {
   ASSERT_TRUE(inf);
   EXPECT_EQ(inf->rank, 3);
   EXPECT_EQ(inf->entry, "timeout_absent_rank_uneven_steps");
+  ASSERT_GE(inf->extra.size(), 2u);  // the lines that decided: the fewest and the most planned steps
+  EXPECT_EQ(inf->extra[0].text, "rank 3 plans 90 steps: 90 batches");
+  EXPECT_NE(inf->extra[1].text.find("plans 100 steps"), std::string::npos);
+  for (const auto& e : inf->extra) EXPECT_FALSE(e.source.empty());
 }
 
 // --- rank rules ---------------------------------------------------------------------------------
@@ -373,11 +406,11 @@ TEST(rule_launcher_exit, the_first_failed_worker_and_its_exit_code) {
 
 TEST(rule_ends_in_launch_banner, a_log_that_stops_in_the_rendezvous) {
   inputs in;
-  in.stream_ends.emplace_back("node0.log", "INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous'ing worker group");
+  in.stream_ends.push_back({"node0.log", "INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous'ing worker group", 7});
   auto inf = infer(in, "ends_in_launch_banner");
   ASSERT_TRUE(inf);
   EXPECT_EQ(inf->entry, "ends_in_launch_banner");
-  in.stream_ends.emplace_back("node1.log", "step 100 loss 1.2");
+  in.stream_ends.push_back({"node1.log", "step 100 loss 1.2", 9});
   EXPECT_FALSE(infer(in, "ends_in_launch_banner"));
 }
 
@@ -495,6 +528,24 @@ TEST(rule_scheduler_end_after_rank_error, a_cancel_with_no_earlier_error_stays) 
   in.findings.push_back(make("py_keyerror", 3, at(2026, 1, 1, 9, 10, 6)));  // after the cancel
   auto d = ff::correlate::correlate(in, builtin());
   EXPECT_EQ(d.kind, "job_cancelled");
+}
+
+TEST(rule_victim_named_later, the_oom_header_hands_over_to_the_killed_process_line) {
+  inputs in;
+  auto header = make("host_oom_killer_invoked", std::nullopt, std::nullopt, {}, "python3 invoked oom-killer: gfp_mask=0xcc0");
+  header.line_no = 1;
+  auto victim = make("host_oom_killer_killed_process", std::nullopt, std::nullopt, {{"pid", "24739"}, {"comm", "python3"}},
+                     "Killed process 24739 (python3) total-vm:2493624kB, anon-rss:1619532kB");
+  victim.line_no = 86;
+  in.findings = {header, victim};
+  auto d = ff::correlate::correlate(in, builtin());
+  EXPECT_EQ(d.rule, "victim_named_later");
+  EXPECT_EQ(d.signature, "host_oom_killer_killed_process");
+  ASSERT_FALSE(d.evidence_lines.empty());
+  EXPECT_EQ(d.evidence_lines[0].line_no, 86u);
+  // in another file, the victim line belongs to another event: the header stays
+  in.findings[1].source = "other-node.log";
+  EXPECT_EQ(ff::correlate::correlate(in, builtin()).signature, "host_oom_killer_invoked");
 }
 
 // --- time -----------------------------------------------------------------------------------------
