@@ -103,7 +103,39 @@ status collector::check() const {
 mask::masker& collector::masker() { return impl_->masker; }
 bool collector::reveal() const { return impl_->opt.reveal; }
 const correlate::inputs& collector::inputs() const { return impl_->in; }
-correlate::diagnosis collector::diagnose() const { return correlate::correlate(impl_->in, *impl_->eng.lib); }
+correlate::diagnosis collector::diagnose() const {
+  const auto& in = impl_->in;
+  const auto& lib = *impl_->eng.lib;
+  // torchrun restarts: each attempt is diagnosed on its own, and the verdict is the last attempt's (the one
+  // that ended the job); the others are listed with their own cause and rank.
+  // https://pytorch.org/docs/stable/elastic/run.html (--max-restarts; --log-dir keeps attempt_N per restart)
+  std::set<int> attempts;
+  for (const auto& f : in.findings)
+    if (f.attempt) attempts.insert(*f.attempt);
+  for (const auto& e : in.exits)
+    if (e.attempt) attempts.insert(*e.attempt);
+  if (attempts.size() < 2) return correlate::correlate(in, lib);
+  correlate::diagnosis last;
+  std::vector<correlate::diagnosis::attempt_summary> list;
+  for (int a : attempts) {
+    auto one = in;
+    one.only_attempt = a;
+    auto d = correlate::correlate(std::move(one), lib);
+    correlate::diagnosis::attempt_summary s;
+    s.attempt = a;
+    s.verdict = d.verdict;
+    s.kind = d.kind;
+    s.title = d.title;
+    s.signature = d.signature;
+    s.rank_rule = d.initiating_rule;
+    s.initiating_rank = d.initiating_rank;
+    if (!d.evidence_lines.empty()) s.first = d.evidence_lines.front();
+    list.push_back(std::move(s));
+    last = std::move(d);
+  }
+  last.attempts = std::move(list);
+  return last;
+}
 
 std::vector<std::string> collector::bound_notes() const {
   std::vector<std::string> out;
@@ -126,9 +158,8 @@ void collector::remask_learnt() {
   for (auto& kv : in.activity) {
     m.rescan(kv.second.last_line);
     m.rescan(kv.second.planned_line);
-    m.rescan(kv.second.last_source);
-    m.rescan(kv.second.planned_source);
   }
+  for (auto& s : in.source_names) m.rescan(s);
   for (auto& s : in.suspicious) {
     m.rescan(s.source);
     m.rescan(s.text);
@@ -149,6 +180,8 @@ collector::stream collector::open_stream(const ingest::source& raw_src) {
       st.display.replace(pos, raw.size(), *st.hint.host);
   }
   if (st.hint.epoch_seconds) st.stream_ts = normalize::timestamp{*st.hint.epoch_seconds};
+  st.source_id = static_cast<std::uint32_t>(impl_->in.source_names.size());
+  if (impl_->in.source_names.size() < UINT32_MAX) impl_->in.source_names.push_back(st.display);
   if (st.hint.host) impl_->in.hosts.insert(*st.hint.host);
   return st;
 }
@@ -419,7 +452,10 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
   auto& ex = rs.ex;
   if (!light) {
     bool was_idle = ex->idle();
+    std::size_t exits_before = in.exits.size();
     ex->feed(meta.body, line_no, note, in.exits, in.terminated);
+    if (st.hint.attempt)
+      for (auto i = exits_before; i < in.exits.size(); ++i) in.exits[i].attempt = st.hint.attempt;
     if (was_idle != ex->idle()) was_idle ? ++st.busy : --st.busy;
   }
   if (!rank && note.rank) rank = note.rank;
@@ -446,7 +482,7 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     ++act.lines;
     if (meta.ts) act.last_ts = meta.ts;
     act.last_line.assign(text::prefix_utf8(body, 300));
-    if (act.last_source != st.display) act.last_source = st.display;
+    act.last_source = st.source_id;
     act.last_line_no = line_no;
     *rs.deferred = light;
     auto prog = extract::read_progress(body, light);  // a light-path line is plain ASCII
@@ -455,7 +491,7 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
       act.planned_steps = prog.planned;
       act.planned_line = light ? im.masker.apply(act.last_line) : act.last_line;
       if (light) im.masker.reset_stream();
-      act.planned_source = st.display;
+      act.planned_source = st.source_id;
       act.planned_line_no = line_no;
     }
   }
@@ -532,6 +568,7 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     f.ts_inherited = inherited;
     f.source = st.display;
     f.line_no = line_no;
+    f.attempt = st.hint.attempt;
     f.text = std::string(text::prefix_utf8(body, 2000));
     if (!note.collective.empty()) f.captured.emplace_back("collective", note.collective);
     in.findings.push_back(std::move(f));

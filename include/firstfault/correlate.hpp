@@ -35,6 +35,7 @@ struct finding {
   std::uint64_t line_no = 0;
   std::string text;           ///< the line body, sanitised
   int duplicates = 0;         ///< the same line seen again (console log and per-rank file)
+  std::optional<int> attempt;  ///< torchrun restart attempt (attempt_N of a --log-dir tree); none when not known
 };
 
 /// Last activity of one rank (for silence and straggler reasoning).
@@ -42,12 +43,12 @@ struct rank_activity {
   std::uint64_t lines = 0;
   std::optional<normalize::timestamp> last_ts;
   std::string last_line;
-  std::string last_source;          ///< file (display name) and line number of `last_line`
+  std::uint32_t last_source = 0;    ///< file of `last_line` (an index into inputs::source_names) and its line
   std::uint64_t last_line_no = 0;
   std::optional<long> last_step;  ///< last "step N" / "iteration N" number seen
   std::optional<long> planned_steps;  ///< "iter i/N", "N batches": how many steps this rank planned
   std::string planned_line;           ///< the line that first stated the current `planned_steps` (masked)
-  std::string planned_source;
+  std::uint32_t planned_source = 0;   ///< its file (inputs::source_names) and line
   std::uint64_t planned_line_no = 0;
 };
 
@@ -102,6 +103,15 @@ struct diagnosis {
   std::vector<kb::code_fix> fix_code;
   std::vector<suspicious_line> suspicious;
   std::vector<extract::exit_record> exits;
+  /// One entry per torchrun restart attempt when the inputs hold two or more (attempt_0, attempt_1, ... of a
+  /// --log-dir tree), in attempt order; the report's verdict is the last attempt's, the one that ended the job.
+  struct attempt_summary {
+    int attempt = 0;
+    std::string verdict, kind, title, signature, rank_rule;
+    std::optional<int> initiating_rank;
+    std::optional<evidence> first;  ///< the attempt's first root-cause line
+  };
+  std::vector<attempt_summary> attempts;
 };
 
 struct inputs {
@@ -129,6 +139,15 @@ struct inputs {
   };
   std::map<int, std::vector<dump_frame>> stack_tops;  ///< ranks seen on lines that also name their host (capped)
   std::size_t max_suspicious_shown = 40;  ///< lines that look wrong, kept in the report at most
+  /// Diagnose one restart attempt only: findings and exits of other attempts are set aside (after the
+  /// console's copies took the attempt of the per-rank file line they repeat). Lines of no attempt stay.
+  std::optional<int> only_attempt;
+  /// Display names of the inputs, in the order they were opened (rank_activity refers to them by index).
+  std::vector<std::string> source_names;
+  const std::string& source_name(std::uint32_t id) const {
+    static const std::string none;
+    return id < source_names.size() ? source_names[id] : none;
+  }
 };
 
 /// Decides the diagnosis. Pure: no I/O.

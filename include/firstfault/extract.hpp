@@ -34,6 +34,7 @@ struct exit_record {
   std::string launcher = "torchelastic";  ///< torchelastic | mpirun | srun | launch (CalledProcessError)
   std::string source;
   std::uint64_t line_no = 0;
+  std::optional<int> attempt;  ///< torchrun restart attempt of the file it came from (attempt_N), if known
 };
 
 /// A pid that torchelastic sent SIGTERM while tearing the job down (the worker was still alive).

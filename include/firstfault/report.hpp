@@ -27,6 +27,9 @@ std::string to_html(const pipeline::run& r);
 
 /// The notes about inputs, one line each ("path: reason"), with a reason shared by many inputs shown for
 /// the first `keep` of them and then once as "N more input(s): reason" (300 empty stdout.log files).
+/// The RESTARTS block of the text report: one entry per torchrun attempt with its cause, rank and first line
+/// (empty when the inputs hold one attempt).
+std::vector<std::string> attempt_lines(const correlate::diagnosis& d);
 std::vector<std::string> note_lines(const std::vector<ingest::input_error>& errors, std::size_t keep = 3);
 
 /// A stored report (to_json's output, as `history show` finds it) as terminal text: verdict, first

@@ -106,7 +106,7 @@ diagnosis correlate(inputs in, const kb::library& lib) {
   // Honest verdict: healthy only when nothing looks like a failure (no finding, no line that looks
   // wrong after benign messages were set aside, no failed worker).
   bool any_suspicious = !in.suspicious.empty();
-  bool bad_exit = std::any_of(in.exits.begin(), in.exits.end(), [](auto& e) { return e.exitcode && *e.exitcode != 0; });
+  bool bad_exit = std::any_of(ctx.exits.begin(), ctx.exits.end(), [](auto& e) { return e.exitcode && *e.exitcode != 0; });
   if (root_sig) {
     d.verdict = "failure";
     fill_from_signature(d, *root_sig);
@@ -119,7 +119,7 @@ diagnosis correlate(inputs in, const kb::library& lib) {
   }
   d.initiating_rank = init_rank;
   d.initiating_rule = rank_rule;
-  d.exits = in.exits;
+  d.exits = ctx.exits;
 
   // The process-group backend of this run, for code that names it: gloo when only gloo lines were seen,
   // else NCCL, PyTorch's backend for GPU training
@@ -291,7 +291,7 @@ diagnosis correlate(inputs in, const kb::library& lib) {
   // exit (https://pytorch.org/docs/stable/elastic/errors.html), which need not be the first to fail (a rank
   // that hung or was killed by a peer's failure can exit first). When it names another rank, say so.
   if (d.initiating_rank && d.verdict != "healthy")
-    for (const auto& e : in.exits)
+    for (const auto& e : ctx.exits)
       if (e.root_cause && e.rank && *e.rank != *d.initiating_rank) {
         d.launcher_note = "torchrun's \"Root Cause (first observed failure)\" names rank " + std::to_string(*e.rank) +
                           (e.exitcode ? " (exitcode " + std::to_string(*e.exitcode) + ")" : std::string()) + " at " + e.source + ":" +

@@ -111,7 +111,7 @@ std::optional<evidence> last_line_evidence(const context& ctx, int r) {
   auto it = ctx.activity.find(r);
   if (it == ctx.activity.end() || it->second.last_line.empty()) return std::nullopt;
   const auto& a = it->second;
-  return evidence{a.last_source, "last line of rank " + std::to_string(r) + ": " + a.last_line, format_time(a.last_ts),
+  return evidence{ctx.in->source_name(a.last_source), "last line of rank " + std::to_string(r) + ": " + a.last_line, format_time(a.last_ts),
                   a.last_line_no, r, std::nullopt};
 }
 
@@ -119,7 +119,7 @@ std::optional<evidence> planned_evidence(const context& ctx, int r) {
   auto it = ctx.activity.find(r);
   if (it == ctx.activity.end() || it->second.planned_line.empty()) return std::nullopt;
   const auto& a = it->second;
-  return evidence{a.planned_source,
+  return evidence{ctx.in->source_name(a.planned_source),
                   "rank " + std::to_string(r) + " plans " + std::to_string(a.planned_steps.value_or(0)) + " steps: " +
                       a.planned_line,
                   "", a.planned_line_no, r, std::nullopt};
@@ -191,10 +191,17 @@ context make_context(const inputs& in, const kb::library& lib) {
         kept.ts = f.ts;
         kept.ts_inherited = false;
       }
+      if (!kept.attempt) kept.attempt = f.attempt;  // the console's copy is of the per-rank file's attempt
       continue;
     }
     seen[key] = c.fs.size();
     c.fs.push_back(std::move(f));
+  }
+  if (in.only_attempt) {
+    auto other = [&](const std::optional<int>& a) { return a && *a != *in.only_attempt; };
+    c.fs.erase(std::remove_if(c.fs.begin(), c.fs.end(), [&](const finding& f) { return other(f.attempt); }), c.fs.end());
+    c.exits.erase(std::remove_if(c.exits.begin(), c.exits.end(), [&](const auto& e) { return other(e.attempt); }),
+                  c.exits.end());
   }
 
   // Year-less stamps (c10 "[E1206 18:44:12...]", glog, syslog) take the year of the run's dated stamps:
@@ -318,8 +325,10 @@ const std::vector<root_rule>& root_rules() {
        "mm/oom_kill.c prints the header, the task list, then 'Killed process PID (COMM) total-vm:... anon-rss:...' "
        "(https://github.com/torvalds/linux/blob/master/mm/oom_kill.c)",
        [](const context& ctx, const finding& root) -> const finding* {
-         if (!field(root, "pid").empty()) return nullptr;
+         // Only the OOM killer's report has this shape; elsewhere a later line with a pid is a later event
+         // (Xid 43's channel reset after Xid 13 names the process, but Xid 13 is the fault).
          const auto& rs = ctx.sig(root);
+         if (rs.kind != "host_oom_sigkill" || !field(root, "pid").empty()) return nullptr;
          for (const auto& f : ctx.fs) {
            if (&f == &root || f.source != root.source || f.line_no <= root.line_no || f.line_no > root.line_no + 400) continue;
            const auto& s = ctx.sig(f);

@@ -154,6 +154,21 @@ std::string to_html(const pipeline::run& r) {
   return o;
 }
 
+std::vector<std::string> attempt_lines(const correlate::diagnosis& d) {
+  std::vector<std::string> out;
+  if (d.attempts.empty()) return out;
+  out.push_back("");
+  out.push_back(fmt::format("RESTARTS  torchrun ran {} attempts; the verdict above is attempt {}'s, the one that ended the job",
+                            d.attempts.size(), d.attempts.back().attempt));
+  for (const auto& a : d.attempts) {
+    std::string what = a.verdict == "failure" ? a.kind + ": " + a.title : a.verdict;
+    std::string who = a.initiating_rank ? "rank " + std::to_string(*a.initiating_rank) : "rank unknown";
+    out.push_back(fmt::format("  attempt {}: {}, first failing {}", a.attempt, what, who));
+    if (a.first) out.push_back("    " + where(*a.first) + "  " + clip(a.first->text, 200));
+  }
+  return out;
+}
+
 std::vector<std::string> note_lines(const std::vector<ingest::input_error>& errors, std::size_t keep) {
   std::map<std::string, std::size_t> per_reason;
   for (const auto& e : errors) ++per_reason[e.reason];
@@ -162,6 +177,11 @@ std::vector<std::string> note_lines(const std::vector<ingest::input_error>& erro
   for (const auto& e : errors) {
     std::size_t n = per_reason[e.reason];
     std::size_t& k = shown[e.reason];
+    // An empty file is no evidence either way (torchrun leaves an empty stdout.log per rank): one line for all.
+    if (e.reason == "empty file" && n > 1) {
+      if (k++ == 0) out.push_back(fmt::format("{} empty files skipped, e.g. {}", n, e.path));
+      continue;
+    }
     if (n <= keep + 1 || k < keep) out.push_back(e.path + ": " + e.reason);
     else if (k == keep) out.push_back(fmt::format("{} more input(s): {}", n - keep, e.reason));
     ++k;
@@ -282,6 +302,15 @@ nlohmann::json to_json(const pipeline::run& r) {
   j["verify"] = d.verify;
   j["verify_where"] = d.verify_where;
   if (!d.launcher_note.empty()) j["launcher_note"] = d.launcher_note;
+  if (!d.attempts.empty()) {
+    j["attempts"] = nlohmann::json::array();
+    for (const auto& a : d.attempts)
+      j["attempts"].push_back({{"attempt", a.attempt}, {"verdict", a.verdict}, {"kind", a.kind}, {"title", a.title},
+                               {"signature", a.signature},
+                               {"initiating_rank", a.initiating_rank ? nlohmann::json(*a.initiating_rank) : nlohmann::json(nullptr)},
+                               {"initiating_rule", a.rank_rule},
+                               {"evidence", a.first ? ev_json(*a.first) : nlohmann::json(nullptr)}});
+  }
   j["confirm"] = d.confirm;
   j["alternatives"] = nlohmann::json::array();
   for (const auto& a : d.alternatives)
@@ -340,6 +369,7 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
        (d.initiating_host ? " on host " + *d.initiating_host : ""));
   if (!d.initiating_rule.empty()) line("  decided by: " + d.initiating_rule);
   if (!d.launcher_note.empty()) line("  note: " + d.launcher_note);
+  for (const auto& l : attempt_lines(d)) line(l);
   if (r.recurrences && *r.recurrences > 0)
     line(p("1;33", fmt::format("  this host had the same failure {} time(s) in the last {} days (firstfault history stats --by host)",
                                *r.recurrences, r.recurrence_days)));

@@ -59,7 +59,9 @@ void activity(inputs& in, int rank, std::optional<long> step = std::nullopt, std
   auto& a = in.activity["r" + std::to_string(rank)];
   a.lines = 10;
   a.last_line = "step " + std::to_string(step.value_or(0));
-  a.last_source = "rank" + std::to_string(rank) + ".log";
+  in.source_names.resize(std::max<std::size_t>(in.source_names.size(), static_cast<std::size_t>(rank) + 1));
+  in.source_names[static_cast<std::size_t>(rank)] = "rank" + std::to_string(rank) + ".log";
+  a.last_source = static_cast<std::uint32_t>(rank);
   a.last_line_no = 40;
   a.last_step = step;
   a.planned_steps = planned;
