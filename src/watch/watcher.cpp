@@ -8,11 +8,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <set>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "firstfault/report.hpp"
 #include "firstfault/text.hpp"
@@ -161,6 +164,18 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
   bool all_silent_reported = false;
   double last_any = 0;
 
+  // An alert's header says when it was raised (UTC wall clock): a pager shows it hours later.
+  auto header = [&](const std::string& type) {
+    std::time_t t = static_cast<std::time_t>(now_unix());
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char b[32];
+    std::strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    return "== firstfault watch: " + type + " alert at " + b;
+  };
+  std::string first_brief;  // the first failure alert's one-line verdict: updates say what changed from it
+  // The first failure alert carries the whole report; later updates are one line each (the JSON report,
+  // for --json, --exec and webhooks, stays complete).
   auto emit = [&](const std::string& type, std::string extra_text) {
     // The second masking pass covers the alert's own text too (a last line kept before its host was learnt).
     if (col.masker().enabled()) col.masker().rescan(extra_text);
@@ -174,7 +189,19 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
     a.type = type;
     a.report = report::to_json(r);
     a.report["alert"] = {{"type", type}, {"detected_at_ms", static_cast<std::int64_t>(now_unix() * 1000)}};
-    a.text = "== firstfault watch: " + type + " alert\n" + extra_text + report::to_terminal(r, {false});
+    if (type == "update") {
+      std::string brief = report::to_brief(r);
+      while (!brief.empty() && brief.back() == '\n') brief.pop_back();
+      a.text = header(type) + ": " + brief +
+               (brief == first_brief ? fmt::format(" ({} collateral group(s) now)", r.diag.collateral.size())
+                                     : " (was: " + first_brief + ")");
+    } else {
+      a.text = header(type) + "\n" + extra_text + report::to_terminal(r, {false});
+      if (type == "failure") {
+        first_brief = report::to_brief(r);
+        while (!first_brief.empty() && first_brief.back() == '\n') first_brief.pop_back();
+      }
+    }
     a.initiating_host_real = r.initiating_host_real;
     for (const auto& [p, t] : files) a.inputs += (a.inputs.empty() ? "" : "; ") + t.st.display;
     {
@@ -300,9 +327,17 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
       pending_update = false;
       last_update = now;
     }
-    // Silence: one rank quiet while others write, or everyone quiet after having written.
-    if (last_any > 0 && last_line_at.size() > 1) {
+    // Silence: one rank quiet while others write, or everyone quiet after having written. A rank that
+    // failed (a cause line or a non-zero exit) is not hanging, and once a failure was alerted the job's
+    // silence is its end, not a hang.
+    std::set<std::string> failed;
+    for (const auto& f : col.inputs().findings)
+      if (f.rank && lib.signatures[static_cast<std::size_t>(f.signature)].is_cause()) failed.insert("rank " + std::to_string(*f.rank));
+    for (const auto& e : col.inputs().exits)
+      if (e.rank && e.exitcode && *e.exitcode != 0) failed.insert("rank " + std::to_string(*e.rank));
+    if (last_any > 0 && last_line_at.size() > 1 && !alerted_sig) {
       for (const auto& [key, at] : last_line_at) {
+        if (failed.count(key)) continue;
         bool others_active = false;
         for (const auto& [k2, at2] : last_line_at) others_active |= (k2 != key && now - at2 < opt.silence_s);
         if (now - at > opt.silence_s && others_active && !hang_reported.count(key)) {
@@ -313,7 +348,7 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
         }
       }
     }
-    if (last_any > 0 && now - last_any > opt.silence_s && !all_silent_reported) {
+    if (last_any > 0 && now - last_any > opt.silence_s && !all_silent_reported && !alerted_sig) {
       all_silent_reported = true;
       std::string extra = "possible hang: every rank has been silent for " + std::to_string(static_cast<int>(now - last_any)) + " s; last lines:\n";
       for (const auto& [k, l] : last_line_of) extra += "  " + k + ": " + l + "\n";

@@ -76,11 +76,57 @@ check "metrics: alerts counted" grep -q 'firstfault_alerts_total{type="failure"}
 check "metrics: seconds since each rank's last line" grep -q 'firstfault_rank_seconds_since_last_line{rank="2"}' <<<"$m"
 check "webhook received the alert" wait_for "$tmp/webhook.jsonl" '"cuda_oom"'
 check "--exec received the alert" wait_for "$tmp/exec.jsonl" '"cuda_oom"'
-# silence: ranks 0,1,3 keep writing, rank 2 (dead) stays silent for more than 2 s
-for i in $(seq 26 40); do for r in 0 1 3; do echo "[rank$r]: step $i" >>"$tmp/job/rank$r.log"; done; sleep 0.2; done
-check "silent rank reported as a possible hang" wait_for "$tmp/alerts.jsonl" '"type":"hang"'
+# Silence after a failure: ranks 0,1,3 keep writing while rank 2 (dead of its OOM) stays silent past --silence,
+# as watch itself measures it. No hang alert: a rank that failed is not hanging. The last line is read and
+# watch is stopped; its last pass (read, then the silence check) is complete before it exits.
+i=26
+while :; do
+  for r in 0 1 3; do echo "[rank$r]: step $i" >>"$tmp/job/rank$r.log"; written=$((written + 1)); done
+  i=$((i + 1))
+  s2=$(metric 'firstfault_rank_seconds_since_last_line{rank="2"}')
+  [ -n "$s2" ] && [ "${s2%.*}" -ge 3 ] && break
+  [ $i -gt 2000 ] && break
+  sleep 0.05  # paces the job's writes (a job that keeps training), not a wait for watch
+done
+wait_metric_ge firstfault_lines_read_total "$written"
 kill -INT $wpid 2>/dev/null; wait $wpid 2>/dev/null
+check "no possible-hang alert for the rank that died (nor for the job's silence after the failure)" sh -c "! grep -q '\"type\":\"hang\"' '$tmp/alerts.jsonl'"
 check "watch stored the failure in the history" sh -c "'$BIN' history list --format json | grep -q cuda_oom"
+
+# A silent rank with no failure: ranks 0,1,2 go on, rank 3 stops writing: a possible hang, with its last line.
+mkdir -p "$tmp/job2"
+for r in 0 1 2 3; do echo "[rank$r]: step 1" >"$tmp/job2/rank$r.log"; done
+MPORT=$(port)
+"$BIN" watch "$tmp/job2" --json --silence 2s --poll-ms 50 --run-for 60 --metrics "127.0.0.1:$MPORT" --no-history \
+  >"$tmp/alerts2.jsonl" 2>"$tmp/watch2.err" &
+wpid=$!; pids+=($wpid)
+wait_metric_ge firstfault_files_followed 4 || echo "     watch did not become ready"
+echo "[rank3]: step 2 loss 0.7" >>"$tmp/job2/rank3.log"
+for i in $(seq 2 600); do
+  for r in 0 1 2; do echo "[rank$r]: step $i" >>"$tmp/job2/rank$r.log"; done
+  grep -q '"type":"hang"' "$tmp/alerts2.jsonl" 2>/dev/null && break
+  sleep 0.05  # the job's pace
+done
+check "a silent rank without a failure is reported as a possible hang" grep -q '"type":"hang"' "$tmp/alerts2.jsonl"
+kill -INT $wpid 2>/dev/null; wait $wpid 2>/dev/null
+
+# Text alerts: the first failure alert is the whole report with a wall-clock time in its header; a later
+# update is one line.
+mkdir -p "$tmp/job3"
+for r in 0 1 2 3; do echo "[rank$r]: step 1" >"$tmp/job3/rank$r.log"; done
+MPORT=$(port)
+"$BIN" watch "$tmp/job3" --poll-ms 50 --run-for 60 --metrics "127.0.0.1:$MPORT" --no-history >"$tmp/alerts3.txt" 2>"$tmp/watch3.err" &
+wpid=$!; pids+=($wpid)
+wait_metric_ge firstfault_files_followed 4 || echo "     watch did not become ready"
+echo "gpu-node-7: [rank2]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.15 GiB of which 3.25 MiB is free." >>"$tmp/job3/rank2.log"
+wait_for "$tmp/alerts3.txt" "^FIX" >/dev/null
+for r in 0 1 3; do
+  echo "[rank$r]: [E ProcessGroupNCCL.cpp:475] [Rank $r] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600061 milliseconds before timing out." >>"$tmp/job3/rank$r.log"
+done
+wait_for "$tmp/alerts3.txt" "update alert at" >/dev/null
+kill -INT $wpid 2>/dev/null; wait $wpid 2>/dev/null
+check "text: the failure alert's header has a UTC wall-clock time" grep -qE '^== firstfault watch: failure alert at 20[0-9]{2}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} UTC$' "$tmp/alerts3.txt"
+check "text: the report is printed once, an update is one line" sh -c "test \$(grep -c '^FIX' '$tmp/alerts3.txt') -eq 1 && grep -qE '^== firstfault watch: update alert at .*UTC: failure .*cuda_oom.*collateral group' '$tmp/alerts3.txt'"
 
 # a second run over the same job (from the start) on the same history: the recurrence is noticed
 "$BIN" diagnose "$tmp/job" >"$tmp/diag.txt" 2>/dev/null
