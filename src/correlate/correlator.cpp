@@ -1,6 +1,7 @@
 // Cross-rank correlation: root cause, initiating rank, collateral. The rules are listed in
 // docs/ARCHITECTURE.md ("Correlation rules"); each decision records the rule that made it.
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <ctime>
 #include <map>
@@ -299,6 +300,25 @@ diagnosis correlate(inputs in, const kb::library& lib) {
                           std::to_string(*d.initiating_rank) + ", decided above)";
         break;
       }
+  // The run's Slurm job id, when the logs name it (a jobid field of a slurmstepd/sacct line, or the default
+  // output name slurm-%j.out / slurm-%A_%a.out: https://slurm.schedmd.com/sbatch.html#OPT_output), fills
+  // $SLURM_JOB_ID in the verify commands, which then run as printed.
+  {
+    static const re2::RE2 id_re(R"(^(\d+(?:_\d+)?))");
+    static const re2::RE2 name_re(R"((?:^|/)slurm-(\d+(?:_\d+)?)\.out$)");
+    std::string job_id;
+    for (const auto& f : fs) {
+      for (const char* k : {"jobid", "job_id"})
+        if (auto v = field(f, k); !v.empty() && re2::RE2::PartialMatch(v, id_re, &job_id)) break;
+      if (!job_id.empty()) break;
+    }
+    for (const auto& n : in.source_names)
+      if (job_id.empty()) re2::RE2::PartialMatch(n, name_re, &job_id);
+    if (!job_id.empty())
+      for (auto& v : d.verify)
+        for (const char* var : {"${SLURM_JOB_ID}", "$SLURM_JOB_ID"})
+          for (std::size_t at; (at = v.find(var)) != std::string::npos;) v.replace(at, std::strlen(var), job_id);
+  }
   // What each variable of the verify commands stands for (kb/_tables/verify_vars.tsv, the `user` ones), with
   // this run's value where it has one: the commands then run as printed once those are set.
   if (auto tv = lib.tables.find("verify_vars"); tv != lib.tables.end()) {

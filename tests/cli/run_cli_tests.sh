@@ -359,6 +359,9 @@ run diagnose "$CORPUS/gh-funasr-2006/logs" --brief --no-history
 check "--brief is one line with verdict, kind, rank and title" sh -c 'test "$(printf "%s\n" "$1" | wc -l)" -eq 1 && printf "%s" "$1" | grep -qE "^failure kind=cuda_oom rank=2 host=[^ ]+ .*out of memory"' _ "$out"
 run diagnose "$CORPUS/gh-funasr-2006/logs" --no-history
 check "the first three report lines carry verdict, kind, rank and what decided" sh -c 'printf "%s\n" "$1" | head -3 | tr "\n" "|" | grep -qE "^verdict: failure +\[cuda_oom / [a-z_]+\].*\|first failing: rank 2.*\|decided by: "' _ "$out"
+# The job id the log names fills $SLURM_JOB_ID: the verify command runs as printed.
+run diagnose "$CORPUS/fx-bigscience-meg-gpt2-4node-cancelled/logs" --no-history
+check "verify: the log's Slurm job id fills \$SLURM_JOB_ID" sh -c 'printf "%s" "$1" | grep -q "\$ sacct -j 1809579 " && ! printf "%s" "$1" | grep -q "SLURM_JOB_ID"' _ "$out"
 # Restarts: a --log-dir tree with attempt_0 and attempt_1 is diagnosed per attempt; the verdict is the last one's.
 run diagnose "$CORPUS/run3-torchrun-restart-keyerror-then-truncated-ckpt/logs" --no-history --format json
 check "restarts: each attempt has its own cause and rank, and the verdict is the last attempt's" /usr/bin/python3 -c '
