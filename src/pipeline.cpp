@@ -180,6 +180,7 @@ collector::stream collector::open_stream(const ingest::source& raw_src) {
       st.display.replace(pos, raw.size(), *st.hint.host);
   }
   if (st.hint.epoch_seconds) st.stream_ts = normalize::timestamp{*st.hint.epoch_seconds};
+  st.attempt = st.hint.attempt;
   st.source_id = static_cast<std::uint32_t>(impl_->in.source_names.size());
   if (impl_->in.source_names.size() < UINT32_MAX) impl_->in.source_names.push_back(st.display);
   if (st.hint.host) impl_->in.hosts.insert(*st.hint.host);
@@ -454,8 +455,8 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     bool was_idle = ex->idle();
     std::size_t exits_before = in.exits.size();
     ex->feed(meta.body, line_no, note, in.exits, in.terminated);
-    if (st.hint.attempt)
-      for (auto i = exits_before; i < in.exits.size(); ++i) in.exits[i].attempt = st.hint.attempt;
+    if (st.attempt)
+      for (auto i = exits_before; i < in.exits.size(); ++i) in.exits[i].attempt = st.attempt;
     if (was_idle != ex->idle()) was_idle ? ++st.busy : --st.busy;
   }
   if (!rank && note.rank) rank = note.rank;
@@ -568,13 +569,28 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     f.ts_inherited = inherited;
     f.source = st.display;
     f.line_no = line_no;
-    f.attempt = st.hint.attempt;
+    f.attempt = st.attempt;
     f.text = std::string(text::prefix_utf8(body, 2000));
     if (!note.collective.empty()) f.captured.emplace_back("collective", note.collective);
     in.findings.push_back(std::move(f));
     kept_any = true;
   }
   if (!kept_any) add_suspicious(st, body, meta.level, note.exception_line, rank, line_no);
+  // A restart line (a signature tagged event.restart: torchelastic's "will restart worker group") ends an
+  // attempt: this stream's later lines belong to the next one, and its earlier lines to attempt 0 when
+  // nothing said otherwise.
+  for (const auto& h : hits) {
+    const auto& tags = lib.signatures[static_cast<std::size_t>(h.signature)].tags;
+    if (std::find(tags.begin(), tags.end(), "event.restart") == tags.end()) continue;
+    if (!st.attempt) {
+      for (auto& f : in.findings)
+        if (!f.attempt && f.source == st.display) f.attempt = 0;
+      for (auto& e : in.exits)
+        if (!e.attempt && e.source == st.display) e.attempt = 0;
+    }
+    st.attempt = st.attempt.value_or(0) + 1;
+    break;
+  }
   return in.findings.size() - before;
 }
 

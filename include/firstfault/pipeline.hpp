@@ -115,6 +115,7 @@ class collector {
     std::string last_body;  ///< the last line's body, masked (watch shows it for silent ranks)
     std::uint64_t last_body_line = 0;  ///< its line number
     std::uint32_t source_id = 0;       ///< index of `display` in the inputs' source_names
+    std::optional<int> attempt;  ///< torchrun attempt of the lines read now: attempt_N of the path, or counted from restart lines
     bool last_body_raw = false;  ///< last_body came from a light-path line: masked when the stream closes
     std::string last_raw_host, last_host;  ///< the last host a prefix named in this stream, as read and masked (in the run's host set)
     std::size_t busy = 0;  ///< extractors of this stream with an open record (their lines take the full path)

@@ -174,16 +174,37 @@ context make_context(const inputs& in, const kb::library& lib) {
   for (const auto& e : c.exits)
     if (e.rank) c.all_ranks.insert(*e.rank);
 
-  // De-duplicate: a console log repeats the per-rank files. Key: signature, rank, text (a struct key,
-  // so no character of a line can collide with a separator).
-  std::map<std::tuple<int, int, std::string>, std::size_t> seen;
-  for (auto f : in.findings) {
+  // De-duplicate: a console log repeats the per-rank files. Key: signature, rank, text and restart attempt
+  // (a struct key, so no character of a line can collide with a separator).
+  std::vector<finding> all = in.findings;
+  for (auto& f : all) {
     auto r = c.resolve(f.rank, f.local_rank);
     if (!r) r = to_int(field(f, "rank"));  // the message itself says which rank printed it
     if (!r) r = to_int(field(f, "task"));  // Slurm task id (srun starts one task per rank)
     if (!r) r = to_int(field(f, "tasks"));
     f.rank = r;
-    auto key = std::make_tuple(f.signature, r.value_or(-1), f.text);
+  }
+  // A console line of no known attempt that repeats a per-rank file's line takes that line's attempt; when
+  // the same line is in several attempts, the console's k-th copy is the k-th attempt's (both in order).
+  using twin_key = std::tuple<int, int, std::string>;
+  std::map<twin_key, std::vector<int>> attempts_of;
+  for (const auto& f : all)
+    if (f.attempt) attempts_of[{f.signature, f.rank.value_or(-1), f.text}].push_back(*f.attempt);
+  std::map<twin_key, std::size_t> copies;
+  for (auto& f : all) {
+    if (f.attempt) continue;
+    twin_key k{f.signature, f.rank.value_or(-1), f.text};
+    auto it = attempts_of.find(k);
+    if (it == attempts_of.end()) continue;
+    auto& v = it->second;
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    std::size_t n = copies[k]++;
+    f.attempt = v[std::min(n, v.size() - 1)];
+  }
+  std::map<std::tuple<int, int, std::string, int>, std::size_t> seen;
+  for (auto& f : all) {
+    auto key = std::make_tuple(f.signature, f.rank.value_or(-1), f.text, f.attempt.value_or(-1));
     if (auto it = seen.find(key); it != seen.end()) {
       auto& kept = c.fs[it->second];
       ++kept.duplicates;
@@ -191,7 +212,6 @@ context make_context(const inputs& in, const kb::library& lib) {
         kept.ts = f.ts;
         kept.ts_inherited = false;
       }
-      if (!kept.attempt) kept.attempt = f.attempt;  // the console's copy is of the per-rank file's attempt
       continue;
     }
     seen[key] = c.fs.size();

@@ -377,6 +377,13 @@ assert not any(c["signature"] == "py_keyerror" for c in j["collateral"]), "attem
 check "restarts: the JSON with attempts validates against the schema" sh -c "printf '%s' \"\$1\" | /usr/bin/python3 '$T/cli/validate_report.py' >/dev/null" _ "$out"
 run diagnose "$CORPUS/run3-torchrun-restart-keyerror-then-truncated-ckpt/logs" --no-history
 check "restarts: the text report lists each attempt" sh -c 'printf "%s" "$1" | grep -q "^RESTARTS  torchrun ran 2 attempts" && printf "%s" "$1" | grep -q "attempt 0: rank_exception: .*first failing rank 1"' _ "$out"
+run diagnose "$CORPUS/run4-torchrun-console-restarts-loglevel-info/logs" --no-history --format json
+check "restarts in one console: the agent's restart lines split it into attempts" /usr/bin/python3 -c '
+import json, sys
+a = json.loads(sys.argv[1])["attempts"]
+assert [(x["attempt"], x["kind"]) for x in a] == [(0, "rank_exception"), (1, "disk_full_checkpoint"), (2, "disk_full_checkpoint")], a
+assert a[0]["initiating_rank"] == 1 and a[0]["evidence"]["line"] == 59, a[0]
+' "$out"
 mkdir -p "$tmp/many_empty"
 for i in $(seq 1 40); do mkdir -p "$tmp/many_empty/r$i" && : >"$tmp/many_empty/r$i/stdout.log"; done
 cp "$CORPUS/gh-funasr-2006/logs/"* "$tmp/many_empty/"
