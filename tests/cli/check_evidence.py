@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Reads a firstfault JSON report on stdin; prints every evidence item (any object with a text and a
-file/line) that lacks its file or its line. Exit status 0 either way: the caller collects the output."""
+file/line) that lacks its file or its line, and every verify entry that is not runnable as printed (prose,
+a <placeholder>, '...'). Exit status 0 either way: the caller collects the output."""
 import json
+import re
 import sys
 
 name = sys.argv[1] if len(sys.argv) > 1 else "-"
@@ -24,3 +26,9 @@ def walk(o, path):
 
 
 walk(report, "")
+prose = re.compile(r"^[A-Z][a-z]+ ")
+placeholder = re.compile(r"<[A-Za-z_][A-Za-z0-9_ -]*>")
+for v in report.get("verify") or []:
+    cmd = v.split("  #")[0]
+    if prose.match(cmd) or placeholder.search(cmd) or "..." in cmd:
+        print(f"{name}: verify is not runnable as printed: {v[:100]}")
