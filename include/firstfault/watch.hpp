@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -46,7 +47,13 @@ struct alert {
 struct metrics {
   std::uint64_t lines = 0, bytes = 0;
   std::map<std::string, std::uint64_t> alerts;  ///< by type
-  std::map<std::string, std::uint64_t> hits;    ///< key: signature|kind|rank|host
+  struct hit_key {  // a struct, so no character of a host name can split it
+    std::string signature, kind, rank, host;
+    bool operator<(const hit_key& o) const {
+      return std::tie(signature, kind, rank, host) < std::tie(o.signature, o.kind, o.rank, o.host);
+    }
+  };
+  std::map<hit_key, std::uint64_t> hits;        ///< matched lines by signature, kind, rank ("" if none), host
   std::map<std::string, double> last_line_at;   ///< rank key -> unix seconds of its last line
   std::size_t files = 0;                        ///< log files followed
   bool ready = false;                           ///< the first scan has opened the files (readiness signal)

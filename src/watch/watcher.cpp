@@ -65,17 +65,9 @@ std::string to_prometheus(const metrics& m, double now) {
   o += "# HELP firstfault_alerts_total Alerts raised, by type (failure, update, hang).\n# TYPE firstfault_alerts_total counter\n";
   for (const auto& [t, n] : m.alerts) o += "firstfault_alerts_total{type=\"" + prom_escape(t) + "\"} " + std::to_string(n) + "\n";
   o += "# HELP firstfault_signature_hits_total Lines matched, by signature, kind, rank and host.\n# TYPE firstfault_signature_hits_total counter\n";
-  for (const auto& [k, n] : m.hits) {
-    std::string parts[4];
-    std::size_t start = 0;
-    for (int i = 0; i < 4; ++i) {
-      auto bar = k.find('|', start);
-      parts[i] = k.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
-      start = bar == std::string::npos ? k.size() : bar + 1;
-    }
-    o += "firstfault_signature_hits_total{signature=\"" + prom_escape(parts[0]) + "\",kind=\"" + prom_escape(parts[1]) +
-         "\",rank=\"" + prom_escape(parts[2]) + "\",host=\"" + prom_escape(parts[3]) + "\"} " + std::to_string(n) + "\n";
-  }
+  for (const auto& [k, n] : m.hits)
+    o += "firstfault_signature_hits_total{signature=\"" + prom_escape(k.signature) + "\",kind=\"" + prom_escape(k.kind) +
+         "\",rank=\"" + prom_escape(k.rank) + "\",host=\"" + prom_escape(k.host) + "\"} " + std::to_string(n) + "\n";
   o += "# HELP firstfault_rank_seconds_since_last_line Seconds since each rank last wrote a line.\n# TYPE firstfault_rank_seconds_since_last_line gauge\n";
   for (const auto& [r, t] : m.last_line_at) {
     char b[64];
@@ -253,7 +245,7 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
           for (std::size_t i = fs_.size() - added; i < fs_.size(); ++i) {
             const auto& f = fs_[i];
             const auto& s = lib.signatures[static_cast<std::size_t>(f.signature)];
-            mx.hits[s.name + "|" + s.kind + "|" + (f.rank ? std::to_string(*f.rank) : "") + "|" + f.host.value_or("")]++;
+            mx.hits[{s.name, s.kind, f.rank ? std::to_string(*f.rank) : "", f.host.value_or("")}]++;
           }
         }
         if (added == 0) continue;

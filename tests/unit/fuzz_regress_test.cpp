@@ -37,11 +37,14 @@ std::vector<fs::path> artifacts(const std::string& target) {
 
 TEST(fuzz_regressions, pipeline_inputs_are_diagnosed_and_serialised) {
   const auto& eng = ff::testing::engine();
-  for (const auto& p : artifacts("pipeline")) {
+  auto inputs = artifacts("pipeline");
+  ASSERT_FALSE(inputs.empty()) << "fuzz/regressions/pipeline holds the crashes found so far; none were found";
+  for (const auto& p : inputs) {
     ff::pipeline::options opt;
     opt.ingest.max_line_bytes = 4096;
     auto run = ff::pipeline::diagnose({p.string()}, eng, opt);
     ASSERT_TRUE(run) << p;
+    EXPECT_TRUE(run.value().any_readable) << p;
     EXPECT_NO_THROW((void)ff::report::to_json(run.value()).dump()) << p;
     (void)ff::report::to_terminal(run.value(), {true});
     (void)ff::report::to_markdown(run.value());
@@ -52,19 +55,28 @@ TEST(fuzz_regressions, pipeline_inputs_are_diagnosed_and_serialised) {
 TEST(fuzz_regressions, normalize_and_extract_inputs) {
   const auto& lib = ff::testing::builtin();
   static const auto cat = std::move(ff::normalize::prefix_catalog::load(lib.prefix_files)).value();
+  // The normalize and extract crashes, and every line of the pipeline crashes (lines that reached both).
+  std::vector<std::pair<fs::path, std::string>> texts;
   for (const auto* t : {"normalize", "extract"})
-    for (const auto& p : artifacts(t)) {
-      std::string data = slurp(p);
-      std::string clean = ff::text::sanitize(data);
-      ff::normalize::line_meta m;
-      cat.normalize(clean, m);
-      ff::extract::extractor ex("fuzz");
-      std::vector<ff::extract::exit_record> exits;
-      std::vector<ff::extract::terminated_pid> terms;
-      ff::extract::line_note note;
-      ex.feed(clean, 1, note, exits, terms);
-      SUCCEED();
-    }
+    for (const auto& p : artifacts(t)) texts.emplace_back(p, slurp(p));
+  for (const auto& p : artifacts("pipeline")) {
+    std::istringstream in(slurp(p));
+    for (std::string l; std::getline(in, l);) texts.emplace_back(p, l);
+  }
+  ASSERT_FALSE(texts.empty());
+  for (const auto& [p, data] : texts) {
+    std::string clean = ff::text::sanitize(data);
+    ff::normalize::line_meta m;
+    cat.normalize(clean, m);
+    // Peeling only removes what comes before the message: the body lies inside the line.
+    EXPECT_LE(m.body.size(), clean.size()) << p;
+    EXPECT_NE(clean.find(m.body), std::string::npos) << p;
+    ff::extract::extractor ex("fuzz");
+    std::vector<ff::extract::exit_record> exits;
+    std::vector<ff::extract::terminated_pid> terms;
+    ff::extract::line_note note;
+    EXPECT_NO_THROW(ex.feed(clean, 1, note, exits, terms)) << p;
+  }
 }
 
 TEST(text, prefix_utf8_never_splits_a_character) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "firstfault/text.hpp"
+#include "firstfault/watch.hpp"
 
 TEST(text, sanitize_strips_escape_sequences_and_controls) {
   EXPECT_EQ(ff::text::sanitize("\x1b[31mred\x1b[0m plain\x07"), "red plain");
@@ -65,4 +66,14 @@ TEST(text, is_plain_word_at_a_time_equals_the_byte_rule) {
   }
   EXPECT_GT(plain, 20000u);
   EXPECT_LT(plain, 90000u);
+}
+
+// Metrics labels come from a struct key: a '|' or a quote in a host name stays inside its label.
+TEST(watch_metrics, a_bar_in_a_host_name_stays_in_the_host_label) {
+  ff::watch::metrics m;
+  m.hits[{"cuda_oom", "cuda_oom", "2", "node|a\"b"}] = 3;
+  auto text = ff::watch::to_prometheus(m, 0);
+  EXPECT_NE(text.find(R"(firstfault_signature_hits_total{signature="cuda_oom",kind="cuda_oom",rank="2",host="node|a\"b"} 3)"),
+            std::string::npos)
+      << text;
 }
