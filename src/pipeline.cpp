@@ -102,6 +102,9 @@ status collector::check() const {
 }
 mask::masker& collector::masker() { return impl_->masker; }
 bool collector::reveal() const { return impl_->opt.reveal; }
+std::string collector::host_key(const std::string& real_host) const {
+  return impl_->opt.host_keyer && !real_host.empty() ? impl_->opt.host_keyer(real_host) : std::string();
+}
 const correlate::inputs& collector::inputs() const { return impl_->in; }
 correlate::diagnosis collector::diagnose() const {
   const auto& in = impl_->in;
@@ -700,7 +703,8 @@ void finish(collector& col, run& out) {
   for (const auto& note : col.bound_notes()) out.errors.push_back({"(all inputs)", note, false});
   out.diag = col.diagnose();
   if (out.diag.initiating_host)
-    out.initiating_host_real = masker.enabled() ? masker.original(*out.diag.initiating_host) : *out.diag.initiating_host;
+    out.initiating_host_key =
+        col.host_key(masker.enabled() ? masker.original(*out.diag.initiating_host) : *out.diag.initiating_host);
   if (col.reveal() && masker.enabled())  // the first failing host first, then every other host seen
     for (const auto& h : col.inputs().hosts) {
       std::string real = masker.original(h);

@@ -45,6 +45,9 @@ struct options {
   /// Called after each block of lines and each input with (bytes read so far, inputs started so far);
   /// the CLI draws its progress line with it. Empty: not called.
   std::function<void(std::uint64_t bytes, std::size_t inputs)> progress;
+  /// The history's salted key of a real host name (history::host_key). Called with the first failing host's
+  /// real name, which goes nowhere else: the run and every renderer see only masked names and this key.
+  std::function<std::string(const std::string& real_host)> host_keyer;
 };
 
 struct input_stats {
@@ -60,7 +63,7 @@ struct run {
   bool any_readable = false;
   bool masked = true;                             ///< masking was on
   std::map<std::string, std::size_t> mask_counts; ///< replacements per kind (never the values)
-  std::string initiating_host_real;               ///< for salted history keys only; never rendered
+  std::string initiating_host_key;                ///< options::host_keyer's key of the first failing host ("" without one)
   std::vector<std::pair<std::string, std::string>> revealed;  ///< (token, real host name) with options::reveal only; never rendered
   std::optional<std::int64_t> recurrences;        ///< same kind on the same host in the last `recurrence_days`
   int recurrence_days = 7;
@@ -149,6 +152,7 @@ class collector {
   std::vector<std::string> bound_notes() const;
   mask::masker& masker();
   bool reveal() const;  ///< options::reveal
+  std::string host_key(const std::string& real_host) const;  ///< options::host_keyer, or "" without one
 
  private:
   std::string prepare(std::string_view raw_text);           // sanitise and mask

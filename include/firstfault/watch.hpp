@@ -39,7 +39,7 @@ struct alert {
   std::string type;       ///< failure | update | hang
   nlohmann::json report;  ///< same schema as `diagnose --format json`, plus "alert" {type, detected_at_ms}
   std::string text;       ///< terminal rendering
-  std::string initiating_host_real;  ///< only for the history's salted host key; never rendered
+  std::string initiating_host_key;   ///< the history's salted key of the first failing host (options::host_keyer)
   std::string inputs;                ///< the followed files, masked, "; "-separated
 };
 

@@ -239,6 +239,7 @@ int run_watch(const ff::kb::library& L, const watch_args& a) {
     if (!h) std::fprintf(stderr, "firstfault: %s; alerts are printed but not stored\n", h.error().message.c_str());
     else hs = std::move(h).value();
   }
+  if (hs) opt.pipeline.host_keyer = [hpath](const std::string& real) { return ff::history::host_key(hpath, real); };
   auto sink = [&](const ff::watch::alert& al) {
     std::string js = al.report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     if (a.json) std::cout << js << std::endl;
@@ -266,7 +267,7 @@ int run_watch(const ff::kb::library& L, const watch_args& a) {
       if (al.report["initiating_rank"].is_number_integer()) e.initiating_rank = al.report["initiating_rank"].get<int>();
       if (al.report["initiating_host"].is_string()) e.initiating_host = al.report["initiating_host"].get<std::string>();
       e.report_json = js;
-      e.host_key = ff::history::host_key(hpath, al.initiating_host_real);
+      e.host_key = al.initiating_host_key;
       if (auto st = hs->add(e); !st) std::fprintf(stderr, "firstfault: %s\n", st.error().message.c_str());
     }
   };
@@ -451,6 +452,10 @@ static int run_main(int argc, char** argv) {
     opt.exact = exact;
     opt.learn_lines = learn_lines;
     opt.reveal = reveal;
+    if (!no_history) {  // the first failing host's real name reaches only the history's salted key
+      std::string hp = history_path.empty() ? ff::history::default_path() : history_path;
+      opt.host_keyer = [hp](const std::string& real) { return ff::history::host_key(hp, real); };
+    }
     // A progress line on a terminal, once reading takes more than a second: bytes, inputs, rate.
     const bool show_progress = !quiet && isatty(2);
     const auto started = std::chrono::steady_clock::now();
@@ -487,11 +492,9 @@ static int run_main(int argc, char** argv) {
       if (!h) std::fprintf(stderr, "firstfault: %s; the diagnosis is printed but not stored\n", h.error().message.c_str());
       else hs = std::move(h).value();
     }
-    std::string hkey;
-    if (hs && r.diag.verdict == "failure" && !r.initiating_host_real.empty()) {
-      hkey = ff::history::host_key(hpath, r.initiating_host_real);
+    std::string hkey = r.initiating_host_key;
+    if (hs && r.diag.verdict == "failure" && !hkey.empty())
       if (auto n = hs->recurrences(hkey, r.diag.kind, r.recurrence_days)) r.recurrences = n.value();
-    }
     if (!quiet)
       for (const auto& n : ff::report::note_lines(r.errors)) std::fprintf(stderr, "firstfault: %s\n", ff::text::sanitize(n).c_str());
     if (format == "brief" || brief) std::cout << ff::report::to_brief(r);

@@ -194,7 +194,7 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
         while (!first_brief.empty() && first_brief.back() == '\n') first_brief.pop_back();
       }
     }
-    a.initiating_host_real = r.initiating_host_real;
+    a.initiating_host_key = r.initiating_host_key;
     for (const auto& [p, t] : files) a.inputs += (a.inputs.empty() ? "" : "; ") + t.st.display;
     {
       std::lock_guard<std::mutex> g(mu);
