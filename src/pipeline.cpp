@@ -97,7 +97,7 @@ collector::collector(collector&&) noexcept = default;
 
 status collector::check() const {
   if (auto st = impl_->scratch.ok(); !st) return st;
-  if (!impl_->engine_error.empty()) return error{impl_->engine_error};
+  if (!impl_->engine_error.empty()) return error{impl_->engine_error, errc::engine};
   return impl_->masker.check();
 }
 mask::masker& collector::masker() { return impl_->masker; }

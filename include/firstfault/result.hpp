@@ -15,10 +15,29 @@
 
 namespace ff {
 
+/// What kind of failure an error is (as Hyperscan's hs_error_t or simdjson's error_code say it): callers
+/// decide on the code, never on the message. The CLI's exit status follows it (exit_status).
+enum class errc {
+  failed = 0,      ///< anything else: a bad argument, an input or history problem
+  knowledge_base,  ///< a signature, table or prefix file does not load or compile
+  engine,          ///< Vectorscan or RE2 failed at run time (scratch allocation, scan): no diagnosis can be trusted
+};
+
 /// A user-facing error: `message` names the object (file, signature) and the reason, on one line.
 struct error {
   std::string message;
+  errc code = errc::failed;
 };
+
+/// The process exit status for an error: 2 usage or input, 4 engine failure, 5 knowledge base
+/// (0, 1 and 3 are the verdicts: docs/cli.md).
+inline int exit_status(const error& e) {
+  switch (e.code) {
+    case errc::engine: return 4;
+    case errc::knowledge_base: return 5;
+    default: return 2;
+  }
+}
 
 template <class T>
 class [[nodiscard]] result {

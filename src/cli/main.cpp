@@ -185,7 +185,7 @@ int run_watch(const ff::kb::library& L, const watch_args& a) {
   auto eng = ff::pipeline::engine::build(L);
   if (!eng) {
     std::fprintf(stderr, "firstfault: %s\n", eng.error().message.c_str());
-    return kExitUsage;
+    return ff::exit_status(eng.error());
   }
   ff::watch::options opt;
   opt.paths = a.paths;
@@ -278,7 +278,7 @@ int run_watch(const ff::kb::library& L, const watch_args& a) {
   }
   if (!st) {
     std::fprintf(stderr, "firstfault: %s\n", st.error().message.c_str());
-    return kExitUsage;
+    return ff::exit_status(st.error());
   }
   return 0;
 }
@@ -442,7 +442,7 @@ static int run_main(int argc, char** argv) {
   auto lib = load_kb(kb_dirs);
   if (!lib) {
     std::fprintf(stderr, "firstfault: knowledge base: %s\n", lib.error().message.c_str());
-    return kExitUsage;
+    return ff::exit_status(lib.error());
   }
   const auto& L = lib.value();
 
@@ -481,7 +481,7 @@ static int run_main(int argc, char** argv) {
     if (drawn) std::fprintf(stderr, "\r\033[K");  // clear the progress line before anything else is printed
     if (!run) {
       std::fprintf(stderr, "firstfault: %s\n", run.error().message.c_str());
-      return kExitUsage;
+      return ff::exit_status(run.error());
     }
     auto& r = run.value();
     // History: the recurrence note comes from earlier runs; a history problem never loses the diagnosis.

@@ -66,7 +66,7 @@ result<signature> parse_signature(const std::string& file, const std::string& te
   s.file = file;
   try {
     YAML::Node d = YAML::Load(text);
-    if (!d.IsMap()) return error{file + ": not a YAML mapping"};
+    if (!d.IsMap()) return error{file + ": not a YAML mapping", errc::knowledge_base};
     for (const auto& kv : d) s.field_order.push_back(kv.first.as<std::string>());
     s.title = str(d["title"]);
     s.id = str(d["id"]);
@@ -99,7 +99,7 @@ result<signature> parse_signature(const std::string& file, const std::string& te
     s.extract = str_list(d["extract"]);
     if (auto lk = str(d["lookup"]); !lk.empty()) {
       auto colon = lk.find(':');
-      if (colon == std::string::npos) return error{file + ": lookup must be TABLE:FIELD, got '" + lk + "'"};
+      if (colon == std::string::npos) return error{file + ": lookup must be TABLE:FIELD, got '" + lk + "'", errc::knowledge_base};
       s.lookup_table = lk.substr(0, colon);
       s.lookup_field = lk.substr(colon + 1);
     }
@@ -116,9 +116,9 @@ result<signature> parse_signature(const std::string& file, const std::string& te
       s.negative = examples(d["examples"]["negative"]);
     }
   } catch (const YAML::Exception& e) {
-    return error{file + ":" + std::to_string(e.mark.line + 1) + ": invalid signature: " + e.msg};
+    return error{file + ":" + std::to_string(e.mark.line + 1) + ": invalid signature: " + e.msg, errc::knowledge_base};
   }
-  if (s.name.empty()) return error{file + ": signature has no name"};
+  if (s.name.empty()) return error{file + ": signature has no name", errc::knowledge_base};
   return s;
 }
 
@@ -209,9 +209,9 @@ result<library> library::from_files(const std::vector<std::pair<std::string, std
         if (t.columns.empty()) { t.columns = cells; continue; }
         if (cells.size() != t.columns.size())
           return error{name + ":" + std::to_string(line_no) + ": " + std::to_string(cells.size()) + " cells, the header has " +
-                       std::to_string(t.columns.size())};
+                       std::to_string(t.columns.size()), errc::knowledge_base};
         auto key = cells[0];
-        if (!t.rows.emplace(key, std::move(cells)).second) return error{name + ":" + std::to_string(line_no) + ": duplicate key " + key};
+        if (!t.rows.emplace(key, std::move(cells)).second) return error{name + ":" + std::to_string(line_no) + ": duplicate key " + key, errc::knowledge_base};
       }
       lib.tables[t.name] = std::move(t);
       continue;
@@ -224,7 +224,7 @@ result<library> library::from_files(const std::vector<std::pair<std::string, std
         if (header) { header = false; continue; }
         if (line.empty()) continue;
         auto t1 = line.find('\t'), t2 = line.find('\t', t1 + 1);
-        if (t1 == std::string::npos || t2 == std::string::npos) return error{name + ": malformed line: " + line};
+        if (t1 == std::string::npos || t2 == std::string::npos) return error{name + ": malformed line: " + line, errc::knowledge_base};
         lib.kinds.push_back({line.substr(0, t1), line.substr(t1 + 1, t2 - t1 - 1), line.substr(t2 + 1)});
       }
       continue;
@@ -242,7 +242,7 @@ result<library> library::from_files(const std::vector<std::pair<std::string, std
       if (!sig) return sig.error();
       parsed.push_back(std::move(sig).value());
     }
-    if (next_sig >= parsed.size()) return error{name + ": signature files counted and read disagree (knowledge base cache)"};
+    if (next_sig >= parsed.size()) return error{name + ": signature files counted and read disagree (knowledge base cache)", errc::knowledge_base};
     signature s = cached ? std::move(parsed[next_sig]) : parsed[next_sig];
     ++next_sig;
     auto it = std::find_if(lib.signatures.begin(), lib.signatures.end(), [&](const signature& o) { return o.name == s.name; });
@@ -267,7 +267,7 @@ result<library> library::load(bool builtin, const std::vector<std::string>& extr
       files.emplace_back(std::string("builtin:") + detail::kEmbedded[i].name, std::string(detail::kEmbedded[i].text));
   for (const auto& dir : extra_dirs) {
     std::error_code ec;
-    if (!fs::is_directory(dir, ec)) return error{dir + ": --kb expects a directory of signature files"};
+    if (!fs::is_directory(dir, ec)) return error{dir + ": --kb expects a directory of signature files", errc::knowledge_base};
     std::vector<fs::path> paths;
     for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
@@ -279,7 +279,7 @@ result<library> library::load(bool builtin, const std::vector<std::string>& extr
     std::sort(paths.begin(), paths.end());
     for (const auto& p : paths) {
       std::ifstream in(p, std::ios::binary);
-      if (!in) return error{p.string() + ": cannot read"};
+      if (!in) return error{p.string() + ": cannot read", errc::knowledge_base};
       std::ostringstream ss;
       ss << in.rdbuf();
       auto rel = fs::relative(p, dir).string();

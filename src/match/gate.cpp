@@ -179,7 +179,7 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
     std::string msg = err && err->message ? err->message : "compile failed";
     std::string which = err && err->expression >= 0 ? exprs[static_cast<std::size_t>(err->expression)] : "";
     hs_free_compile_error(err);
-    return error{"the scan gate does not compile in Vectorscan: " + msg + (which.empty() ? "" : ": " + which)};
+    return error{"the scan gate does not compile in Vectorscan: " + msg + (which.empty() ? "" : ": " + which), errc::knowledge_base};
   }
   if (!cache.empty()) detail::store_cached(cache, db);
   g.db_ = db;
@@ -199,7 +199,7 @@ gate_scratch::~gate_scratch() {
 
 result<bool> gate::hit(std::string_view line, gate_scratch& s) const {
   if (!db_) return true;
-  if (!s.hs_) return error{"Vectorscan could not allocate the gate's scratch space (hs_alloc_scratch returned " + std::to_string(s.alloc_rc_) + ")"};
+  if (!s.hs_) return error{"Vectorscan could not allocate the gate's scratch space (hs_alloc_scratch returned " + std::to_string(s.alloc_rc_) + ")", errc::engine};
   bool any = false;
   auto on_match = [](unsigned, unsigned long long, unsigned long long, unsigned, void* ctx) -> int {
     *static_cast<bool*>(ctx) = true;
@@ -208,7 +208,7 @@ result<bool> gate::hit(std::string_view line, gate_scratch& s) const {
   hs_error_t rc = hs_scan(static_cast<hs_database_t*>(db_), line.data(),
                           static_cast<unsigned>(std::min<std::size_t>(line.size(), 0xFFFFFFFFu)), 0,
                           static_cast<hs_scratch_t*>(s.hs_), on_match, &any);
-  if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) return error{"Vectorscan gate scan failed (hs_scan returned " + std::to_string(rc) + ")"};
+  if (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) return error{"Vectorscan gate scan failed (hs_scan returned " + std::to_string(rc) + ")", errc::engine};
   return any;
 }
 
@@ -216,8 +216,8 @@ status gate::hit_lines(std::string_view block, const std::vector<std::uint32_t>&
                        gate_scratch& s) const {
   hit.assign(starts.size(), db_ ? 0 : 1);
   if (!db_ || starts.empty()) return ok();
-  if (!s.hs_) return error{"Vectorscan could not allocate the gate's scratch space (hs_alloc_scratch returned " + std::to_string(s.alloc_rc_) + ")"};
-  if (block.size() > 0xFFFFFFFFu) return error{"gate block larger than 4 GiB"};
+  if (!s.hs_) return error{"Vectorscan could not allocate the gate's scratch space (hs_alloc_scratch returned " + std::to_string(s.alloc_rc_) + ")", errc::engine};
+  if (block.size() > 0xFFFFFFFFu) return error{"gate block larger than 4 GiB", errc::engine};
   struct ctx_t {
     const std::vector<std::uint32_t>& starts;
     std::vector<char>& hit;
@@ -241,7 +241,7 @@ status gate::hit_lines(std::string_view block, const std::vector<std::uint32_t>&
   };
   hs_error_t rc = hs_scan(static_cast<hs_database_t*>(db_), block.data(), static_cast<unsigned>(block.size()), 0,
                           static_cast<hs_scratch_t*>(s.hs_), on_match, &ctx);
-  if (rc != HS_SUCCESS) return error{"Vectorscan gate scan failed (hs_scan returned " + std::to_string(rc) + ")"};
+  if (rc != HS_SUCCESS) return error{"Vectorscan gate scan failed (hs_scan returned " + std::to_string(rc) + ")", errc::engine};
   return ok();
 }
 

@@ -139,11 +139,11 @@ result<matcher> matcher::compile(const kb::library& lib) {
   for (const auto& s : lib.signatures) {
     for (const auto& fp : s.fingerprints)
       if (const auto& re = im.fp_re[fi++]->get(); !re.ok())
-        return error{s.file + ": " + s.name + ": fingerprint does not compile in RE2: " + re.error() + ": " + fp};
+        return error{s.file + ": " + s.name + ": fingerprint does not compile in RE2: " + re.error() + ": " + fp, errc::knowledge_base};
     const auto& exs = im.extract[static_cast<std::size_t>(&s - lib.signatures.data())];
     for (std::size_t k = 0; k < exs.size(); ++k)
       if (const auto& re = exs[k]->get(); !re.ok())
-        return error{s.file + ": " + s.name + ": extract pattern does not compile in RE2: " + re.error() + ": " + s.extract[k]};
+        return error{s.file + ": " + s.name + ": extract pattern does not compile in RE2: " + re.error() + ": " + s.extract[k], errc::knowledge_base};
   }
   if (exprs.empty()) return m;
   std::vector<const char*> cexprs;
@@ -158,7 +158,7 @@ result<matcher> matcher::compile(const kb::library& lib) {
       where = s.file + ": " + s.name + ": ";
     }
     hs_free_compile_error(err);
-    return error{where + "fingerprint does not compile in Vectorscan: " + msg};
+    return error{where + "fingerprint does not compile in Vectorscan: " + msg, errc::knowledge_base};
   }
   if (!cache.empty()) store_cached(cache, im.db);
   return m;
@@ -173,7 +173,7 @@ scratch::scratch(const matcher& m) {
 }
 
 status scratch::ok() const {
-  if (alloc_rc_ != HS_SUCCESS) return error{"Vectorscan could not allocate scratch space (hs_alloc_scratch returned " + std::to_string(alloc_rc_) + ")"};
+  if (alloc_rc_ != HS_SUCCESS) return error{"Vectorscan could not allocate scratch space (hs_alloc_scratch returned " + std::to_string(alloc_rc_) + ")", errc::engine};
   return ff::ok();
 }
 
@@ -212,7 +212,7 @@ status matcher::scan(std::string_view body, scratch& s, std::vector<hit>& out) c
   };
   hs_error_t rc = hs_scan(impl_->db, body.data(), static_cast<unsigned>(std::min<std::size_t>(body.size(), 0xFFFFFFFFu)),
                           0, static_cast<hs_scratch_t*>(s.hs_), on_match, &s.ids_);
-  if (rc != HS_SUCCESS) return error{"Vectorscan scan failed (hs_scan returned " + std::to_string(rc) + ")"};
+  if (rc != HS_SUCCESS) return error{"Vectorscan scan failed (hs_scan returned " + std::to_string(rc) + ")", errc::engine};
   std::sort(s.ids_.begin(), s.ids_.end());
   re2::StringPiece sp(body.data(), body.size());
   int last_sig = -1;
