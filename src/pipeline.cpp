@@ -72,7 +72,7 @@ struct collector::impl {
   // Memory stays bounded however long the input: after kMaxPerKey findings of one signature on one
   // rank, further ones only count as repeats of the last one kept.
   static constexpr int kMaxPerKey = 64;
-  std::map<std::pair<int, int>, std::pair<int, std::size_t>> per_key;  // (signature, rank) -> (count, last index)
+  std::map<std::tuple<int, int, int>, std::pair<int, std::size_t>> per_key;  // (signature, rank, attempt) -> (count, last index)
   std::map<std::string, std::size_t> suspicious_by_template;  // template -> index in in.suspicious
   static constexpr std::size_t kMaxRanks = 16384;  // distinct ranks with their own per-rank state
   // Findings kept in all (each holds up to ~2.3 KB: line, captures, source): past the bound a finding only
@@ -118,9 +118,14 @@ correlate::diagnosis collector::diagnose() const {
   for (const auto& e : in.exits)
     if (e.attempt) attempts.insert(*e.attempt);
   if (attempts.size() < 2) return correlate::correlate(in, lib);
+  // Bounded work and output: the first and the last attempts are diagnosed (a job restarted thousands of
+  // times repeats itself); the report says how many there were.
+  constexpr std::size_t kEnds = 8;
+  std::vector<int> chosen(attempts.begin(), attempts.end());
+  if (chosen.size() > 2 * kEnds) chosen.erase(chosen.begin() + kEnds, chosen.end() - kEnds);
   correlate::diagnosis last;
   std::vector<correlate::diagnosis::attempt_summary> list;
-  for (int a : attempts) {
+  for (int a : chosen) {
     auto one = in;
     one.only_attempt = a;
     auto d = correlate::correlate(std::move(one), lib);
@@ -137,6 +142,7 @@ correlate::diagnosis collector::diagnose() const {
     last = std::move(d);
   }
   last.attempts = std::move(list);
+  last.attempts_total = attempts.size();
   return last;
 }
 
@@ -537,6 +543,23 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     specific_cause_on_line |= hs.is_cause() && hs.priority > 10;
     if (hs.is_cause()) top_cause = std::max(top_cause, hs.priority);
   }
+  // A restart line (a signature tagged event.restart: torchelastic's "Worker group FAILED. K/M attempts
+  // left; will restart worker group") ends an attempt: this stream's later lines belong to attempt M-K+1
+  // (every node's agent prints the same numbers, so a combined srun output counts each restart once).
+  std::optional<int> restart_to;
+  for (const auto& h : hits) {
+    const auto& tags = lib.signatures[static_cast<std::size_t>(h.signature)].tags;
+    if (std::find(tags.begin(), tags.end(), "event.restart") == tags.end()) continue;
+    std::string left, max;
+    for (const auto& [k, v] : h.captured) {
+      if (k == "left") left = v;
+      if (k == "max_restarts") max = v;
+    }
+    long l = std::strtol(left.c_str(), nullptr, 10), m = std::strtol(max.c_str(), nullptr, 10);
+    restart_to = !left.empty() && !max.empty() && m >= l && m - l < 100000 ? static_cast<int>(m - l + 1)
+                                                                          : st.attempt.value_or(0) + 1;
+    break;
+  }
   bool kept_any = false;
   for (auto& h : hits) {
     const auto& sig = lib.signatures[static_cast<std::size_t>(h.signature)];
@@ -546,7 +569,7 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     // One line is one event: a weaker cause on the same line (a generic Xid rule beside the Xid 79
     // rule) describes the same event less precisely.
     if (sig.is_cause() && sig.priority < top_cause) continue;
-    std::pair<int, int> pk{h.signature, rank.value_or(local_rank ? -2 - *local_rank : -1)};
+    std::tuple<int, int, int> pk{h.signature, rank.value_or(local_rank ? -2 - *local_rank : -1), st.attempt.value_or(-1)};
     auto pit = im.per_key.find(pk);
     if (pit == im.per_key.end() && in.findings.size() >= impl::kMaxFindings) {
       im.findings_bound_hit = true;
@@ -579,20 +602,15 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     kept_any = true;
   }
   if (!kept_any) add_suspicious(st, body, meta.level, note.exception_line, rank, line_no);
-  // A restart line (a signature tagged event.restart: torchelastic's "will restart worker group") ends an
-  // attempt: this stream's later lines belong to the next one, and its earlier lines to attempt 0 when
-  // nothing said otherwise.
-  for (const auto& h : hits) {
-    const auto& tags = lib.signatures[static_cast<std::size_t>(h.signature)].tags;
-    if (std::find(tags.begin(), tags.end(), "event.restart") == tags.end()) continue;
+  // After a restart line, and its earlier lines are attempt 0's when nothing said otherwise.
+  if (restart_to && *restart_to > st.attempt.value_or(0)) {
     if (!st.attempt) {
       for (auto& f : in.findings)
         if (!f.attempt && f.source == st.display) f.attempt = 0;
       for (auto& e : in.exits)
         if (!e.attempt && e.source == st.display) e.attempt = 0;
     }
-    st.attempt = st.attempt.value_or(0) + 1;
-    break;
+    st.attempt = restart_to;
   }
   return in.findings.size() - before;
 }

@@ -111,7 +111,8 @@ struct diagnosis {
     std::optional<int> initiating_rank;
     std::optional<evidence> first;  ///< the attempt's first root-cause line
   };
-  std::vector<attempt_summary> attempts;
+  std::vector<attempt_summary> attempts;  ///< at most the first 8 and the last 8 when there are more
+  std::size_t attempts_total = 0;         ///< attempts seen in the inputs (0: one attempt, or not known)
 };
 
 struct inputs {

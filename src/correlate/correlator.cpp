@@ -183,17 +183,29 @@ diagnosis correlate(inputs in, const kb::library& lib) {
           summary_suffix = " However, " + k->second + ".";
           break;
         }
+    // The line's own fields fill the sentence: the lead line, or the first evidence line that has any of
+    // them. Never one field from one line and the next from another (a pid of one kill with the name of
+    // another process).
+    const finding* fields_from = lead;
+    {
+      std::vector<std::string> names;
+      std::string_view t = root_sig->root_cause;
+      for (auto open = t.find('{'); open != std::string_view::npos; open = t.find('{', open + 1))
+        if (auto close = t.find('}', open); close != std::string_view::npos) names.emplace_back(t.substr(open + 1, close - open - 1));
+      auto has_any = [&](const finding& f) {
+        return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return !field(f, n).empty(); });
+      };
+      if (!has_any(*lead))
+        for (const auto* f : ev)
+          if (has_any(*f)) { fields_from = f; break; }
+    }
     auto value = [&](const std::string& name) -> std::string {
       if (name == "backend") return backend();
       if (name == "rank") return init_rank ? std::to_string(*init_rank) : (lead->rank ? std::to_string(*lead->rank) : "");
       if (name == "host") return d.initiating_host.value_or(lead->host.value_or(""));
       if (name == "ts") return format_time(lead->ts);
       if (name.rfind("lookup.", 0) == 0) return key.empty() ? "" : lib.lookup(*root_sig, key, name.substr(7));
-      auto v = field(*lead, name);
-      if (v.empty())
-        for (const auto* f : ev)
-          if (!(v = field(*f, name)).empty()) break;
-      return v;
+      return field(*fields_from, name);
     };
     // A value this run does not have is not shown as "(unknown)": the sentence is said without it.
     d.summary = text::fill_sentence(root_sig->root_cause, value);
@@ -307,11 +319,13 @@ diagnosis correlate(inputs in, const kb::library& lib) {
     static const re2::RE2 id_re(R"(^(\d+(?:_\d+)?))");
     static const re2::RE2 name_re(R"((?:^|/)slurm-(\d+(?:_\d+)?)\.out$)");
     std::string job_id;
+    // A job id the log text states wins over a file name; the file of the root-cause evidence wins over others.
     for (const auto& f : fs) {
-      for (const char* k : {"jobid", "job_id"})
+      for (const char* k : {"jobid", "job_id", "stepid", "step_id"})
         if (auto v = field(f, k); !v.empty() && re2::RE2::PartialMatch(v, id_re, &job_id)) break;
       if (!job_id.empty()) break;
     }
+    if (job_id.empty() && !d.evidence_lines.empty()) re2::RE2::PartialMatch(d.evidence_lines.front().source, name_re, &job_id);
     for (const auto& n : in.source_names)
       if (job_id.empty()) re2::RE2::PartialMatch(n, name_re, &job_id);
     if (!job_id.empty())

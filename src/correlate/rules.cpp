@@ -185,7 +185,8 @@ context make_context(const inputs& in, const kb::library& lib) {
     f.rank = r;
   }
   // A console line of no known attempt that repeats a per-rank file's line takes that line's attempt; when
-  // the same line is in several attempts, the console's k-th copy is the k-th attempt's (both in order).
+  // the same line is in the files several times, the console's k-th copy is the k-th file line's attempt
+  // (both in order: an attempt that printed it twice takes two copies).
   using twin_key = std::tuple<int, int, std::string>;
   std::map<twin_key, std::vector<int>> attempts_of;
   for (const auto& f : all)
@@ -197,11 +198,24 @@ context make_context(const inputs& in, const kb::library& lib) {
     auto it = attempts_of.find(k);
     if (it == attempts_of.end()) continue;
     auto& v = it->second;
-    std::sort(v.begin(), v.end());
-    v.erase(std::unique(v.begin(), v.end()), v.end());
+    std::sort(v.begin(), v.end());  // stable order of attempts; repeats kept
     std::size_t n = copies[k]++;
     f.attempt = v[std::min(n, v.size() - 1)];
   }
+  // Any other line of no attempt with a wall-clock time (an agent line of the console) belongs to the
+  // attempt that had started by then: the latest attempt whose first timed line is not after it.
+  std::map<int, double> attempt_start;
+  for (const auto& f : all)
+    if (f.attempt && f.ts && f.ts->kind == timestamp::clock::wall) {
+      auto [it, fresh] = attempt_start.emplace(*f.attempt, f.ts->seconds);
+      if (!fresh) it->second = std::min(it->second, f.ts->seconds);
+    }
+  if (attempt_start.size() >= 2)
+    for (auto& f : all) {
+      if (f.attempt || !f.ts || f.ts->kind != timestamp::clock::wall) continue;
+      for (const auto& [a, start] : attempt_start)
+        if (start <= f.ts->seconds + 0.001) f.attempt = a;
+    }
   std::map<std::tuple<int, int, std::string, int>, std::size_t> seen;
   for (auto& f : all) {
     auto key = std::make_tuple(f.signature, f.rank.value_or(-1), f.text, f.attempt.value_or(-1));
@@ -347,14 +361,21 @@ const std::vector<root_rule>& root_rules() {
        [](const context& ctx, const finding& root) -> const finding* {
          // Only the OOM killer's report has this shape; elsewhere a later line with a pid is a later event
          // (Xid 43's channel reset after Xid 13 names the process, but Xid 13 is the fault).
+         // The header is "COMM invoked oom-killer: ..."; the victim line is the next kill line of the same
+         // file before another header (another event).
          const auto& rs = ctx.sig(root);
-         if (rs.kind != "host_oom_sigkill" || !field(root, "pid").empty()) return nullptr;
+         if (rs.kind != "host_oom_sigkill" || !field(root, "pid").empty() ||
+             root.text.find("invoked oom-killer") == std::string::npos)
+           return nullptr;
+         const finding* best = nullptr;
+         std::uint64_t next_header = root.line_no + 400;
          for (const auto& f : ctx.fs) {
            if (&f == &root || f.source != root.source || f.line_no <= root.line_no || f.line_no > root.line_no + 400) continue;
+           if (f.text.find("invoked oom-killer") != std::string::npos) next_header = std::min(next_header, f.line_no);
            const auto& s = ctx.sig(f);
-           if (s.is_cause() && s.kind == rs.kind && !field(f, "pid").empty()) return &f;
+           if (s.is_cause() && s.kind == rs.kind && !field(f, "pid").empty() && (!best || f.line_no < best->line_no)) best = &f;
          }
-         return nullptr;
+         return best && best->line_no < next_header ? best : nullptr;
        }},
   };
   return rules;
@@ -615,12 +636,18 @@ const std::vector<inference_rule>& inference_rules() {
          // Uneven inputs only when the ranks said so: the silent rank planned a different number of steps
          // (its "N batches" or "i/N" lines). A rank that is merely a step behind is what a straggler looks
          // like too, and the straggler's fix (find what that rank was doing) covers both.
+         // Plans are compared only between lines of one shape ("iter i/N" of the same loop): an evaluation
+         // loop's "eval batch 2/400" on one rank says nothing about another rank's "step 1/1000".
          std::optional<long> own_plan, other_plan;
          int other_rank = -1;
+         std::string own_shape;
+         if (auto it = ctx.activity.find(c); it != ctx.activity.end() && it->second.planned_steps) {
+           own_plan = it->second.planned_steps;
+           own_shape = extract::line_template(it->second.planned_line);
+         }
          for (const auto& [r, act] : ctx.activity) {
-           if (!act.planned_steps) continue;
-           if (r == c) own_plan = act.planned_steps;
-           else if (!other_plan || *act.planned_steps > *other_plan) { other_plan = act.planned_steps; other_rank = r; }
+           if (!act.planned_steps || r == c || extract::line_template(act.planned_line) != own_shape) continue;
+           if (!other_plan || *act.planned_steps > *other_plan) { other_plan = act.planned_steps; other_rank = r; }
          }
          inf.entry = "timeout_absent_rank";
          if (own_plan && other_plan && *own_plan != *other_plan) {
@@ -675,9 +702,15 @@ const std::vector<inference_rule>& inference_rules() {
        [](const context& ctx) -> std::optional<inference> {
          auto v = timeouts(ctx);
          if (v.timed_out.empty() || !v.absent.empty()) return std::nullopt;
+         // Only plans stated by lines of one shape (the most common one) are compared: see timeout_absent_rank.
+         std::map<std::string, int> shapes;
+         for (const auto& [r, act] : ctx.activity)
+           if (act.planned_steps) ++shapes[extract::line_template(act.planned_line)];
+         if (shapes.empty()) return std::nullopt;
+         auto shape = std::max_element(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
          std::map<long, std::vector<int>> by_plan;
          for (const auto& [r, act] : ctx.activity)
-           if (act.planned_steps) by_plan[*act.planned_steps].push_back(r);
+           if (act.planned_steps && extract::line_template(act.planned_line) == shape) by_plan[*act.planned_steps].push_back(r);
          if (by_plan.size() < 2) return std::nullopt;
          inference inf;
          inf.entry = "timeout_absent_rank_uneven_steps";

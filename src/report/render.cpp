@@ -158,9 +158,13 @@ std::vector<std::string> attempt_lines(const correlate::diagnosis& d) {
   std::vector<std::string> out;
   if (d.attempts.empty()) return out;
   out.push_back("");
-  out.push_back(fmt::format("RESTARTS  torchrun ran {} attempts; the verdict above is attempt {}'s, the one that ended the job",
-                            d.attempts.size(), d.attempts.back().attempt));
-  for (const auto& a : d.attempts) {
+  std::size_t total = std::max(d.attempts_total, d.attempts.size());
+  out.push_back(fmt::format("RESTARTS  the logs hold {} torchrun attempts; the verdict above is attempt {}'s, the one that ended the job",
+                            total, d.attempts.back().attempt));
+  for (std::size_t i = 0; i < d.attempts.size(); ++i) {
+    const auto& a = d.attempts[i];
+    if (i > 0 && total > d.attempts.size() && i == d.attempts.size() / 2)
+      out.push_back(fmt::format("  ... {} attempts in between not shown", total - d.attempts.size()));
     std::string what = a.verdict == "failure" ? a.kind + ": " + a.title : a.verdict;
     std::string who = a.initiating_rank ? "rank " + std::to_string(*a.initiating_rank) : "rank unknown";
     out.push_back(fmt::format("  attempt {}: {}, first failing {}", a.attempt, what, who));
@@ -303,6 +307,7 @@ nlohmann::json to_json(const pipeline::run& r) {
   j["verify_where"] = d.verify_where;
   if (!d.launcher_note.empty()) j["launcher_note"] = d.launcher_note;
   if (!d.attempts.empty()) {
+    j["attempts_total"] = std::max(d.attempts_total, d.attempts.size());
     j["attempts"] = nlohmann::json::array();
     for (const auto& a : d.attempts)
       j["attempts"].push_back({{"attempt", a.attempt}, {"verdict", a.verdict}, {"kind", a.kind}, {"title", a.title},

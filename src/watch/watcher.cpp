@@ -147,6 +147,7 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
 
   std::optional<std::string> alerted_sig;
   std::optional<int> alerted_rank;
+  int alerted_attempt = 0;  // the torchrun attempt the failure alert was about: a restart starts afresh
   std::size_t alerted_collateral = 0;
   bool pending_update = false;
   double last_update = 0;
@@ -259,6 +260,7 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
             auto r = emit(alerted_sig ? "update" : "failure", "");
             alerted_sig = d.signature;
             alerted_rank = d.initiating_rank;
+            for (const auto& [p2, t2] : files) alerted_attempt = std::max(alerted_attempt, t2.st.attempt.value_or(0));
             alerted_collateral = r.diag.collateral.size();
             last_update = now_unix();
             continue;
@@ -322,12 +324,17 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
     // Silence: one rank quiet while others write, or everyone quiet after having written. A rank that
     // failed (a cause line or a non-zero exit) is not hanging, and once a failure was alerted the job's
     // silence is its end, not a hang.
+    // After a torchrun restart, the new attempt is watched afresh: only its failures count.
+    int cur_attempt = 0;
+    for (const auto& [p2, t2] : files) cur_attempt = std::max(cur_attempt, t2.st.attempt.value_or(0));
+    const bool failure_alerted = alerted_sig && alerted_attempt >= cur_attempt;
     std::set<std::string> failed;
     for (const auto& f : col.inputs().findings)
-      if (f.rank && lib.signatures[static_cast<std::size_t>(f.signature)].is_cause()) failed.insert("rank " + std::to_string(*f.rank));
+      if (f.rank && f.attempt.value_or(0) == cur_attempt && lib.signatures[static_cast<std::size_t>(f.signature)].is_cause())
+        failed.insert("rank " + std::to_string(*f.rank));
     for (const auto& e : col.inputs().exits)
-      if (e.rank && e.exitcode && *e.exitcode != 0) failed.insert("rank " + std::to_string(*e.rank));
-    if (last_any > 0 && last_line_at.size() > 1 && !alerted_sig) {
+      if (e.rank && e.attempt.value_or(0) == cur_attempt && e.exitcode && *e.exitcode != 0) failed.insert("rank " + std::to_string(*e.rank));
+    if (last_any > 0 && last_line_at.size() > 1 && !failure_alerted) {
       for (const auto& [key, at] : last_line_at) {
         if (failed.count(key)) continue;
         bool others_active = false;
@@ -340,7 +347,7 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
         }
       }
     }
-    if (last_any > 0 && now - last_any > opt.silence_s && !all_silent_reported && !alerted_sig) {
+    if (last_any > 0 && now - last_any > opt.silence_s && !all_silent_reported && !failure_alerted) {
       all_silent_reported = true;
       std::string extra = "possible hang: every rank has been silent for " + std::to_string(static_cast<int>(now - last_any)) + " s; last lines:\n";
       for (const auto& [k, l] : last_line_of) extra += "  " + k + ": " + l + "\n";

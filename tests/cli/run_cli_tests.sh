@@ -376,13 +376,26 @@ assert not any(c["signature"] == "py_keyerror" for c in j["collateral"]), "attem
 ' "$out"
 check "restarts: the JSON with attempts validates against the schema" sh -c "printf '%s' \"\$1\" | /usr/bin/python3 '$T/cli/validate_report.py' >/dev/null" _ "$out"
 run diagnose "$CORPUS/run3-torchrun-restart-keyerror-then-truncated-ckpt/logs" --no-history
-check "restarts: the text report lists each attempt" sh -c 'printf "%s" "$1" | grep -q "^RESTARTS  torchrun ran 2 attempts" && printf "%s" "$1" | grep -q "attempt 0: rank_exception: .*first failing rank 1"' _ "$out"
+check "restarts: the text report lists each attempt" sh -c 'printf "%s" "$1" | grep -q "^RESTARTS  the logs hold 2 torchrun attempts" && printf "%s" "$1" | grep -q "attempt 0: rank_exception: .*first failing rank 1"' _ "$out"
 run diagnose "$CORPUS/run4-torchrun-console-restarts-loglevel-info/logs" --no-history --format json
 check "restarts in one console: the agent's restart lines split it into attempts" /usr/bin/python3 -c '
 import json, sys
 a = json.loads(sys.argv[1])["attempts"]
 assert [(x["attempt"], x["kind"]) for x in a] == [(0, "rank_exception"), (1, "disk_full_checkpoint"), (2, "disk_full_checkpoint")], a
 assert a[0]["initiating_rank"] == 1 and a[0]["evidence"]["line"] == 59, a[0]
+' "$out"
+# Two nodes' agents in one combined output print the same restart line: one restart, not two.
+{
+  echo "[default1]:KeyError: 10"
+  echo "INFO:torch.distributed.elastic.agent.server.api:[default] Worker group FAILED. 3/3 attempts left; will restart worker group"
+  echo "INFO:torch.distributed.elastic.agent.server.api:[default] Worker group FAILED. 3/3 attempts left; will restart worker group"
+  echo "[default0]:RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory"
+} >"$tmp/two_agents.log"
+run diagnose "$tmp/two_agents.log" --no-history --format json
+check "restarts: the same restart line from two agents is one restart (attempt M-K+1)" /usr/bin/python3 -c '
+import json, sys
+j = json.loads(sys.argv[1])
+assert [x["attempt"] for x in j["attempts"]] == [0, 1] and j["attempts_total"] == 2, j.get("attempts")
 ' "$out"
 mkdir -p "$tmp/many_empty"
 for i in $(seq 1 40); do mkdir -p "$tmp/many_empty/r$i" && : >"$tmp/many_empty/r$i/stdout.log"; done
