@@ -408,6 +408,8 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
   auto rs_it = st.ranks.find(code);
   if (rs_it == st.ranks.end()) {
     std::string key = rank_key(rank, local_rank);
+    // A rank's activity is kept per torchrun attempt ("r3@1"): a restarted rank starts its record afresh.
+    if (!key.empty() && st.attempt) key += "@" + std::to_string(*st.attempt);
     if (!key.empty() && in.activity.size() >= impl::kMaxRanks && !in.activity.count(key)) {
       im.rank_bound_hit = true;
       code = 0;  // the stream-level state, as for a line with no rank
@@ -610,7 +612,26 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
       for (auto& e : in.exits)
         if (!e.attempt && e.source == st.display) e.attempt = 0;
     }
+    const bool was_known = st.attempt.has_value();
     st.attempt = restart_to;
+    for (auto& [code, rs] : st.ranks) {  // the next attempt's activity records start afresh
+      if (rs.key.empty()) continue;
+      if (!was_known && rs.key.find('@') == std::string::npos) {  // what this rank wrote so far was attempt 0
+        // Moved, not erased: another stream's rank state may point at the entry (std::map nodes are stable).
+        auto it = in.activity.find(rs.key);
+        if (it != in.activity.end() && !in.activity.count(rs.key + "@0")) {
+          in.activity.emplace(rs.key + "@0", std::move(it->second));
+          it->second = correlate::rank_activity{};
+          if (auto d = im.deferred_last.find(rs.key); d != im.deferred_last.end()) {
+            im.deferred_last[rs.key + "@0"] = d->second;
+            d->second = false;
+          }
+        }
+      }
+      rs.key = rs.key.substr(0, rs.key.find('@')) + "@" + std::to_string(*st.attempt);
+      rs.act = nullptr;
+      rs.deferred = nullptr;
+    }
   }
   return in.findings.size() - before;
 }

@@ -119,7 +119,7 @@ struct inputs {
   std::vector<finding> findings;
   std::vector<extract::exit_record> exits;
   std::vector<extract::terminated_pid> terminated;
-  std::map<std::string, rank_activity> activity;  ///< key "r<rank>" or "l<local_rank>"
+  std::map<std::string, rank_activity> activity;  ///< key "r<rank>" or "l<local_rank>", "@<attempt>" appended when known
   std::vector<suspicious_line> suspicious;  ///< one entry per template, in order of first appearance
   std::uint64_t benign_lines = 0;  ///< lines a benign signature explained (known harmless warnings)
   std::map<int, std::set<int>> local_to_rank;  ///< learnt from lines that carry both; >1 rank = ambiguous (several nodes)

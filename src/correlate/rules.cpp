@@ -146,6 +146,9 @@ context make_context(const inputs& in, const kb::library& lib) {
   for (auto& e : c.exits)
     if (!e.rank) e.rank = c.resolve(std::nullopt, e.local_rank);
   for (const auto& [key, act] : in.activity) {
+    // "r3@1": rank 3 in attempt 1; no "@": attempt not known, kept for every attempt
+    if (auto at = key.find('@'); at != std::string::npos && in.only_attempt && std::stoi(key.substr(at + 1)) != *in.only_attempt)
+      continue;
     int v = std::stoi(key.substr(1));
     auto r = key[0] == 'r' ? std::optional<int>(v) : c.resolve(std::nullopt, v);
     if (!r) continue;
