@@ -98,7 +98,10 @@ class line_reader {
 };
 
 /// Derives rank/local rank/host hints from a path (torchrun layout, rankN, node/worker names).
-source_hint hints_from_path(std::string_view path);
+/// `below` is the part of the path under the input the user named (a directory argument's subpath, or a
+/// file argument's own name): only there can a "rank3" name a rank, so a job directory called
+/// "test-rank1/" above the logs does not make every file rank 1's. Empty: the whole path.
+source_hint hints_from_path(std::string_view path, std::string_view below = {});
 
 /// True for names that look like logs (.log .txt .out .err .json, no extension, dmesg/syslog/messages,
 /// and compressed or archived forms of these). Used when walking directories and archives.

@@ -281,6 +281,15 @@ struct reader_ctx {
   const visit_fn& visit;
   std::vector<input_error>& errors;
   bool stop = false;
+  std::string root;  ///< the input argument being read (its subpaths may name ranks, its ancestors may not)
+
+  std::string below(const std::string& path) const {
+    if (!root.empty() && path.size() > root.size() + 1 && path.compare(0, root.size(), root) == 0 &&
+        (path[root.size()] == '/' || root.back() == '/'))
+      return path.substr(root.size() + (path[root.size()] == '/' ? 1 : 0));
+    auto slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);  // a file argument: its own name
+  }
 };
 
 // Reads one stream (already positioned) with binary/empty checks and the visitor.
@@ -405,7 +414,7 @@ void read_with_libarchive(reader_ctx& ctx, const std::string& path, bool is_stdi
     source src;
     if (raw) {
       src.display = is_stdin ? "<stdin>" : path;
-      src.hint = hints_from_path(path);
+      src.hint = hints_from_path(path, ctx.below(path));
     } else {
       const char* name = archive_entry_pathname(entry);
       std::string member = name ? name : "?";
@@ -510,7 +519,7 @@ bool looks_like_log_name(std::string_view name_in) {
   return false;
 }
 
-source_hint hints_from_path(std::string_view path) {
+source_hint hints_from_path(std::string_view path, std::string_view below) {
   source_hint h;
   static const re2::RE2 torchrun(R"(attempt_(\d+)/(\d+)/(?:stdout|stderr)\.log$)");
   static const re2::RE2 errjson(R"(attempt_(\d+)/(\d+)/error\.json$)");
@@ -527,7 +536,8 @@ source_hint hints_from_path(std::string_view path) {
     h.error_json = true;
   }
   int r = 0;
-  if (re2::RE2::PartialMatch(sp, rank, &r)) h.rank = r;
+  re2::StringPiece scope = below.empty() ? sp : re2::StringPiece(below.data(), below.size());
+  if (re2::RE2::PartialMatch(scope, rank, &r)) h.rank = r;
   std::string hs;
   if (!h.rank && re2::RE2::PartialMatch(sp, host, &hs)) h.host = hs;
   return h;
@@ -539,6 +549,7 @@ std::vector<input_error> read_inputs(const std::vector<std::string>& paths, cons
   reader_ctx ctx{opt, visit, errors};
   for (const auto& p : paths) {
     if (ctx.stop) break;
+    ctx.root = p;
     read_path(ctx, fs::path(p), true);
   }
   return errors;

@@ -710,3 +710,32 @@ TEST(changing_input, file_growing_while_read_is_read_to_some_end) {
 }
 
 }  // namespace
+
+TEST(hints_from_path, a_rank_only_below_the_input_the_user_named) {
+  // "job-rank1/" above the logs is the job's name, not rank 1 (every file there was taken for rank 1's).
+  auto h = ff::ingest::hints_from_path("runs/job-rank1/logs/console.log", "console.log");
+  EXPECT_FALSE(h.rank);
+  auto h2 = ff::ingest::hints_from_path("runs/job-rank1/logs/rank3/stdout.log", "rank3/stdout.log");
+  EXPECT_EQ(h2.rank, 3);
+  auto h3 = ff::ingest::hints_from_path("runs/job-rank1/logs/tl/x/attempt_2/5/stderr.log", "tl/x/attempt_2/5/stderr.log");
+  EXPECT_FALSE(h3.rank);
+  EXPECT_EQ(h3.attempt, 2);
+  EXPECT_EQ(h3.local_rank, 5);
+}
+
+TEST(read_inputs, a_directory_named_like_a_rank_above_the_input_names_no_rank) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("ff-rankdir-" + std::to_string(::getpid())) / "job-rank1" / "logs";
+  fs::create_directories(dir);
+  std::ofstream(dir / "console.log") << "step 1\n";
+  std::ofstream(dir / "rank4.log") << "step 1\n";
+  std::map<std::string, std::optional<int>> ranks;
+  ff::ingest::options opt;
+  (void)ff::ingest::read_inputs({dir.string()}, opt, [&](const ff::ingest::source& s, ff::ingest::line_reader&) {
+    ranks[fs::path(s.display).filename().string()] = s.hint.rank;
+    return true;
+  });
+  fs::remove_all(dir.parent_path().parent_path());
+  EXPECT_FALSE(ranks["console.log"]);
+  EXPECT_EQ(ranks["rank4.log"], 4);
+}
