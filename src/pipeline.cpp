@@ -604,7 +604,8 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     kept_any = true;
   }
   if (!kept_any) add_suspicious(st, body, meta.level, note.exception_line, rank, line_no);
-  // After a restart line, and its earlier lines are attempt 0's when nothing said otherwise.
+  // After a restart line the stream's lines are the next attempt's; its earlier lines are attempt 0's when
+  // nothing said otherwise.
   if (restart_to && *restart_to > st.attempt.value_or(0)) {
     if (!st.attempt) {
       for (auto& f : in.findings)
