@@ -707,13 +707,14 @@ const std::vector<inference_rule>& inference_rules() {
          if (v.timed_out.empty() || !v.absent.empty()) return std::nullopt;
          // Only plans stated by lines of one shape (the most common one) are compared: see timeout_absent_rank.
          std::map<std::string, int> shapes;
+         std::map<int, std::string> shape_of;
          for (const auto& [r, act] : ctx.activity)
-           if (act.planned_steps) ++shapes[extract::line_template(act.planned_line)];
+           if (act.planned_steps) ++shapes[shape_of[r] = extract::line_template(act.planned_line)];
          if (shapes.empty()) return std::nullopt;
          auto shape = std::max_element(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
          std::map<long, std::vector<int>> by_plan;
-         for (const auto& [r, act] : ctx.activity)
-           if (act.planned_steps && extract::line_template(act.planned_line) == shape) by_plan[*act.planned_steps].push_back(r);
+         for (const auto& [r, s] : shape_of)
+           if (s == shape) by_plan[*ctx.activity.at(r).planned_steps].push_back(r);
          if (by_plan.size() < 2) return std::nullopt;
          inference inf;
          inf.entry = "timeout_absent_rank_uneven_steps";

@@ -182,18 +182,19 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
     a.type = type;
     a.report = report::to_json(r);
     a.report["alert"] = {{"type", type}, {"detected_at_ms", static_cast<std::int64_t>(now_unix() * 1000)}};
+    auto brief_of = [](const pipeline::run& run) {
+      std::string b = report::to_brief(run);
+      while (!b.empty() && b.back() == '\n') b.pop_back();
+      return b;
+    };
     if (type == "update") {
-      std::string brief = report::to_brief(r);
-      while (!brief.empty() && brief.back() == '\n') brief.pop_back();
+      std::string brief = brief_of(r);
       a.text = header(type) + ": " + brief +
                (brief == first_brief ? fmt::format(" ({} collateral group(s) now)", r.diag.collateral.size())
                                      : " (was: " + first_brief + ")");
     } else {
       a.text = header(type) + "\n" + extra_text + report::to_terminal(r, {false});
-      if (type == "failure") {
-        first_brief = report::to_brief(r);
-        while (!first_brief.empty() && first_brief.back() == '\n') first_brief.pop_back();
-      }
+      if (type == "failure") first_brief = brief_of(r);
     }
     a.initiating_host_key = r.initiating_host_key;
     for (const auto& [p, t] : files) a.inputs += (a.inputs.empty() ? "" : "; ") + t.st.display;
@@ -328,15 +329,23 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
     int cur_attempt = 0;
     for (const auto& [p2, t2] : files) cur_attempt = std::max(cur_attempt, t2.st.attempt.value_or(0));
     const bool failure_alerted = alerted_sig && alerted_attempt >= cur_attempt;
-    std::set<std::string> failed;
-    for (const auto& f : col.inputs().findings)
-      if (f.rank && f.attempt.value_or(0) == cur_attempt && lib.signatures[static_cast<std::size_t>(f.signature)].is_cause())
-        failed.insert("rank " + std::to_string(*f.rank));
-    for (const auto& e : col.inputs().exits)
-      if (e.rank && e.attempt.value_or(0) == cur_attempt && e.exitcode && *e.exitcode != 0) failed.insert("rank " + std::to_string(*e.rank));
+    // The failed ranks are looked up only when a rank has been silent long enough to matter (not every poll).
+    std::optional<std::set<std::string>> failed;
+    auto has_failed = [&](const std::string& key) {
+      if (!failed) {
+        failed.emplace();
+        for (const auto& f : col.inputs().findings)
+          if (f.rank && f.attempt.value_or(0) == cur_attempt && lib.signatures[static_cast<std::size_t>(f.signature)].is_cause())
+            failed->insert("rank " + std::to_string(*f.rank));
+        for (const auto& e : col.inputs().exits)
+          if (e.rank && e.attempt.value_or(0) == cur_attempt && e.exitcode && *e.exitcode != 0)
+            failed->insert("rank " + std::to_string(*e.rank));
+      }
+      return failed->count(key) > 0;
+    };
     if (last_any > 0 && last_line_at.size() > 1 && !failure_alerted) {
       for (const auto& [key, at] : last_line_at) {
-        if (failed.count(key)) continue;
+        if (now - at <= opt.silence_s || hang_reported.count(key) || has_failed(key)) continue;
         bool others_active = false;
         for (const auto& [k2, at2] : last_line_at) others_active |= (k2 != key && now - at2 < opt.silence_s);
         if (now - at > opt.silence_s && others_active && !hang_reported.count(key)) {
