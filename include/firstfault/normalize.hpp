@@ -121,5 +121,10 @@ class prefix_learner {
 /// The learnable token at the start of `line` and its shape (digit runs as '#'); empty when none.
 /// Exposed for tests.
 std::pair<std::string_view, std::string> leading_token(std::string_view line);
+namespace detail {
+/// Bytes of the token's raw extent (before the message-word and digit checks), by a hand scan on ASCII
+/// text or by the regexp (`by_regex`, or when the first 96 bytes hold a non-ASCII byte). Tests compare.
+std::size_t leading_token_extent(std::string_view line, bool by_regex);
+}  // namespace detail
 
 }  // namespace ff::normalize

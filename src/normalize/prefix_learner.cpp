@@ -7,15 +7,88 @@
 
 namespace ff::normalize {
 
+namespace {
+// RE2's \w and \s, in ASCII (the hand scan below runs only on ASCII text)
+bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool space_char(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }
+bool token_char(char c) { return word_char(c) || c == '.' || c == '@' || c == '-'; }
+
+constexpr std::size_t kTokenWindow = 96;  // bytes of the line the token is looked for in
+
+// The token's extent by the regexp; `in` is at most kTokenWindow bytes.
+std::size_t token_by_regex(std::string_view in) {
+  static const re2::RE2 tok(R"(^(\[[^\[\]\s]{1,48}\](?:<\w{1,8}>)?:? ?|[\w.@-]{1,48}: |[\w.@-]{1,48} \| ))");
+  re2::StringPiece sp(in.data(), in.size()), m;
+  return re2::RE2::PartialMatch(sp, tok, &m) ? m.size() : 0;
+}
+
+// The same extent by hand, for ASCII text: each alternative is deterministic (every repeated class
+// excludes the byte that ends it), so leftmost-first is "the first alternative that fits, each optional
+// part taken when present". extract_test compares the two on generated tokens.
+std::size_t token_by_hand(std::string_view in) {
+  std::size_t n = in.size();
+  if (n > 0 && in[0] == '[') {
+    std::size_t k = 1;
+    while (k < n && in[k] != '[' && in[k] != ']' && !space_char(in[k])) ++k;
+    if (k < n && in[k] == ']' && k - 1 >= 1 && k - 1 <= 48) {
+      std::size_t e = k + 1;
+      if (e < n && in[e] == '<') {
+        std::size_t j = e + 1;
+        while (j < n && word_char(in[j])) ++j;
+        if (j < n && in[j] == '>' && j - e - 1 >= 1 && j - e - 1 <= 8) e = j + 1;
+      }
+      if (e < n && in[e] == ':') ++e;
+      if (e < n && in[e] == ' ') ++e;
+      return e;
+    }
+  }
+  std::size_t k = 0;
+  while (k < n && token_char(in[k])) ++k;
+  if (k < 1 || k > 48) return 0;
+  if (k + 1 < n && in[k] == ':' && in[k + 1] == ' ') return k + 2;
+  if (k + 2 < n && in[k] == ' ' && in[k + 1] == '|' && in[k + 2] == ' ') return k + 3;
+  return 0;
+}
+
+bool ascii(std::string_view s) {
+  for (char c : s)
+    if (static_cast<unsigned char>(c) >= 0x80) return false;
+  return true;
+}
+
+// A token holding a message word is the message, not a prefix ("ERROR: ", "[WARN]").
+bool has_message_word(std::string_view t) {
+  static constexpr std::string_view kWords[] = {"error", "warn", "fatal", "critical", "info", "debug",
+                                                "exception", "traceback", "usage", "note", "hint"};
+  for (std::size_t i = 0; i < t.size(); ++i)
+    for (auto w : kWords) {
+      if (i + w.size() > t.size()) continue;
+      std::size_t j = 0;
+      while (j < w.size() && std::tolower(static_cast<unsigned char>(t[i + j])) == w[j]) ++j;
+      if (j == w.size()) return true;
+    }
+  return false;
+}
+}  // namespace
+
+std::size_t detail::leading_token_extent(std::string_view line, bool by_regex) {
+  std::string_view in = line.substr(0, kTokenWindow);
+  return by_regex || !ascii(in) ? token_by_regex(in) : token_by_hand(in);
+}
+
 std::pair<std::string_view, std::string> leading_token(std::string_view line) {
   // Shapes a wrapper adds: "[anything]" (":"/space after), "word: ", "word | ", "[n]<stream>".
-  static const re2::RE2 tok(R"(^(\[[^\[\]\s]{1,48}\](?:<\w{1,8}>)?:? ?|[\w.@-]{1,48}: |[\w.@-]{1,48} \| ))");
-  re2::StringPiece in(line.data(), std::min<std::size_t>(line.size(), 96)), m;
-  if (!re2::RE2::PartialMatch(in, tok, &m)) return {};
-  std::string_view t(m.data(), m.size());
+  std::size_t len = detail::leading_token_extent(line, false);
+  if (len == 0) return {};
+  std::string_view t = line.substr(0, len);
   if (t.size() >= line.size()) return {};  // the token is the whole line: nothing to peel off
-  static const re2::RE2 words(R"((?i)error|warn|fatal|critical|info|debug|exception|traceback|usage|note|hint)");
-  if (re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), words)) return {};
+  // (?i) on ASCII text folds ASCII letters only (RE2's other folds, such as U+017F to 's', need a
+  // non-ASCII byte, and such tokens take the regexp).
+  if (ascii(t) ? has_message_word(t) : [&] {
+        static const re2::RE2 words(R"((?i)error|warn|fatal|critical|info|debug|exception|traceback|usage|note|hint)");
+        return re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), words);
+      }())
+    return {};
   bool digit = false;
   std::string shape;
   for (std::size_t i = 0; i < t.size(); ++i) {

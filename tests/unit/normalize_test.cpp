@@ -653,3 +653,43 @@ TEST(normalize_shortcuts, the_capture_memo_agrees_with_re2_on_the_corpus) {
   EXPECT_GT(lines, 10000u);
   EXPECT_GT(peeled, 3000u);
 }
+
+// leading_token() scans by hand on ASCII text; the regexp it replaces is the reference. Tokens are
+// generated from the bytes that decide each alternative ('[', ']', '<', '>', ':', '|', spaces, word
+// characters), at lengths around the {1,48} and {1,8} bounds and the 96-byte window.
+TEST(prefix_learner, leading_token_hand_scan_equals_regexp) {
+  static const char kAlphabet[] = "[]<>:| \t.@-_aZ09x";
+  std::uint64_t seed = 12345;
+  auto next = [&] {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<std::size_t>(seed >> 33);
+  };
+  std::vector<std::string> lines = {"[rank3]: x", "[default0]:y", "[1,2]<stdout>:z", "node-1: a", "w | b", "[x]",
+                                    std::string(48, 'a') + ": m", std::string(49, 'a') + ": m",
+                                    "[" + std::string(48, 'b') + "] m", "[" + std::string(49, 'b') + "] m",
+                                    "[a]<" + std::string(8, 'c') + ">: m", "[a]<" + std::string(9, 'c') + ">: m",
+                                    std::string(95, 'q') + ": ", "[" + std::string(94, 'q') + "]"};
+  for (int i = 0; i < 200000; ++i) {
+    std::string l;
+    std::size_t len = next() % 110;
+    bool runs = next() % 2;  // long runs of one byte reach the bounds
+    while (l.size() < len) {
+      char c = kAlphabet[next() % (sizeof kAlphabet - 1)];
+      l.append(runs ? next() % 60 + 1 : 1, c);
+    }
+    l.resize(len);
+    lines.push_back(std::move(l));
+  }
+  for (const auto& l : lines)
+    ASSERT_EQ(ff::normalize::detail::leading_token_extent(l, false), ff::normalize::detail::leading_token_extent(l, true))
+        << "line: '" << l << "'";
+}
+
+TEST(prefix_learner, leading_token_message_words_any_case) {
+  EXPECT_TRUE(ff::normalize::leading_token("[ErRoR1]: x").first.empty());
+  EXPECT_TRUE(ff::normalize::leading_token("Traceback7: x").first.empty());
+  EXPECT_EQ(ff::normalize::leading_token("[job7]: x").first, "[job7]: ");
+  EXPECT_EQ(ff::normalize::leading_token("[job7]: x").second, "[job#]: ");
+  EXPECT_EQ(ff::normalize::leading_token("w3 | x").first, "w3 | ");
+  EXPECT_TRUE(ff::normalize::leading_token("Epoch: 3").first.empty());  // a bare word is a message
+}
