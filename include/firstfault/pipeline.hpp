@@ -48,6 +48,11 @@ struct options {
   /// The history's salted key of a real host name (history::host_key). Called with the first failing host's
   /// real name, which goes nowhere else: the run and every renderer see only masked names and this key.
   std::function<std::string(const std::string& real_host)> host_keyer;
+  /// Threads for `diagnose`: 1 reads and matches on the calling thread; 2 (the default, 0, on a machine
+  /// with two cores or more) reads, cuts blocks and peels prefixes on the calling thread while a second
+  /// thread runs everything else in input order. The report is the same byte for byte (the peel is a pure
+  /// function of the line; every stateful step stays on one thread, in the same order).
+  unsigned threads = 0;
 };
 
 struct input_stats {
@@ -82,12 +87,20 @@ struct engine {
 /// Complete lines read from one stream, kept together so the scan gate runs once per block (up to
 /// kBytes of text, or kLines lines) instead of once per line.
 struct line_block {
-  static constexpr std::size_t kBytes = 1u << 20;
-  static constexpr std::size_t kLines = 16384;
+  static constexpr std::size_t kBytes = 256u << 10;
+  static constexpr std::size_t kLines = 4096;
   std::string text;                     ///< the lines, each followed by '\n'
   std::vector<std::uint32_t> starts;    ///< each line's first byte in `text`
   std::vector<std::uint64_t> line_nos;  ///< each line's number in its input
+  /// With peel(): each line's catalogue peel (valid where `plain[i]`: printable ASCII, the only lines the
+  /// light path takes); bodies point into `text`.
+  std::vector<normalize::line_meta> metas;
+  std::vector<char> plain;
+  bool peeled = false;
   void add(std::string_view line, std::uint64_t line_no);
+  /// Peels every printable-ASCII line with the catalogue (no stream state: the learner's layer is added
+  /// later, in order), so this can run on another thread than the collector.
+  void peel(const normalize::prefix_catalog& prefixes);
   std::string_view line(std::size_t i) const;  ///< line i, without its '\n'
   std::size_t size() const { return starts.size(); }
   bool empty() const { return starts.empty(); }
@@ -141,6 +154,7 @@ class collector {
   /// Records the end of a stream (its last line) for the correlator.
   void close_stream(stream& st);
   const correlate::inputs& inputs() const;
+  bool gated() const;  ///< lines the scan gate does not hit take the light path (not --exact, a gate, no custom mask rules)
   correlate::diagnosis diagnose() const;  ///< correlate over everything so far (does not consume)
   /// The second masking pass over everything kept for the report: host names learnt after a line was
   /// kept (a later SLURM_JOB_NODELIST, MASTER_ADDR, pod/NAME) are replaced there too.
@@ -158,8 +172,10 @@ class collector {
   std::string prepare(std::string_view raw_text);           // sanitise and mask
   void observe(stream& st, std::string_view clean);         // feed the prefix learner
   std::size_t process(stream& st, std::string_view clean, std::uint64_t line_no);
-  // gate_hit, host_hit: the gates' verdicts when a block scan has them (0 or 1), -1 to scan the line here
-  std::size_t add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit, int host_hit);
+  // gate_hit, host_hit: the gates' verdicts when a block scan has them (0 or 1), -1 to scan the line here;
+  // peeled, plain: line_block::peel()'s results for the line (nullptr, -1: compute them here)
+  std::size_t add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit, int host_hit,
+                             const normalize::line_meta* peeled, int plain);
   // `meta`: the line already peeled (peel()); its body points into the caller's text.
   std::size_t process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light);
   void peel(const stream& st, std::string_view text, normalize::line_meta& meta) const;  // catalogue, then learnt prefixes

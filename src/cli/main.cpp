@@ -318,6 +318,9 @@ static int run_main(int argc, char** argv) {
   diag->add_flag("--reveal", reveal, "after the report, print the real host name behind each masked token (on this terminal only: never stored or sent)");
   bool exact = false;
   diag->add_flag("--exact", exact, "read every line in full (reference mode; default: scan first, read in full only lines that can matter)");
+  unsigned threads = 0;
+  diag->add_option("--threads,-j", threads, "1: read and match on one thread; 2: read and peel on one, the rest on another (the report is the same; default: 2 on a machine with two cores or more)")
+      ->check(CLI::Range(0u, 2u));
   std::size_t learn_lines = 256;
   diag->add_option("--learn-lines", learn_lines, "lines of each input read first to learn unknown prefixes (testing)")->group("");
   bool no_history = false;
@@ -451,6 +454,7 @@ static int run_main(int argc, char** argv) {
     opt.ingest.max_line_bytes = max_line_kib << 10;
     opt.exact = exact;
     opt.learn_lines = learn_lines;
+    opt.threads = threads;
     opt.reveal = reveal;
     if (!no_history) {  // the first failing host's real name reaches only the history's salted key
       std::string hp = history_path.empty() ? ff::history::default_path() : history_path;

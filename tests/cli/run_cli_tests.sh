@@ -342,6 +342,10 @@ PY
 stride=1; [ -n "${FF_SANITIZED:-}" ] && stride=10
 check "scan first: gated and --exact reports are the same (corpus, 64-rank console)" \
   env STRIDE=$stride python3 "$T/cli/check_exact_equal.py" "$BIN" "$CORPUS" "$tmp/console64.log"
+# more blocks than the worker's queue holds (2 of 256 KiB), so the reader waits for the collector
+cat "$tmp/console64.log" "$tmp/console64.log" "$tmp/console64.log" > "$tmp/console64x3.log"
+check "two threads: the same bytes as one (corpus, 64-rank console, a console of 26 blocks)" \
+  env STRIDE=$stride python3 "$T/cli/check_threads_equal.py" "$BIN" "$CORPUS" "$tmp/console64.log" "$tmp/console64x3.log"
 
 # --- the CLI behaves like the tools an engineer knows (issue 12) ---
 run --version
