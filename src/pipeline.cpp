@@ -292,9 +292,8 @@ void line_block::peel(const normalize::prefix_catalog& prefixes) {
   plain.assign(size(), 0);
   for (std::size_t i = 0; i < size(); ++i) {
     auto l = line(i);
-    if (!text::is_plain(l)) continue;
-    plain[i] = 1;
-    prefixes.normalize(l, metas[i]);
+    plain[i] = text::is_plain(l) ? 1 : text::is_clean(l) ? 2 : 0;
+    if (plain[i]) prefixes.normalize(l, metas[i]);
   }
   peeled = true;
 }
@@ -325,7 +324,7 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
   auto& im = *impl_;
   // The full path when the line can matter: the gate hits it, a record is open in this stream, the
   // masker's next line depends on this one, or the line holds bytes that sanitising would change.
-  if (plain < 0) plain = text::is_plain(raw_text);
+  if (plain < 0) plain = text::is_plain(raw_text) ? 1 : text::is_clean(raw_text) ? 2 : 0;
   if (!im.light_ok || st.busy > 0 || im.masker.line_state_open() || !plain) return add_line(st, raw_text, line_no);
   if (gate_hit < 0) {
     auto hit = im.eng.gate.hit(raw_text, im.gate_scratch);
@@ -354,7 +353,7 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
     }
   }
   if (escalate) return process(st, prepare(raw_text), line_no);
-  return process(st, meta, line_no, true);
+  return process(st, meta, line_no, true, plain == 1);
 }
 
 void collector::mask_deferred() {
@@ -409,9 +408,10 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
   return process(st, meta, line_no, false);
 }
 
-// `light`: a raw line the scan gate did not hit (add_line_gated): it cannot match, open a record or look
+// `light`: a raw line the scan gate did not hit (add_line_gated), one sanitize() leaves unchanged (`ascii`:
+// printable ASCII, else clean UTF-8 such as a tqdm bar): it cannot match, open a record or look
 // like a failure, so only the per-rank facts are kept, and its text is masked only if it is kept.
-std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light) {
+std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light, bool ascii) {
   auto& im = *impl_;
   auto& in = im.in;
   const auto& lib = *im.eng.lib;
@@ -526,7 +526,7 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     act.last_source = st.source_id;
     act.last_line_no = line_no;
     *rs.deferred = light;
-    auto prog = extract::read_progress(body, light);  // a light-path line is plain ASCII
+    auto prog = extract::read_progress(body, ascii);
     if (prog.step) act.last_step = prog.step;
     if (prog.planned && prog.planned != act.planned_steps) {  // rare: kept as evidence for uneven plans
       act.planned_steps = prog.planned;

@@ -92,13 +92,13 @@ struct line_block {
   std::string text;                     ///< the lines, each followed by '\n'
   std::vector<std::uint32_t> starts;    ///< each line's first byte in `text`
   std::vector<std::uint64_t> line_nos;  ///< each line's number in its input
-  /// With peel(): each line's catalogue peel (valid where `plain[i]`: printable ASCII, the only lines the
-  /// light path takes); bodies point into `text`.
+  /// With peel(): `plain[i]` 1 for printable ASCII, 2 for other text sanitize() leaves unchanged, 0 else
+  /// (the light path takes only 1 and 2), and each such line's catalogue peel; bodies point into `text`.
   std::vector<normalize::line_meta> metas;
   std::vector<char> plain;
   bool peeled = false;
   void add(std::string_view line, std::uint64_t line_no);
-  /// Peels every printable-ASCII line with the catalogue (no stream state: the learner's layer is added
+  /// Peels every line sanitize() leaves unchanged with the catalogue (no stream state: the learner's layer is added
   /// later, in order), so this can run on another thread than the collector.
   void peel(const normalize::prefix_catalog& prefixes);
   std::string_view line(std::size_t i) const;  ///< line i, without its '\n'
@@ -177,7 +177,7 @@ class collector {
   std::size_t add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit, int host_hit,
                              const normalize::line_meta* peeled, int plain);
   // `meta`: the line already peeled (peel()); its body points into the caller's text.
-  std::size_t process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light);
+  std::size_t process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light, bool ascii = false);
   void peel(const stream& st, std::string_view text, normalize::line_meta& meta) const;  // catalogue, then learnt prefixes
   void peel_learnt(const stream& st, normalize::line_meta& meta) const;  // a learnt prefix left on meta.body
   void add_suspicious(const stream& st, std::string_view body, char level, bool exception_line, std::optional<int> rank,

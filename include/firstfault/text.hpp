@@ -12,8 +12,11 @@ namespace ff::text {
 /// two-byte ESC forms) and other C0/C1 control characters except tab, and replaces bytes that are not
 /// valid UTF-8 with U+FFFD. Returns the number of invalid UTF-8 sequences replaced in *invalid.
 std::string sanitize(std::string_view raw, std::size_t* invalid = nullptr);
-/// True when sanitize() would return `raw` unchanged: printable ASCII and tabs only.
+/// True when `raw` is printable ASCII and tabs only (then sanitize() returns it unchanged).
 bool is_plain(std::string_view raw);
+/// True exactly when sanitize() would return `raw` unchanged: is_plain(), or valid UTF-8 without ESC, other
+/// C0/C1 controls, DEL or bidirectional controls (a tqdm bar's block characters, accented names).
+bool is_clean(std::string_view raw);
 
 /// The first at most n bytes of s, cut back to a UTF-8 character boundary (never splits a character).
 std::string_view prefix_utf8(std::string_view s, std::size_t n);

@@ -56,6 +56,34 @@ bool is_plain(std::string_view s) {
   return true;
 }
 
+namespace {
+// The bidirectional controls sanitize() shows escaped (ALM U+061C, LRM/RLM U+200E/F, U+202A-U+202E,
+// U+2066-U+2069), given the first bytes of an n-byte UTF-8 sequence.
+bool is_bidi(unsigned char c, unsigned char c1, unsigned char c2, std::size_t n) {
+  if (n == 2) return c == 0xD8 && c1 == 0x9C;
+  if (n != 3 || c != 0xE2) return false;
+  if (c1 == 0x80) return c2 == 0x8E || c2 == 0x8F || (c2 >= 0xAA && c2 <= 0xAE);
+  return c1 == 0x81 && c2 >= 0xA6 && c2 <= 0xA9;
+}
+}  // namespace
+
+bool is_clean(std::string_view s) {
+  if (is_plain(s)) return true;
+  for (std::size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\t') || c == 0x7F) return false;  // ESC and every other control is removed
+      ++i;
+      continue;
+    }
+    std::size_t n = utf8_len(s, i);
+    if (n == 0) return false;  // replaced by U+FFFD
+    if (is_bidi(c, static_cast<unsigned char>(s[i + 1]), n == 3 ? static_cast<unsigned char>(s[i + 2]) : 0, n)) return false;
+    i += n;
+  }
+  return true;
+}
+
 std::string sanitize(std::string_view s, std::size_t* invalid) {
   // Fast path: printable ASCII and tabs only (most log lines) need no work.
   if (is_plain(s)) {
@@ -89,11 +117,8 @@ std::string sanitize(std::string_view s, std::size_t* invalid) {
     if (n >= 2) {  // Unicode bidirectional controls reorder what the reader sees: shown escaped, never applied
       auto c1 = static_cast<unsigned char>(s[i + 1]);
       auto c2 = n == 3 ? static_cast<unsigned char>(s[i + 2]) : 0;
-      unsigned cp = 0;
-      if (n == 2 && c == 0xD8 && c1 == 0x9C) cp = 0x061C;  // ARABIC LETTER MARK
-      if (n == 3 && c == 0xE2 && c1 == 0x80 && (c2 == 0x8E || c2 == 0x8F || (c2 >= 0xAA && c2 <= 0xAE))) cp = 0x2000 + (c2 - 0x80);
-      if (n == 3 && c == 0xE2 && c1 == 0x81 && c2 >= 0xA6 && c2 <= 0xA9) cp = 0x2040 + (c2 - 0x80);
-      if (cp) {
+      if (is_bidi(c, c1, c2, n)) {
+        unsigned cp = n == 2 ? 0x061C : (c1 == 0x80 ? 0x2000 : 0x2040) + (c2 - 0x80u);
         char buf[16];
         std::snprintf(buf, sizeof buf, "<U+%04X>", cp);
         out += buf;

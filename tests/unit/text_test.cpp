@@ -77,3 +77,31 @@ TEST(watch_metrics, a_bar_in_a_host_name_stays_in_the_host_label) {
             std::string::npos)
       << text;
 }
+
+// is_clean() decides the light path for non-ASCII lines: it must be true exactly when sanitize() returns
+// the line unchanged. Pieces: ASCII, tab, CR, ESC sequences, DEL, valid 2/3/4-byte characters (a tqdm
+// block, e-acute, an emoji), C1 controls, bidi controls, overlong and truncated sequences, stray bytes.
+TEST(text, is_clean_exactly_when_sanitize_changes_nothing) {
+  const std::vector<std::string> pieces = {"a", "Z", " ", "\t", "\r", "\x1b[31m", "\x1b]0;t\x07", "\x7f", "\xe2\x96\x88",
+                                           "\xc3\xa9", "\xf0\x9f\x98\x80", "\xc2\x85", "\xc2\xa0", "\xe2\x80\xae",
+                                           "\xe2\x81\xa6", "\xd8\x9c", "\xe2\x80\x8e", "\xe2\x80\xa9", "\xc0\xaf",
+                                           "\xe0\x80\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x96", "\xff", "\x80"};
+  std::uint64_t seed = 99;
+  auto next = [&] {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<std::size_t>(seed >> 33);
+  };
+  int clean = 0;
+  for (int i = 0; i < 100000; ++i) {
+    std::string s;
+    std::size_t n = next() % 12;
+    for (std::size_t k = 0; k < n; ++k) s += pieces[next() % (k % 3 == 0 ? pieces.size() : 2)];
+    bool unchanged = ff::text::sanitize(s) == s;
+    clean += unchanged;
+    ASSERT_EQ(ff::text::is_clean(s), unchanged) << "input bytes: " << ::testing::PrintToString(s);
+  }
+  EXPECT_GT(clean, 1000);  // both outcomes are exercised
+  EXPECT_LT(clean, 99000);
+  EXPECT_TRUE(ff::text::is_clean("Epoch 3:  45%|\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88      | 450/1000"));
+  EXPECT_FALSE(ff::text::is_clean("45%|\xe2\x96\x88\r46%|\xe2\x96\x88"));
+}
