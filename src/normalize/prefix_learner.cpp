@@ -2,6 +2,7 @@
 #include <re2/re2.h>
 
 #include <cctype>
+#include <cstring>
 
 #include "firstfault/normalize.hpp"
 
@@ -9,11 +10,14 @@ namespace ff::normalize {
 
 namespace {
 // RE2's \w and \s, in ASCII (the hand scan below runs only on ASCII text)
-bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool word_char(char c) {
+  char l = static_cast<char>(c | 0x20);
+  return (c >= '0' && c <= '9') || (l >= 'a' && l <= 'z') || c == '_';
+}
 bool space_char(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }
 bool token_char(char c) { return word_char(c) || c == '.' || c == '@' || c == '-'; }
 
-constexpr std::size_t kTokenWindow = 96;  // bytes of the line the token is looked for in
+constexpr std::size_t kTokenWindow = prefix_learner::kTokenWindow;
 
 // The token's extent by the regexp; `in` is at most kTokenWindow bytes.
 std::size_t token_by_regex(std::string_view in) {
@@ -119,9 +123,25 @@ std::vector<long> numbers_in(std::string_view t) {
 }
 }  // namespace
 
+const std::pair<std::string_view, std::string>& prefix_learner::token_of(std::string_view line) const {
+  // The collector observes a line, then peels the same bytes: the second call reuses the first's token
+  // (the same bytes: same address, size and first kTokenWindow bytes, which are all leading_token reads
+  // besides the size).
+  std::size_t n = std::min(line.size(), kTokenWindow);
+  if (!(line.data() == memo_ptr_ && line.size() == memo_size_ && std::string_view(memo_bytes_, memo_n_) == line.substr(0, n))) {
+    memo_ptr_ = line.data();
+    memo_size_ = line.size();
+    memo_n_ = n;
+    std::memcpy(memo_bytes_, line.data(), n);
+    auto tok = leading_token(line);
+    memo_tok_ = {tok.first, std::move(tok.second)};
+  }
+  return memo_tok_;
+}
+
 void prefix_learner::observe(std::string_view line) {
   ++lines_;
-  auto [t, shape] = leading_token(line);
+  const auto& [t, shape] = token_of(line);
   if (t.empty()) return;
   if (shapes_.size() >= 64 && !shapes_.count(shape)) return;  // bounded: a log of random tokens learns nothing
   auto& st = shapes_[shape];
@@ -134,7 +154,7 @@ void prefix_learner::observe(std::string_view line) {
 }
 
 bool prefix_learner::peel(std::string_view line, line_meta& out, std::string_view& rest) const {
-  auto [t, shape] = leading_token(line);
+  const auto& [t, shape] = token_of(line);
   if (t.empty()) return false;
   auto it = shapes_.find(shape);
   if (it == shapes_.end()) return false;
