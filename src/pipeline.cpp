@@ -334,7 +334,7 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
     }
     gate_hit = hit.value();
   }
-  if (gate_hit) return add_line(st, raw_text, line_no);
+  if (gate_hit || mask::bracket_host_port_candidate(raw_text)) return add_line(st, raw_text, line_no);
   normalize::line_meta meta;
   if (peeled) meta = *peeled;  // line_block::peel() ran the same catalogue on the same bytes
   else im.eng.prefixes.normalize(raw_text, meta);

@@ -41,6 +41,10 @@ std::vector<std::string> gate_patterns(const options& opt);
 /// The host rules for line-prefix forms (NCCL header, syslog, pdsh), left out of gate_patterns() because
 /// prefix peeling finds the same hosts; checked on a gated-out line only when its peel found no host.
 std::vector<std::string> prefix_host_patterns();
+/// The "[host]:port" rule is left out of gate_patterns() (as a Vectorscan pattern it doubled the gate's
+/// cost on torchrun consoles, where every "[rankN]:" tag starts a candidate): true for every line that
+/// rule could match (a superset, by hand), so the caller reads such a line in full.
+bool bracket_host_port_candidate(std::string_view line);
 
 /// Loads a team config (YAML): `enabled: bool`, `rules: [{name, regex}]`, `keep_hosts: [..]`.
 result<options> load_config(const std::string& path, options base);

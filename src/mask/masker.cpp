@@ -26,6 +26,11 @@ struct rule_def {
   const char* regex;  // group 1, when present, is the part replaced
 };
 
+// "[host]:port" (c10d's "[trainer-0]:29500"). Not in the Vectorscan gate: every "[rankN]:"/"[defaultN]:"
+// tag followed by a date starts a candidate there, which doubled the gate's cost on torchrun consoles;
+// bracket_host_port_candidate() tests it by hand instead.
+constexpr const char* kBracketHostPort = R"(\[([A-Za-z][\w.-]*[\w])\]:\d{2,5}(?:[\s,);]|$))";
+
 // Order matters: secrets before the generic identity rules that could eat part of them.
 const rule_def kRules[] = {
     {"url_credentials", "cred", true, R"(\b[a-zA-Z][a-zA-Z0-9+.-]*://([^\s/:@]+:[^\s/@]+)@)"},
@@ -58,7 +63,7 @@ const rule_def kRules[] = {
     // MASTER_ADDR=host, c10d "[host]:29500" and "(host, 29500)", Kubernetes pod/NAME
     {"hostname", "node", false, R"(\b(?:MASTER_ADDR|MASTER_HOST|RDZV_ENDPOINT|PET_MASTER_ADDR)=([A-Za-z][\w.-]*[\w]))"},
     // c10d "[host]:29500" (not a launcher tag before a time, "[default1]:2026-12-01")
-    {"hostname", "node", false, R"(\[([A-Za-z][\w.-]*[\w])\]:\d{2,5}(?:[\s,);]|$))"},
+    {"hostname", "node", false, kBracketHostPort},
     {"hostname", "node", false, R"(connect to \(([A-Za-z][\w.-]*[\w]), \d{2,5}\))"},
     {"hostname", "node", false, R"(\bpods?/([a-z0-9][a-z0-9.-]*[a-z0-9]))"},
     {"hostname", "node", false, R"((?i)\b((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:com|net|org|io|edu|gov|ai|internal|local|lan|cluster|corp|cloud|compute))\b)"},
@@ -290,10 +295,29 @@ std::vector<std::string> gate_patterns(const options& opt) {
     }
     std::string re = r.regex;
     bool fqdn = std::string(r.kind) == "hostname" && re.find("(?:com|net|org") != std::string::npos;
-    if (!context_free.count(r.kind) && !fqdn && !is_prefix_host_rule(r)) out.push_back(re);
+    if (!context_free.count(r.kind) && !fqdn && !is_prefix_host_rule(r) && r.regex != kBracketHostPort) out.push_back(re);
   }
   for (const auto& c : opt.extra) out.push_back(c.regex);
   return out;
+}
+
+bool bracket_host_port_candidate(std::string_view line) {
+  // A superset of kBracketHostPort: a word character, "]:", 2 to 5 digits, then the end of the line or one
+  // of [\s,);] (the regexp's own '[' and host letters are not checked; the full path decides).
+  auto is_word = [](char c) {
+    char l = static_cast<char>(c | 0x20);
+    return (c >= '0' && c <= '9') || (l >= 'a' && l <= 'z') || c == '_';
+  };
+  for (std::size_t i = line.find("]:"); i != std::string_view::npos; i = line.find("]:", i + 1)) {
+    if (i == 0 || !is_word(line[i - 1])) continue;
+    std::size_t j = i + 2, d = 0;
+    while (j < line.size() && line[j] >= '0' && line[j] <= '9' && d < 6) ++j, ++d;
+    if (d < 2 || d > 5) continue;
+    if (j == line.size()) return true;
+    char c = line[j];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' || c == '\v' || c == ',' || c == ')' || c == ';') return true;
+  }
+  return false;
 }
 
 bool masker::line_state_open() const { return impl_->in_key_block || impl_->secret_at_eol; }

@@ -1,5 +1,6 @@
 // Masking at ingest: planted secrets never reach any output; the diagnosis is the same with masking on.
 #include <gtest/gtest.h>
+#include <re2/re2.h>
 
 #include "test_support.hpp"
 
@@ -273,3 +274,31 @@ TEST(masker_review, hosts_found_by_prefixes_and_paths_are_masked) {
 }
 
 }  // namespace
+
+// The "[host]:port" masking rule is gated by hand (bracket_host_port_candidate): every line the rule's
+// regexp matches must be a candidate. The regexp is copied from masker.cpp's kBracketHostPort.
+TEST(mask_gate, bracket_host_port_candidate_covers_the_rule) {
+  const re2::RE2 rule(R"(\[([A-Za-z][\w.-]*[\w])\]:\d{2,5}(?:[\s,);]|$))");
+  ASSERT_TRUE(rule.ok());
+  const std::vector<std::string> pieces = {"[", "]", ":", "]:", "a", "Zq", "_", "-", ".", "0", "29500", "12",
+                                           "123456", " ", ",", ")", ";", "\t", "x", "[node-1", "[a"};
+  std::uint64_t seed = 7;
+  auto next = [&] {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<std::size_t>(seed >> 33);
+  };
+  int matched = 0;
+  for (int i = 0; i < 200000; ++i) {
+    std::string l;
+    std::size_t n = next() % 10;
+    for (std::size_t k = 0; k < n; ++k) l += pieces[next() % pieces.size()];
+    if (!re2::RE2::PartialMatch(l, rule)) continue;
+    ++matched;
+    ASSERT_TRUE(ff::mask::bracket_host_port_candidate(l)) << "line: '" << l << "'";
+  }
+  EXPECT_GT(matched, 100);
+  EXPECT_TRUE(ff::mask::bracket_host_port_candidate("failed to connect to [trainer-0]:29500 (errno: 111)"));
+  EXPECT_TRUE(ff::mask::bracket_host_port_candidate("[gpu7]:29500"));
+  EXPECT_FALSE(ff::mask::bracket_host_port_candidate("[default0]:2024-11-30 02:13:45,123 INFO step 5"));
+  EXPECT_FALSE(ff::mask::bracket_host_port_candidate("[rank3]:123456 x"));
+}
