@@ -293,7 +293,7 @@ void line_block::peel(const normalize::prefix_catalog& prefixes) {
   for (std::size_t i = 0; i < size(); ++i) {
     auto l = line(i);
     plain[i] = text::is_plain(l) ? 1 : text::is_clean(l) ? 2 : 0;
-    if (plain[i]) prefixes.normalize(l, metas[i]);
+    if (plain[i]) prefixes.normalize_fast(l, metas[i]);
   }
   peeled = true;
 }

@@ -55,6 +55,10 @@ struct line_meta {
   std::uint8_t n_prefixes = 0;              ///< how many of `prefixes` are set (at most prefix_catalog::kMaxLayers)
 };
 
+namespace detail {
+struct layer_fields;  // one prefix match's fields (prefix_catalog.cpp)
+}
+
 struct prefix_def {
   std::string name, title, regex, ts_format;
   bool midline = false;  ///< may also start in the middle of a line (after a tqdm bar glued on)
@@ -71,6 +75,18 @@ class prefix_catalog {
   void set_default_year(int y) { default_year_ = y; }
   /// No memo of prefix captures from now on: every layer's captures come from RE2 (tests compare the two).
   void disable_shortcuts();
+  /// normalize(), through a hand lexer for the commonest layers where it can: torchrun's "[rankN]:" /
+  /// "[defaultN]:" tags, NCCL's "host:pid:tid [dev] " header, and the decision that a body starts with no
+  /// prefix at all (which costs normalize() one RE2::Set search per line, and its mid-line search). Every
+  /// lexer answer is checked against the catalogue the first time its key is seen (tag bytes; host; the
+  /// body's first word and the byte after it) and used only if they agree; anything else falls back to
+  /// normalize(). The lexer's rules were derived from the built-in catalogue, so it is on only for that
+  /// catalogue (lexer_enabled(); a --kb prefix file turns it off). Same result as normalize()
+  /// (normalize_fast test over generated lines and every corpus line).
+  bool normalize_fast(std::string_view line, line_meta& out) const;
+  bool lexer_enabled() const;
+  /// The fingerprint of the catalogue's prefixes (names and regexps) the lexer was written for.
+  std::uint64_t fingerprint() const;
 
   prefix_catalog();
   ~prefix_catalog();
@@ -79,6 +95,7 @@ class prefix_catalog {
 
  private:
   struct impl;
+  bool take(int id, std::string_view rest, detail::layer_fields& fresh, const detail::layer_fields*& f, std::size_t& len) const;
   std::vector<prefix_def> defs_;
   std::unique_ptr<impl> impl_;
   int default_year_ = 2026;

@@ -29,7 +29,16 @@ struct prefix_catalog::impl {
   std::uint64_t generation = 0;
   // Which patterns match a prefix of `text`; false when none.
   bool set_match(re2::StringPiece text, std::vector<int>& hits) const;
+  std::uint64_t fingerprint = 0;  // FNV-1a over every prefix's name and regexp, in order
+  bool lexer_ok = false;          // fingerprint == kLexerCatalogue
 };
+
+namespace {
+// The built-in catalogue (kb/_prefixes) the lexer's rules were derived from. When a prefix file changes,
+// prefix_catalog_test fails until the rules in lex_layer() are re-checked against the new catalogue
+// and this value is updated (the test prints the new one).
+constexpr std::uint64_t kLexerCatalogue = 10101526547518722530ULL;
+}  // namespace
 
 bool prefix_catalog::impl::set_match(re2::StringPiece text, std::vector<int>& hits) const {
   // (A Vectorscan copy of this set, each pattern anchored, was measured: 2.4x the instructions of RE2::Set
@@ -38,15 +47,17 @@ bool prefix_catalog::impl::set_match(re2::StringPiece text, std::vector<int>& hi
   return set->Match(text, &hits) && !hits.empty();
 }
 
-namespace {
 // What one prefix match yields, kept per (prefix, matched bytes).
-struct layer_fields {
+struct detail::layer_fields {
   std::optional<int> rank, local_rank, task;
   std::optional<std::string> host;
   char level = 0;
   bool has_ts = false;
   std::optional<timestamp> ts;
 };
+
+namespace {
+using detail::layer_fields;
 
 // Per thread: the catalogue and default year it was filled for, and (prefix index, matched bytes) -> fields.
 struct layer_memo {
@@ -147,6 +158,12 @@ result<prefix_catalog> prefix_catalog::load(const std::vector<std::pair<std::str
     }
   }
   if (!cat.impl_->set->Compile()) return error{"prefix catalogue: RE2::Set failed to compile (out of memory)"};
+  std::uint64_t h = 1469598103934665603ull;
+  for (const auto& d : cat.defs_)
+    for (const std::string* part : {&d.name, &d.regex, &d.ts_format})
+      for (char ch : *part + '\n') h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+  cat.impl_->fingerprint = h;
+  cat.impl_->lexer_ok = h == kLexerCatalogue;
   // Samples are checked at every load: a prefix that does not peel its own sample is a load error.
   for (const auto& s : samples) {
     line_meta m;
@@ -167,13 +184,92 @@ void prefix_catalog::disable_shortcuts() {
   for (auto& c : impl_->pats) c.memo_ok = false;
 }
 
+namespace {
+std::optional<int> to_int(std::string_view v) {
+  if (v.empty() || v.size() > 9) return std::nullopt;
+  int n = 0;
+  for (char ch : v) {
+    if (ch < '0' || ch > '9') return std::nullopt;
+    n = n * 10 + (ch - '0');
+  }
+  return n;
+}
+
+void apply(line_meta& out, const layer_fields& f, int id, std::size_t len) {
+  // Inner layers are more specific (a [rankN] tag beats a launcher's task label), so later wins.
+  if (f.rank) out.rank = f.rank;
+  if (f.local_rank) out.local_rank = f.local_rank;
+  if (f.task) out.task = f.task;
+  if (f.host) out.host = f.host;
+  if (f.level) out.level = f.level;
+  if (f.has_ts && !out.ts) out.ts = f.ts;
+  out.prefixes[out.n_prefixes++] = static_cast<std::uint16_t>(id);
+  out.body.remove_prefix(len);
+}
+
+layer_memo& thread_memo(std::uint64_t generation, int year) {
+  thread_local layer_memo memo;
+  if (memo.owner != generation || memo.year != year || memo.map.size() >= layer_memo::kMaxEntries) {
+    memo.map.clear();
+    memo.owner = generation;
+    memo.year = year;
+  }
+  return memo;
+}
+}  // namespace
+
+// Prefix `id` at the start of `rest`: its extent and captures, from the memo when the same prefix matched
+// the same bytes before. Exact: with no assertion past the match, the leftmost-first path that ends at the
+// match's end is the same for any text that starts with those bytes (RE2 finds the extent with its DFA,
+// cheaply). False when it yields no extent (normalize() stops peeling there).
+bool prefix_catalog::take(int id, std::string_view rest_v, layer_fields& fresh, const layer_fields*& f, std::size_t& len) const {
+  thread_local std::vector<re2::StringPiece> groups;
+  re2::StringPiece rest(rest_v.data(), rest_v.size());
+  const auto& c = impl_->pats[static_cast<std::size_t>(id)];
+  f = nullptr;
+  len = 0;
+  layer_memo* memo = nullptr;
+  if (c.memo_ok) {
+    re2::StringPiece whole;
+    if (!c.re->Match(rest, 0, rest.size(), re2::RE2::ANCHOR_START, &whole, 1)) return false;
+    len = whole.size();
+    if (len == 0) return false;  // a prefix must consume something
+    memo = &thread_memo(impl_->generation, default_year_);
+    memo->key.assign(reinterpret_cast<const char*>(&id), sizeof id);
+    memo->key.append(rest.data(), len);
+    if (auto it = memo->map.find(memo->key); it != memo->map.end()) {
+      f = &it->second;
+      return true;
+    }
+  }
+  groups.assign(static_cast<std::size_t>(c.n_groups) + 1, re2::StringPiece());
+  if (!c.re->Match(rest, 0, rest.size(), re2::RE2::ANCHOR_START, groups.data(), static_cast<int>(groups.size()))) return false;
+  if (groups[0].size() == 0 || (c.memo_ok && groups[0].size() != len)) return false;  // a prefix must consume something
+  len = groups[0].size();
+  auto grp = [&](int g) -> std::string_view {
+    if (g < 0 || groups[static_cast<std::size_t>(g)].data() == nullptr) return {};
+    auto& sp = groups[static_cast<std::size_t>(g)];
+    return {sp.data(), sp.size()};
+  };
+  fresh = layer_fields{};
+  fresh.rank = to_int(grp(c.g_rank));
+  fresh.local_rank = to_int(grp(c.g_local_rank));
+  fresh.task = to_int(grp(c.g_task));
+  if (auto h = grp(c.g_host); !h.empty()) fresh.host = std::string(h);
+  if (auto l = grp(c.g_level); !l.empty()) fresh.level = l[0];
+  if (auto t = grp(c.g_ts); !t.empty()) {
+    fresh.has_ts = true;
+    fresh.ts = parse_timestamp(c.ts_format, t, default_year_);
+  }
+  f = memo ? &memo->map.emplace(memo->key, fresh).first->second : &fresh;
+  return true;
+}
+
 bool prefix_catalog::normalize(std::string_view line, line_meta& out) const {
   out.body = line;
   bool any = false;
   // scratch reused across calls (one allocation per thread, not per line)
   thread_local std::vector<int> hits;
-  thread_local std::vector<re2::StringPiece> groups;
-  thread_local layer_memo memo;
   bool jumped = false;
   for (int layer = 0; layer < kMaxLayers && !out.body.empty(); ++layer) {
     re2::StringPiece rest(out.body.data(), out.body.size());
@@ -202,67 +298,209 @@ bool prefix_catalog::normalize(std::string_view line, line_meta& out) const {
       if (!found) break;
     }
     int id = *std::min_element(hits.begin(), hits.end());
-    const auto& c = impl_->pats[static_cast<std::size_t>(id)];
-    // The prefix's captures, from the memo when the same prefix matched the same bytes before. Exact:
-    // with no assertion past the match, the leftmost-first path that ends at the match's end is the
-    // same for any text that starts with those bytes (RE2 finds the extent with its DFA, cheaply).
-    const layer_fields* f = nullptr;
     layer_fields fresh;
+    const layer_fields* f = nullptr;
     std::size_t len = 0;
-    if (c.memo_ok) {
-      re2::StringPiece whole;
-      if (!c.re->Match(rest, 0, rest.size(), re2::RE2::ANCHOR_START, &whole, 1)) break;
-      len = whole.size();
-      if (len == 0) break;  // a prefix must consume something
-      if (memo.owner != impl_->generation || memo.year != default_year_ || memo.map.size() >= layer_memo::kMaxEntries) {
-        memo.map.clear();
-        memo.owner = impl_->generation;
-        memo.year = default_year_;
-      }
-      memo.key.assign(reinterpret_cast<const char*>(&id), sizeof id);
-      memo.key.append(rest.data(), len);
-      if (auto it = memo.map.find(memo.key); it != memo.map.end()) f = &it->second;
+    if (!take(id, std::string_view(rest.data(), rest.size()), fresh, f, len)) break;
+    apply(out, *f, id, len);
+    any = true;
+  }
+  return any;
+}
+
+std::uint64_t prefix_catalog::fingerprint() const { return impl_ ? impl_->fingerprint : 0; }
+bool prefix_catalog::lexer_enabled() const { return impl_ && impl_->lexer_ok; }
+
+namespace {
+bool ascii_letter(char c) {
+  char l = static_cast<char>(c | 0x20);
+  return l >= 'a' && l <= 'z';
+}
+bool ascii_digit(char c) { return c >= '0' && c <= '9'; }
+bool word_byte(char c) { return ascii_letter(c) || ascii_digit(c) || c == '_'; }  // RE2's \w
+bool space_byte(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' || c == '\v'; }
+std::size_t digits_at(std::string_view s, std::size_t i) {
+  std::size_t j = i;
+  while (j < s.size() && ascii_digit(s[j])) ++j;
+  return j - i;
+}
+
+// What the lexer checked once against the catalogue, per key (per thread, like layer_memo).
+struct lexer_memo {
+  struct entry {
+    bool agrees = false;  // the catalogue gave what the lexer said; false: always ask the catalogue
+    int id = -1;
+    std::size_t len = 0;  // tags: the catalogue's extent (the key holds every byte it depends on)
+    layer_fields fields;
+  };
+  std::uint64_t owner = 0;
+  int year = 0;
+  std::unordered_map<std::string, entry> map;
+  std::string key;
+  static constexpr std::size_t kMaxEntries = 16384;
+};
+
+// torchrun's tee tags: '[' letters/'_'/'-' digits "]:" and an optional space (kept in the key: whether
+// the catalogue's pattern takes it is its business). The bytes of the key, or 0.
+std::size_t lex_tag(std::string_view r) {
+  if (r.empty() || r[0] != '[') return 0;
+  std::size_t i = 1;
+  while (i < r.size() && i < 48 && (ascii_letter(r[i]) || r[i] == '_' || r[i] == '-')) ++i;
+  std::size_t d = digits_at(r, i);
+  if (d == 0 || d > 9) return 0;
+  i += d;
+  if (i + 1 >= r.size() || r[i] != ']' || r[i + 1] != ':') return 0;
+  i += 2;
+  if (i < r.size() && r[i] == ' ') ++i;
+  return i;
+}
+
+// NCCL's header "host:pid:tid [dev] " with an optional "file.cc:line ": the extent, and the host's length
+// (a letter first: a host of digits could be a time another prefix reads). 0 when not this form.
+std::size_t lex_nccl(std::string_view r, std::size_t& host_len, bool& has_file) {
+  if (r.empty() || !ascii_letter(r[0])) return 0;
+  std::size_t i = 0;
+  while (i < r.size() && i < 128 && (word_byte(r[i]) || r[i] == '.' || r[i] == '-')) ++i;
+  host_len = i;
+  for (int k = 0; k < 2; ++k) {  // ":pid" ":tid"
+    if (i >= r.size() || r[i] != ':') return 0;
+    std::size_t d = digits_at(r, i + 1);
+    if (d == 0) return 0;
+    i += 1 + d;
+  }
+  if (i + 1 >= r.size() || r[i] != ' ' || r[i + 1] != '[') return 0;
+  std::size_t d = digits_at(r, i + 2);
+  if (d == 0) return 0;
+  i += 2 + d;
+  if (i + 1 >= r.size() || r[i] != ']' || r[i + 1] != ' ') return 0;
+  i += 2;
+  // (?:[\w./-]+\.(?:cc|c|h|cpp):\d+ )?: a run of [\w./-] (it holds no ':' or ' ', so the group can only
+  // end it) ending in ".cc", ".c", ".h" or ".cpp" after at least one byte, then ':', digits, ' '.
+  has_file = false;
+  std::size_t j = i;
+  while (j < r.size() && (word_byte(r[j]) || r[j] == '.' || r[j] == '/' || r[j] == '-')) ++j;
+  std::string_view t = r.substr(i, j - i);
+  auto ends = [&](std::string_view ext) { return t.size() > ext.size() && t.substr(t.size() - ext.size()) == ext; };
+  if ((ends(".cc") || ends(".c") || ends(".h") || ends(".cpp")) && j < r.size() && r[j] == ':') {
+    std::size_t dd = digits_at(r, j + 1);
+    if (dd > 0 && j + 1 + dd < r.size() && r[j + 1 + dd] == ' ') {
+      has_file = true;
+      i = j + 1 + dd + 1;
     }
-    if (!f) {
-      groups.assign(static_cast<std::size_t>(c.n_groups) + 1, re2::StringPiece());
-      if (!c.re->Match(rest, 0, rest.size(), re2::RE2::ANCHOR_START, groups.data(), static_cast<int>(groups.size()))) break;
-      if (groups[0].size() == 0 || (c.memo_ok && groups[0].size() != len)) break;  // a prefix must consume something
-      len = groups[0].size();
-      auto grp = [&](int g) -> std::string_view {
-        if (g < 0 || groups[static_cast<std::size_t>(g)].data() == nullptr) return {};
-        auto& sp = groups[static_cast<std::size_t>(g)];
-        return {sp.data(), sp.size()};
-      };
-      auto to_int = [](std::string_view v) -> std::optional<int> {
-        if (v.empty() || v.size() > 9) return std::nullopt;
-        int n = 0;
-        for (char ch : v) {
-          if (ch < '0' || ch > '9') return std::nullopt;
-          n = n * 10 + (ch - '0');
+  }
+  return i;
+}
+
+// A body no built-in prefix can start: a letter first (every other built-in prefix starts with '[', '(',
+// a digit or ':'), not a glog level and digit ("I1206"), not a month or weekday name (syslog and ctime
+// dates), and a first word not followed by ':' (host, facility and NCCL forms: "node-1: ", "kern  :")
+// or '/' (a pod/container tag). The key's length (first word and the byte after it), or 0 when unsure.
+std::size_t lex_no_prefix(std::string_view r) {
+  if (r.empty() || !ascii_letter(r[0])) return 0;
+  if ((r[0] == 'I' || r[0] == 'W' || r[0] == 'E' || r[0] == 'F') && r.size() > 1 && ascii_digit(r[1])) return 0;
+  std::size_t i = 0;
+  while (i < r.size() && (word_byte(r[i]) || r[i] == '.' || r[i] == '-')) ++i;
+  if (i > 48) return 0;
+  std::string_view word = r.substr(0, i);
+  static constexpr std::string_view kDates[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov",
+                                                "Dec", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+  for (auto d : kDates)
+    if (word.substr(0, 3) == d) return 0;
+  if (i < r.size() && (r[i] == ':' || r[i] == '/')) return 0;
+  std::size_t j = i;
+  while (j < r.size() && space_byte(r[j])) ++j;
+  if (j < r.size() && r[j] == ':') return 0;
+  return i < r.size() ? i + 1 : i;
+}
+
+// normalize()'s mid-line search would look at this body ('[' then I, W, E, F or r).
+bool midline_candidate(std::string_view body) {
+  for (std::size_t p = body.find('[', 1); p != std::string_view::npos; p = body.find('[', p + 1)) {
+    char n = p + 1 < body.size() ? body[p + 1] : '\0';
+    if (n == 'I' || n == 'W' || n == 'E' || n == 'F' || n == 'r') return true;
+  }
+  return false;
+}
+}  // namespace
+
+bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const {
+  if (!lexer_enabled()) return normalize(line, out);
+  thread_local lexer_memo memo;
+  if (memo.owner != impl_->generation || memo.year != default_year_ || memo.map.size() >= lexer_memo::kMaxEntries) {
+    memo.map.clear();
+    memo.owner = impl_->generation;
+    memo.year = default_year_;
+  }
+  thread_local std::vector<int> hits;
+  out = line_meta{};
+  out.body = line;
+  bool any = false;
+  // The catalogue's own answer for one layer: 1 a prefix (id, len, f), 0 none matches, -1 normalize()
+  // would stop here without a mid-line search.
+  layer_fields fresh;
+  auto catalogue = [&](std::string_view rest, int& id, std::size_t& len, const layer_fields*& f) {
+    hits.clear();
+    if (!impl_->set_match(re2::StringPiece(rest.data(), rest.size()), hits)) return 0;
+    id = *std::min_element(hits.begin(), hits.end());
+    return take(id, rest, fresh, f, len) ? 1 : -1;
+  };
+  auto fallback = [&] {
+    out = line_meta{};
+    return normalize(line, out);
+  };
+  for (int layer = 0; layer < kMaxLayers && !out.body.empty(); ++layer) {
+    std::string_view rest = out.body;
+    std::size_t k = lex_tag(rest), host_len = 0;
+    bool has_file = false;
+    std::size_t nccl = k ? 0 : lex_nccl(rest, host_len, has_file);
+    std::size_t none = k || nccl ? 0 : lex_no_prefix(rest);
+    if (k || nccl || none) {
+      if (k) memo.key.assign("T").append(rest.substr(0, k));
+      else if (nccl) memo.key.assign(has_file ? "F" : "N").append(rest.substr(0, host_len));
+      else memo.key.assign("0").append(rest.substr(0, none));
+      auto it = memo.map.find(memo.key);
+      if (it == memo.map.end()) {  // first sight: ask the catalogue, keep the answer if the lexer agrees
+        lexer_memo::entry e;
+        int id = -1;
+        std::size_t len = 0;
+        const layer_fields* f = nullptr;
+        int r = catalogue(rest, id, len, f);
+        if (k) e.agrees = r == 1 && (len == k || (rest[k - 1] == ' ' && len == k - 1));
+        else if (nccl) e.agrees = r == 1 && len == nccl && f->host && f->host->size() == host_len && !f->has_ts;
+        else e.agrees = r == 0;
+        if (e.agrees && r == 1) {
+          e.id = id;
+          e.len = len;
+          e.fields = *f;
         }
-        return n;
-      };
-      fresh.rank = to_int(grp(c.g_rank));
-      fresh.local_rank = to_int(grp(c.g_local_rank));
-      fresh.task = to_int(grp(c.g_task));
-      if (auto h = grp(c.g_host); !h.empty()) fresh.host = std::string(h);
-      if (auto l = grp(c.g_level); !l.empty()) fresh.level = l[0];
-      if (auto t = grp(c.g_ts); !t.empty()) {
-        fresh.has_ts = true;
-        fresh.ts = parse_timestamp(c.ts_format, t, default_year_);
+        it = memo.map.emplace(memo.key, std::move(e)).first;
       }
-      if (c.memo_ok) f = &memo.map.emplace(memo.key, std::move(fresh)).first->second;
-      else f = &fresh;
+      const auto& e = it->second;
+      if (!e.agrees) return fallback();
+      if (none) {
+        // No prefix here: normalize() would now search mid-line once; when it would find a candidate,
+        // it decides.
+        if (midline_candidate(out.body)) return fallback();
+        break;
+      }
+      if (nccl) {
+        layer_fields f = e.fields;
+        f.host = std::string(rest.substr(0, host_len));
+        apply(out, f, e.id, nccl);
+      } else {
+        apply(out, e.fields, e.id, e.len);
+      }
+      any = true;
+      continue;
     }
-    // Inner layers are more specific (a [rankN] tag beats a launcher's task label), so later wins.
-    if (f->rank) out.rank = f->rank;
-    if (f->local_rank) out.local_rank = f->local_rank;
-    if (f->task) out.task = f->task;
-    if (f->host) out.host = f->host;
-    if (f->level) out.level = f->level;
-    if (f->has_ts && !out.ts) out.ts = f->ts;
-    out.prefixes[out.n_prefixes++] = static_cast<std::uint16_t>(id);
-    out.body.remove_prefix(len);
+    // A layer the lexer does not know (a timestamp header, a launcher label): the catalogue peels it.
+    int id = -1;
+    std::size_t len = 0;
+    const layer_fields* f = nullptr;
+    int r = catalogue(rest, id, len, f);
+    if (r == 0) return fallback();  // normalize() would search mid-line here
+    if (r < 0) break;
+    apply(out, *f, id, len);
     any = true;
   }
   return any;

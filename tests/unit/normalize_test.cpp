@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "firstfault/kb.hpp"
@@ -692,4 +693,99 @@ TEST(prefix_learner, leading_token_message_words_any_case) {
   EXPECT_EQ(ff::normalize::leading_token("[job7]: x").second, "[job#]: ");
   EXPECT_EQ(ff::normalize::leading_token("w3 | x").first, "w3 | ");
   EXPECT_TRUE(ff::normalize::leading_token("Epoch: 3").first.empty());  // a bare word is a message
+}
+
+namespace {
+std::string describe(const line_meta& m, bool peeled) {
+  std::string s = peeled ? "peeled" : "bare";
+  auto opt = [](const std::optional<int>& v) { return v ? std::to_string(*v) : std::string("-"); };
+  s += " rank=" + opt(m.rank) + " local=" + opt(m.local_rank) + " task=" + opt(m.task);
+  s += " host=" + m.host.value_or("-") + " level=" + std::string(1, m.level ? m.level : '-');
+  if (m.ts) s += " ts=" + std::to_string(m.ts->seconds) + "/" + std::to_string(static_cast<int>(m.ts->kind)) + "/" + std::to_string(m.ts->has_date);
+  s += " prefixes=";
+  for (std::size_t i = 0; i < m.n_prefixes; ++i) s += std::to_string(m.prefixes[i]) + ",";
+  s += " body=[" + std::string(m.body) + "]";
+  return s;
+}
+
+void expect_fast_equals_catalogue(const prefix_catalog& cat, const std::string& line) {
+  line_meta a, b;
+  bool pa = cat.normalize(line, a);
+  bool pb = cat.normalize_fast(line, b);
+  ASSERT_EQ(describe(a, pa), describe(b, pb)) << "line: '" << line << "'";
+}
+}  // namespace
+
+// The lexer's rules were derived from this catalogue: a change to kb/_prefixes turns the lexer off until
+// its rules (prefix_catalog.cpp, lex_tag / lex_nccl / lex_no_prefix) are checked against the new prefixes
+// and kLexerCatalogue is set to the fingerprint printed here.
+TEST(prefix_catalog, lexer_is_on_for_the_builtin_catalogue) {
+  const prefix_catalog* cat = builtin_catalog();
+  ASSERT_NE(cat, nullptr);
+  EXPECT_TRUE(cat->lexer_enabled()) << "built-in catalogue fingerprint: " << cat->fingerprint() << "ULL";
+}
+
+// normalize_fast() is normalize() with shortcuts: the same result on every line of every corpus log (the
+// first 4,000 lines of each file) and on generated lines that combine the lexer's forms with the others.
+TEST(prefix_catalog, normalize_fast_equals_normalize) {
+  const prefix_catalog* cat = builtin_catalog();
+  ASSERT_NE(cat, nullptr);
+  ASSERT_TRUE(cat->lexer_enabled());
+  std::size_t n = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(std::filesystem::path(FF_TEST_DATA) / "corpus")) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream f(e.path());
+    std::string line;
+    for (int i = 0; i < 4000 && std::getline(f, line); ++i, ++n) expect_fast_equals_catalogue(*cat, line);
+  }
+  EXPECT_GT(n, 10000u);
+  const std::vector<std::string> heads = {"[default3]:", "[rank12]:", "[rank12]: ", "[trainer_7]:", "[rank0]:[rank0]: ",
+                                          "[default0]:[W1130 02:00:01.512000 41 x.py:9] ", "[3]:", "[rank1|2]: ", "",
+                                          "[default1]:node-1:123:456 [1] ", "gpu-node-07:2691950:2692341 [7] ",
+                                          "node-1:1:2 [0] ProcessGroupNCCL.cpp:1575 ", "h:1:2 [0] a.c:3 ", "h.x:1:2 [0] .cpp:3 ",
+                                          "2026-03-01 00:00:01,970 | INFO | ", "[2026-03-01 00:00:01,970] [INFO] [logging.py:96:log_dist] ",
+                                          "W1130 02:00:01.512000 4211 torch/distributed/run.py:793] ", "Jan 12 10:00:00 node1 kernel: ",
+                                          "12: ", "node-3: ", "kern  :err  : ", "pod/x [0]:", "E1130 ", "I 12 "};
+  const std::vector<std::string> bodies = {"step 5 loss 2.3", "NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P", "Epoch: 3",
+                                           "node-1:2:3 [0] NCCL WARN x", "kern: x", "host : y", "Jan 12 x", "Sat x", "I1206 x",
+                                           "abc/5 [0]: y", "x [I 1] y", "x [rank3]: y", "x [E1206 12:00:00.000 1 f.cc:1] y",
+                                           "Traceback (most recent call last):", "  File \"x.py\", line 3", "", "a", "local7 : x",
+                                           "ProcessGroupNCCL.cpp:1575 x", "12: x", "[rank4]: y"};
+  for (const auto& h : heads)
+    for (const auto& b : bodies)
+      for (const auto& h2 : {std::string(), std::string("[rank9]:"), std::string("node-2:9:9 [2] ")}) {
+        expect_fast_equals_catalogue(*cat, h + h2 + b);
+        expect_fast_equals_catalogue(*cat, h + b);
+      }
+}
+
+// The lexer checks each key once against the catalogue, then trusts it: its rules must refuse every line
+// whose key could be shared by a line without a prefix and one with. Each pair below has the same key;
+// the first line has no prefix, the second does. Each pair runs on a new thread (a fresh memo).
+TEST(prefix_catalog, normalize_fast_rules_refuse_keys_a_prefix_can_share) {
+  const prefix_catalog* cat = builtin_catalog();
+  ASSERT_NE(cat, nullptr);
+  const std::vector<std::pair<std::string, std::string>> traps = {
+      {"abc/x", "abc/5 [0]: y"},
+      {"node-1:x", "node-1: y"},
+      {"kern x", "kern : err : y"},
+      {"Jan x", "Jan 12 10:00:00 node1 kernel: y"},
+      {"Sat x", "Sat Jan 12 10:00:00 2026 y"},
+      {"I1130 x", "I1130 02:00:01.512000 4211 x.py:1] y"},
+      {"x y", "x [rank3]: y"},
+      {"x y", "x [E1206 12:00:00.000 1 f.cc:1] y"},
+      {"[default1]:x y", "[default1]:x [rank3]: y"},
+  };
+  for (const auto& [first, second] : traps) {
+    std::string got;
+    std::thread t([&, first = first, second = second] {
+      line_meta a, b, c;
+      cat->normalize_fast(first, a);
+      bool pb = cat->normalize_fast(second, b);
+      bool pc = cat->normalize(second, c);
+      if (describe(b, pb) != describe(c, pc)) got = describe(b, pb) + " vs " + describe(c, pc);
+    });
+    t.join();
+    EXPECT_EQ(got, "") << "after '" << first << "', line '" << second << "'";
+  }
 }
