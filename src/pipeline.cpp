@@ -337,7 +337,7 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
   if (gate_hit || mask::bracket_host_port_candidate(raw_text)) return add_line(st, raw_text, line_no);
   normalize::line_meta meta;
   if (peeled) meta = *peeled;  // line_block::peel() ran the same catalogue on the same bytes
-  else im.eng.prefixes.normalize(raw_text, meta);
+  else im.eng.prefixes.normalize_fast(raw_text, meta);  // watch, and lines fed one by one
   st.learner.observe(meta.body);
   peel_learnt(st, meta);  // the catalogue's layers again would peel the same: only what the learner adds
   // An error level in the prefix makes the line suspicious whatever its words: full path (the learner
