@@ -57,6 +57,21 @@ struct line_meta {
 
 namespace detail {
 struct layer_fields;  // one prefix match's fields (prefix_catalog.cpp)
+/// The layers one peel took: prefix id, first byte in the line, length.
+struct layer_trace {
+  std::size_t n = 0;
+  int id[8] = {};
+  std::size_t start[8] = {}, len[8] = {};
+  void add(int i, std::size_t s, std::size_t l) {
+    if (n < 8) id[n] = i, start[n] = s, len[n] = l, ++n;
+  }
+};
+/// True when no atom of the RE2 regexp `re` tells one ASCII digit from another (every literal is not a
+/// digit, every class holds all ten or none; repeat counts and group names may hold digits), except digits
+/// in a literal word with a letter ("c10d"), which are appended to `words` (null: such a word makes it
+/// false). Conservative: constructs it does not read (\x, \p, POSIX classes, backreferences, a repeated
+/// digit) make it false.
+bool digit_blind(const std::string& re, std::vector<std::string>* words = nullptr);
 }
 
 struct prefix_def {
@@ -82,7 +97,9 @@ class prefix_catalog {
   /// body's first word and the byte after it) and used only if they agree; anything else falls back to
   /// normalize(). The lexer's rules were derived from the built-in catalogue, so it is on only for that
   /// catalogue (lexer_enabled(); a --kb prefix file turns it off). Same result as normalize()
-  /// (normalize_fast test over generated lines and every corpus line).
+  /// (normalize_fast test over generated lines and every corpus line). A line of at most 255 bytes whose
+  /// shape (its bytes with every digit written '0') was peeled before takes that peel's layers and group
+  /// spans, and its own values at those spans: exact when every prefix regexp is detail::digit_blind.
   bool normalize_fast(std::string_view line, line_meta& out) const;
   bool lexer_enabled() const;
   /// The fingerprint of the catalogue's prefixes (names and regexps) the lexer was written for.
@@ -96,6 +113,8 @@ class prefix_catalog {
  private:
   struct impl;
   bool take(int id, std::string_view rest, detail::layer_fields& fresh, const detail::layer_fields*& f, std::size_t& len) const;
+  bool normalize_impl(std::string_view line, line_meta& out, detail::layer_trace* tr) const;
+  bool normalize_fast_impl(std::string_view line, line_meta& out, detail::layer_trace* tr) const;
   std::vector<prefix_def> defs_;
   std::unique_ptr<impl> impl_;
   int default_year_ = 2026;

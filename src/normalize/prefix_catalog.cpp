@@ -31,6 +31,8 @@ struct prefix_catalog::impl {
   bool set_match(re2::StringPiece text, std::vector<int>& hits) const;
   std::uint64_t fingerprint = 0;  // FNV-1a over every prefix's name and regexp, in order
   bool lexer_ok = false;          // fingerprint == kLexerCatalogue
+  bool digit_blind = false;       // every prefix regexp is detail::digit_blind (the shape memo's condition)
+  std::vector<std::string> digit_words;  // literal words with digits in them ("c10d"): kept in shape keys
 };
 
 namespace {
@@ -164,6 +166,8 @@ result<prefix_catalog> prefix_catalog::load(const std::vector<std::pair<std::str
       for (char ch : *part + '\n') h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
   cat.impl_->fingerprint = h;
   cat.impl_->lexer_ok = h == kLexerCatalogue;
+  cat.impl_->digit_blind = std::all_of(cat.defs_.begin(), cat.defs_.end(),
+                                       [&](const prefix_def& d) { return detail::digit_blind(d.regex, &cat.impl_->digit_words); });
   // Samples are checked at every load: a prefix that does not peel its own sample is a load error.
   for (const auto& s : samples) {
     line_meta m;
@@ -265,7 +269,9 @@ bool prefix_catalog::take(int id, std::string_view rest_v, layer_fields& fresh, 
   return true;
 }
 
-bool prefix_catalog::normalize(std::string_view line, line_meta& out) const {
+bool prefix_catalog::normalize(std::string_view line, line_meta& out) const { return normalize_impl(line, out, nullptr); }
+
+bool prefix_catalog::normalize_impl(std::string_view line, line_meta& out, detail::layer_trace* tr) const {
   out.body = line;
   bool any = false;
   // scratch reused across calls (one allocation per thread, not per line)
@@ -302,6 +308,7 @@ bool prefix_catalog::normalize(std::string_view line, line_meta& out) const {
     const layer_fields* f = nullptr;
     std::size_t len = 0;
     if (!take(id, std::string_view(rest.data(), rest.size()), fresh, f, len)) break;
+    if (tr) tr->add(id, static_cast<std::size_t>(rest.data() - line.data()), len);
     apply(out, *f, id, len);
     any = true;
   }
@@ -423,8 +430,7 @@ bool midline_candidate(std::string_view body) {
 }
 }  // namespace
 
-bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const {
-  if (!lexer_enabled()) return normalize(line, out);
+bool prefix_catalog::normalize_fast_impl(std::string_view line, line_meta& out, detail::layer_trace* tr) const {
   thread_local lexer_memo memo;
   if (memo.owner != impl_->generation || memo.year != default_year_ || memo.map.size() >= lexer_memo::kMaxEntries) {
     memo.map.clear();
@@ -446,7 +452,11 @@ bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const
   };
   auto fallback = [&] {
     out = line_meta{};
-    return normalize(line, out);
+    if (tr) tr->n = 0;
+    return normalize_impl(line, out, tr);
+  };
+  auto record = [&](int id, std::size_t len) {
+    if (tr) tr->add(id, static_cast<std::size_t>(out.body.data() - line.data()), len);
   };
   for (int layer = 0; layer < kMaxLayers && !out.body.empty(); ++layer) {
     std::string_view rest = out.body;
@@ -486,8 +496,10 @@ bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const
       if (nccl) {
         layer_fields f = e.fields;
         f.host = std::string(rest.substr(0, host_len));
+        record(e.id, nccl);
         apply(out, f, e.id, nccl);
       } else {
+        record(e.id, e.len);
         apply(out, e.fields, e.id, e.len);
       }
       any = true;
@@ -500,10 +512,202 @@ bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const
     int r = catalogue(rest, id, len, f);
     if (r == 0) return fallback();  // normalize() would search mid-line here
     if (r < 0) break;
+    record(id, len);
     apply(out, *f, id, len);
     any = true;
   }
   return any;
+}
+
+namespace {
+// The digits ASCII a regexp's character class holds (bit i: digit i), from its text between '[' and ']'.
+// -1 when the class uses a construct this does not read (POSIX classes, \p, \x): treated as not blind.
+int class_digits(const std::string& cls) {
+  std::size_t i = 0;
+  if (i < cls.size() && cls[i] == '^') ++i;  // negation keeps "all" and "none" as they are
+  int bits = 0;
+  auto lit = [](char c) { return c >= '0' && c <= '9' ? 1 << (c - '0') : 0; };
+  while (i < cls.size()) {
+    int lo_bits = 0;
+    char lo = 0;
+    bool single = true;
+    if (cls[i] == '\\') {
+      if (i + 1 >= cls.size()) return -1;
+      char e = cls[i + 1];
+      i += 2;
+      if (e == 'd' || e == 'w' || e == 'S') { bits |= 0x3FF; continue; }
+      if (e == 'D' || e == 'W' || e == 's') continue;
+      if (e == 'p' || e == 'P' || e == 'x' || (e >= '0' && e <= '9')) return -1;
+      lo = e;  // an escaped punctuation byte ("\]", "\.", "\-")
+    } else if (cls[i] == '[' && i + 1 < cls.size() && cls[i + 1] == ':') {
+      return -1;
+    } else {
+      lo = cls[i++];
+    }
+    if (i + 1 < cls.size() && cls[i] == '-' && cls[i + 1] != ']') {  // a range lo-hi
+      char hi = cls[i + 1];
+      if (hi == '\\') return -1;
+      i += 2;
+      single = false;
+      for (char c = '0'; c <= '9'; ++c)
+        if (c >= lo && c <= hi) lo_bits |= lit(c);
+    }
+    bits |= single ? lit(lo) : lo_bits;
+  }
+  return bits;
+}
+}  // namespace
+
+bool detail::digit_blind(const std::string& re, std::vector<std::string>* words) {
+  // Every atom must match all ASCII digits or none, except literal digits inside a literal word ("c10d"),
+  // which the shape key keeps as they are (shape_key): then putting other digits in a text, outside such
+  // words, changes no match's structure (which prefix wins, its extent, each group's span), only the
+  // values captured.
+  auto is_alnum = [](char c) { return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z'); };
+  for (std::size_t i = 0; i < re.size(); ++i) {
+    char c = re[i];
+    if (c == '\\') {
+      if (i + 1 >= re.size()) return false;
+      char e = re[++i];
+      if ((e >= '0' && e <= '9') || e == 'x' || e == 'p' || e == 'P' || e == 'Q' || e == 'C') return false;
+      continue;  // \d \w \s \b \. ...
+    }
+    if (c == '[') {
+      std::size_t j = i + 1;
+      if (j < re.size() && re[j] == '^') ++j;
+      if (j < re.size() && re[j] == ']') ++j;  // a leading ']' is a literal
+      for (; j < re.size() && re[j] != ']'; ++j)
+        if (re[j] == '\\') ++j;
+      if (j >= re.size()) return false;
+      int bits = class_digits(re.substr(i + 1, j - i - 1));
+      if (bits != 0 && bits != 0x3FF) return false;
+      i = j;
+      continue;
+    }
+    if (c == '{') {  // a repeat count {n}, {n,}, {n,m}
+      std::size_t j = i + 1;
+      while (j < re.size() && ((re[j] >= '0' && re[j] <= '9') || re[j] == ',')) ++j;
+      if (j < re.size() && re[j] == '}' && j > i + 1) i = j;
+      continue;
+    }
+    if (c == '(' && i + 3 < re.size() && re[i + 1] == '?' && re[i + 2] == 'P' && re[i + 3] == '<') {
+      std::size_t j = re.find('>', i);  // a group name may hold digits
+      if (j == std::string::npos) return false;
+      i = j;
+      continue;
+    }
+    if (c >= '0' && c <= '9') {
+      // A literal word holding digits: its letters and digits around this one, none of them repeated.
+      std::size_t b = i, e = i;
+      while (b > 0 && is_alnum(re[b - 1]) && (b < 2 || re[b - 2] != '\\')) --b;
+      while (e + 1 < re.size() && is_alnum(re[e + 1])) ++e;
+      if (e + 1 < re.size() && (re[e + 1] == '*' || re[e + 1] == '+' || re[e + 1] == '?' || re[e + 1] == '{')) return false;
+      bool letter = false;
+      for (std::size_t k = b; k <= e; ++k) letter |= !(re[k] >= '0' && re[k] <= '9');
+      if (!letter || !words) return false;  // a bare number: the shape key would not keep it
+      words->push_back(re.substr(b, e - b + 1));
+      i = e;
+    }
+  }
+  return true;
+}
+
+namespace {
+// Per thread: the peel of each line shape seen (the line with every ASCII digit written '0'), as layers
+// and group spans; a line of a known shape takes its fields from its own bytes at those spans.
+struct shape_memo {
+  static constexpr std::size_t kMaxLine = 255;  // offsets fit a byte
+  static constexpr std::uint8_t kNone = 0xFF;
+  struct layer {
+    std::uint8_t id = 0, start = 0, len = 0;
+    std::uint8_t span[6][2];  // rank, local_rank, task, host, ts, level: (offset, length) or kNone
+  };
+  struct entry {
+    std::uint8_t n = 0, body = 0;
+    bool any = false;
+    layer layers[prefix_catalog::kMaxLayers];
+  };
+  std::uint64_t owner = 0;
+  int year = 0;
+  std::unordered_map<std::string, entry> map;
+  std::string key;
+  static constexpr std::size_t kMaxEntries = 8192;
+};
+}  // namespace
+
+bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const {
+  if (!lexer_enabled()) return normalize(line, out);
+  if (!impl_->digit_blind || line.size() > shape_memo::kMaxLine) return normalize_fast_impl(line, out, nullptr);
+  thread_local shape_memo memo;
+  if (memo.owner != impl_->generation || memo.year != default_year_ || memo.map.size() >= shape_memo::kMaxEntries) {
+    memo.map.clear();
+    memo.owner = impl_->generation;
+    memo.year = default_year_;
+  }
+  // The shape key: every digit written '0', except inside an occurrence of a prefix's literal word with
+  // digits ("c10d"), which a prefix reads as it is.
+  memo.key.resize(line.size());
+  for (std::size_t i = 0; i < line.size(); ++i) memo.key[i] = line[i] >= '0' && line[i] <= '9' ? '0' : line[i];
+  for (const auto& w : impl_->digit_words)
+    for (auto p = line.find(w); p != std::string_view::npos; p = line.find(w, p + 1)) memo.key.replace(p, w.size(), w);
+  auto it = memo.map.find(memo.key);
+  if (it == memo.map.end()) {
+    detail::layer_trace tr;
+    bool any = normalize_fast_impl(line, out, &tr);
+    // Record the spans of every group of every layer (one capturing match each, on this first line).
+    shape_memo::entry e;
+    e.any = any;
+    e.n = static_cast<std::uint8_t>(tr.n);
+    e.body = static_cast<std::uint8_t>(out.body.data() - line.data());
+    thread_local std::vector<re2::StringPiece> groups;
+    for (std::size_t k = 0; k < tr.n; ++k) {
+      const auto& c = impl_->pats[static_cast<std::size_t>(tr.id[k])];
+      auto& L = e.layers[k];
+      L.id = static_cast<std::uint8_t>(tr.id[k]);
+      L.start = static_cast<std::uint8_t>(tr.start[k]);
+      L.len = static_cast<std::uint8_t>(tr.len[k]);
+      groups.assign(static_cast<std::size_t>(c.n_groups) + 1, re2::StringPiece());
+      re2::StringPiece rest(line.data() + tr.start[k], line.size() - tr.start[k]);
+      if (!c.re->Match(rest, 0, rest.size(), re2::RE2::ANCHOR_START, groups.data(), static_cast<int>(groups.size())) ||
+          groups[0].size() != tr.len[k])
+        return any;  // not what the peel found: this shape is not memoised
+      const int g[6] = {c.g_rank, c.g_local_rank, c.g_task, c.g_host, c.g_ts, c.g_level};
+      for (int q = 0; q < 6; ++q) {
+        L.span[q][0] = L.span[q][1] = shape_memo::kNone;
+        if (g[q] < 0 || groups[static_cast<std::size_t>(g[q])].data() == nullptr) continue;
+        const auto& sp = groups[static_cast<std::size_t>(g[q])];
+        L.span[q][0] = static_cast<std::uint8_t>(sp.data() - line.data());
+        L.span[q][1] = static_cast<std::uint8_t>(sp.size());
+      }
+    }
+    memo.map.emplace(memo.key, e);
+    return any;
+  }
+  // A known shape: the same layers at the same places (digit_blind), this line's own values.
+  const auto& e = it->second;
+  out = line_meta{};
+  for (std::size_t k = 0; k < e.n; ++k) {
+    const auto& L = e.layers[k];
+    const auto& c = impl_->pats[L.id];
+    auto part = [&](int q) -> std::string_view {
+      if (L.span[q][0] == shape_memo::kNone) return {};
+      return line.substr(L.span[q][0], L.span[q][1]);
+    };
+    layer_fields f;
+    f.rank = to_int(part(0));
+    f.local_rank = to_int(part(1));
+    f.task = to_int(part(2));
+    if (auto h = part(3); !h.empty()) f.host = std::string(h);
+    if (auto t = part(4); !t.empty()) {
+      f.has_ts = true;
+      f.ts = parse_timestamp(c.ts_format, t, default_year_);
+    }
+    if (auto l = part(5); !l.empty()) f.level = l[0];
+    out.body = line.substr(L.start);
+    apply(out, f, L.id, L.len);
+  }
+  out.body = line.substr(e.body);
+  return e.any;
 }
 
 }  // namespace ff::normalize

@@ -789,3 +789,55 @@ TEST(prefix_catalog, normalize_fast_rules_refuse_keys_a_prefix_can_share) {
     EXPECT_EQ(got, "") << "after '" << first << "', line '" << second << "'";
   }
 }
+
+TEST(prefix_catalog, digit_blind_regexps) {
+  using ff::normalize::detail::digit_blind;
+  EXPECT_TRUE(digit_blind(R"(\[rank(?P<rank>\d+)\]: ?)"));
+  EXPECT_TRUE(digit_blind(R"((?P<ts>\d{4}-\d\d-\d\d[ _]\d\d:\d\d:\d\d(?:[,.]\d+)?) )"));
+  EXPECT_TRUE(digit_blind(R"([A-Za-z0-9][\w.-]*[ \d][^;]*;(?P<g1>x)local\d)"));
+  EXPECT_TRUE(digit_blind(R"([^\[\]\s]{1,48}\])"));
+  EXPECT_FALSE(digit_blind(R"(\[rank[0-7]\])"));
+  EXPECT_FALSE(digit_blind(R"(worker1: )"));
+  EXPECT_FALSE(digit_blind(R"([1-9]\d*)"));
+  EXPECT_FALSE(digit_blind(R"(\x31)"));
+  EXPECT_FALSE(digit_blind(R"([[:digit:]])"));
+  EXPECT_FALSE(digit_blind(R"([a-z5])"));
+  EXPECT_FALSE(digit_blind(R"(\[c10d\])"));  // without a word list
+  std::vector<std::string> words;
+  EXPECT_TRUE(digit_blind(R"(\[c10d(?: [^\]]*)?\] )", &words));
+  EXPECT_EQ(words, std::vector<std::string>{"c10d"});
+  EXPECT_FALSE(digit_blind(R"(c1+)", &words));  // a repeated digit: "c11" and "c12" would share a key
+  EXPECT_FALSE(digit_blind(R"(\[12\])", &words));  // a bare number
+  // the shape memo is on for the built-in catalogue
+  const prefix_catalog* cat = builtin_catalog();
+  ASSERT_NE(cat, nullptr);
+  words.clear();
+  for (const auto& d : cat->defs()) EXPECT_TRUE(digit_blind(d.regex, &words)) << d.name << ": " << d.regex;
+}
+
+// A known line shape takes its layers from the memo and its values from its own bytes: ranks, hosts,
+// times (also ones that do not parse: day 35, hour 99) and levels differ from line to line.
+TEST(prefix_catalog, shape_memo_takes_each_lines_own_values) {
+  const prefix_catalog* cat = builtin_catalog();
+  ASSERT_NE(cat, nullptr);
+  for (int i = 0; i < 400; ++i) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "[default%d]:2026-03-%02d %02d:00:%02d,%03d | INFO | train.py:%d | step %d loss 0.%d", i % 10,
+                  i % 40, i % 100, i % 60, i, i, i, i);
+    expect_fast_equals_catalogue(*cat, buf);
+    std::snprintf(buf, sizeof buf, "[rank%d]:node-%d:%d:%d [%d] NCCL INFO Channel %02d/0 : %d[%d] -> %d[%d]", i % 16, i % 9, 1000 + i, 2000 + i,
+                  i % 8, i % 32, i, i % 8, i + 1, (i + 1) % 8);
+    expect_fast_equals_catalogue(*cat, buf);
+    std::snprintf(buf, sizeof buf, "%c%02d%02d %02d:%02d:%02d.%06d %d torch/distributed/run.py:%d] step %d", "IWEF"[i % 4], i % 13,
+                  i % 32, i % 24, i % 60, i % 60, i, 4000 + i, i, i);
+    expect_fast_equals_catalogue(*cat, buf);
+    std::snprintf(buf, sizeof buf, "%d: [rank%d]:[2026-03-01 00:00:%02d,%03d] [%s] [logging.py:%d:log_dist] x", i % 5, i % 7, i % 60, i,
+                  i % 2 ? "INFO" : "WARNING", i);
+    expect_fast_equals_catalogue(*cat, buf);
+    std::snprintf(buf, sizeof buf, "Mar %2d %02d:%02d:%02d gpu-node-%d kernel: [%d.%06d] NVRM: Xid (PCI:0000:%02x:00): 79", i % 31 + 1,
+                  i % 24, i % 60, i % 60, i % 4, i, i, i % 256);
+    expect_fast_equals_catalogue(*cat, buf);
+    std::snprintf(buf, sizeof buf, "[c%dd] step %d", i % 30, i);  // "[c10d] " is a prefix, "[c20d] " is not
+    expect_fast_equals_catalogue(*cat, buf);
+  }
+}
