@@ -339,9 +339,46 @@ with open(sys.argv[1], "w") as f:
         if r != 41:
             f.write(f"[rank{r}]:[E ProcessGroupNCCL.cpp:1575] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=88123, OpType=ALLREDUCE, NumelIn=262144, NumelOut=262144, Timeout(ms)=600000) ran for 600310 milliseconds before timing out.\n")
 PY
+# A rank that dies mid-console: its traceback opens a record that never closes while the other ranks go on
+# (the lines of other ranks take the light path meanwhile; the dead rank's lines the full one).
+python3 - "$tmp/console64mid.log" <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    def steps(a, b, skip=None):
+        for step in range(a, b):
+            for r in range(64):
+                if r == skip:
+                    continue
+                tag = f"[rank{r}]:" if r % 2 == 0 else f"[default{r % 8}]:"
+                f.write(f"{tag}2026-03-01 00:{step // 60:02d}:{step % 60:02d},{r:03d} | INFO | train.py:212 | step {step} | loss 2.5\n")
+                if r % 8 == 3:
+                    f.write(f"{tag}gpu-node-{r // 8:02d}:{1000 + r}:{2000 + r} [{r % 8}] NCCL INFO Channel 00/0 : {r} -> {(r + 1) % 64} via NET/IB/0\n")
+    steps(1, 60)
+    f.write("[rank41]:Traceback (most recent call last):\n")
+    f.write('[rank41]:  File "/workspace/train.py", line 88, in <module>\n')
+    f.write("[rank41]:    loss.backward()\n")
+    steps(60, 120, skip=41)
+    f.write('[rank41]:  File "/usr/lib/python3/dist-packages/torch/_tensor.py", line 521, in backward\n')
+    f.write("[rank41]:    torch.autograd.backward(\n")
+    steps(120, 150, skip=41)
+    f.write('[rank41]:  File "/usr/lib/python3/dist-packages/torch/autograd/graph.py", line 768, in _engine_run_backward\n')
+    f.write("[rank41]:    return Variable._execution_engine.run_backward(\n")
+    steps(150, 180, skip=41)
+    for r in range(64):
+        if r not in (41, 17):
+            f.write(f"[rank{r}]:[E ProcessGroupNCCL.cpp:1575] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=88123, OpType=ALLREDUCE, NumelIn=262144, NumelOut=262144, Timeout(ms)=600000) ran for 600310 milliseconds before timing out.\n")
+    # py-spy dumps of ranks 16-19, interleaved line by line: each rank's frames must reach its own
+    # extractor while the other ranks' records are open too (rank 17 is in its data loader)
+    dumps = {r: [f'Thread {4000 + r} (idle): "MainThread"',
+                 "    _wait (torch/distributed/distributed_c10d.py:2050)" if r != 17 else "    read (/data/reader.py:41)",
+                 "    train_step (/workspace/train.py:88)"] for r in (16, 17, 18, 19)}
+    for k in range(3):
+        for r in (16, 17, 18, 19):
+            f.write(f"[rank{r}]:{dumps[r][k]}\n")
+PY
 stride=1; [ -n "${FF_SANITIZED:-}" ] && stride=10
-check "scan first: gated and --exact reports are the same (corpus, 64-rank console)" \
-  env STRIDE=$stride python3 "$T/cli/check_exact_equal.py" "$BIN" "$CORPUS" "$tmp/console64.log"
+check "scan first: gated and --exact reports are the same (corpus, 64-rank console, a rank dying mid-console)" \
+  env STRIDE=$stride python3 "$T/cli/check_exact_equal.py" "$BIN" "$CORPUS" "$tmp/console64.log" "$tmp/console64mid.log"
 # more blocks than the worker's queue holds (2 of 256 KiB), so the reader waits for the collector
 cat "$tmp/console64.log" "$tmp/console64.log" "$tmp/console64.log" > "$tmp/console64x3.log"
 check "two threads: the same bytes as one (corpus, 64-rank console, a console of 26 blocks)" \
