@@ -12,6 +12,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <deque>
+#include <mutex>
 #include <set>
 #include <unordered_map>
 
@@ -148,14 +150,26 @@ std::vector<std::string> expand_hostlist(std::string_view list, std::size_t max)
 }
 
 // The compiled rules: immutable once built, so one set is shared by every masker that has no custom rules
-// (RE2 objects are safe to match from several threads). Compiling them costs ~15 ms.
+// (RE2 objects are safe to match from several threads). The set is compiled at once; each rule's own RE2
+// (for the replacement) on the first line that fires it, which takes ~10 ms off every start-up.
 struct compiled_rules {
   struct rule {
     std::string kind, token;
     bool secret;
-    std::unique_ptr<re2::RE2> re;
+    std::string regex;
+    mutable std::once_flag once;
+    mutable std::unique_ptr<re2::RE2> compiled;
+    const re2::RE2& re() const {
+      std::call_once(once, [&] {
+        if (compiled) return;
+        re2::RE2::Options ro;
+        ro.set_log_errors(false);
+        compiled = std::make_unique<re2::RE2>(regex, ro);
+      });
+      return *compiled;
+    }
   };
-  std::vector<rule> rules;
+  std::deque<rule> rules;  // not moved once built (std::once_flag)
   std::unique_ptr<re2::RE2::Set> set;
   std::string bad_rule;
 };
@@ -165,25 +179,32 @@ std::shared_ptr<const compiled_rules> compile_rules(const std::vector<custom_rul
   re2::RE2::Options ro;
   ro.set_log_errors(false);
   c->set = std::make_unique<re2::RE2::Set>(ro, re2::RE2::UNANCHORED);
-  auto add = [&](const std::string& kind, const std::string& token, bool secret, const std::string& regex) {
-    auto re = std::make_unique<re2::RE2>(regex, ro);
+  // A custom rule is compiled at once, so that a bad one is reported in RE2's words before any line is
+  // read; a built-in rule (tested to compile) when it first fires. The set's parse checks both.
+  auto add = [&](const std::string& kind, const std::string& token, bool secret, const std::string& regex, bool now) {
+    std::unique_ptr<re2::RE2> re = now ? std::make_unique<re2::RE2>(regex, ro) : nullptr;
     std::string err;
-    if (!re->ok() || c->set->Add(regex, &err) < 0) {
-      if (c->bad_rule.empty()) c->bad_rule = kind + ": " + (re->ok() ? err : re->error()) + ": " + regex;
+    if ((re && !re->ok()) || c->set->Add(regex, &err) < 0) {
+      if (c->bad_rule.empty()) c->bad_rule = kind + ": " + (re && !re->ok() ? re->error() : err) + ": " + regex;
       return;
     }
-    c->rules.push_back({kind, token, secret, std::move(re)});
+    auto& r = c->rules.emplace_back();
+    r.kind = kind;
+    r.token = token;
+    r.secret = secret;
+    r.regex = regex;
+    r.compiled = std::move(re);
   };
   for (const auto& r : kRules) {
-    if (r.regex) add(r.kind, r.token, r.secret, r.regex);
-    else for (const auto& g : secret_key_rules()) add(r.kind, r.token, r.secret, g);
+    if (r.regex) add(r.kind, r.token, r.secret, r.regex, false);
+    else for (const auto& g : secret_key_rules()) add(r.kind, r.token, r.secret, g, false);
   }
   for (const auto& x : extra) {
     // A rule name from a config file is printed in reports and tokens: letters, digits, '.', '_' and '-' only.
     std::string name = x.name.empty() ? "custom" : x.name.substr(0, 40);
     for (auto& ch : name)
       if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-' && ch != '.') ch = '_';
-    add(name, x.name.empty() ? "masked" : name, true, x.regex);
+    add(name, x.name.empty() ? "masked" : name, true, x.regex, true);
   }
   c->set->Compile();
   return c;
@@ -444,10 +465,12 @@ std::string masker::apply(std::string_view line_in) {
     std::string out;
     re2::StringPiece in(line);
     std::size_t pos = 0;
-    int ngroups = std::min(1, r.re->NumberOfCapturingGroups());
+    const re2::RE2& rule_re = r.re();
+    if (!rule_re.ok()) continue;  // (the set parsed it with the same options; only memory could fail here)
+    int ngroups = std::min(1, rule_re.NumberOfCapturingGroups());
     re2::StringPiece g[2];
     while (pos <= line.size() &&
-           r.re->Match(in, pos, line.size(), re2::RE2::UNANCHORED, g, ngroups + 1)) {
+           rule_re.Match(in, pos, line.size(), re2::RE2::UNANCHORED, g, ngroups + 1)) {
       re2::StringPiece target = (ngroups == 1 && g[1].data() != nullptr) ? g[1] : g[0];
       std::size_t t_begin = static_cast<std::size_t>(target.data() - line.data());
       std::size_t m_end = static_cast<std::size_t>(g[0].data() - line.data()) + g[0].size();
