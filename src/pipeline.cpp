@@ -322,8 +322,8 @@ std::size_t collector::add_block(stream& st, const line_block& blk) {
 std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit, int host_hit,
                                       const normalize::line_meta* peeled, int plain) {
   auto& im = *impl_;
-  // The full path when the line can matter: the gate hits it, a record is open in this stream, the
-  // masker's next line depends on this one, or the line holds bytes that sanitising would change.
+  // The full path when the line can matter: the masker's next line depends on this one, the line holds
+  // bytes that sanitising would change, the gate hits it, or (below) its rank has a record open.
   if (plain < 0) plain = text::is_plain(raw_text) ? 1 : text::is_clean(raw_text) ? 2 : 0;
   if (!im.light_ok || im.masker.line_state_open() || !plain) return add_line(st, raw_text, line_no);
   if (gate_hit < 0) {
@@ -706,7 +706,7 @@ std::size_t wrap_width(const std::vector<std::pair<std::string, std::uint64_t>>&
 namespace {
 // Runs posted tasks in the order posted, on one thread of its own, or inline on the caller's thread
 // (`threaded` false). Bounded: post() waits while kMaxQueued tasks are pending (each holds at most one
-// line_block, ~1 MiB of text and its peels). A task's exception stops the tasks after it; finish()
+// line_block: 256 KiB of text or 4,096 lines, and their peels). A task's exception stops the tasks after it; finish()
 // rethrows it on the caller's thread.
 class serial_worker {
  public:

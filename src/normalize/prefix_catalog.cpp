@@ -37,8 +37,9 @@ struct prefix_catalog::impl {
 
 namespace {
 // The built-in catalogue (kb/_prefixes) the lexer's rules were derived from. When a prefix file changes,
-// prefix_catalog_test fails until the rules in lex_layer() are re-checked against the new catalogue
-// and this value is updated (the test prints the new one).
+// the lexer is off and prefix_catalog.lexer_is_on_for_the_builtin_catalogue fails, until the rules of
+// lex_tag, lex_nccl and lex_no_prefix are re-checked against the new catalogue and this value is set to
+// the fingerprint the test prints.
 constexpr std::uint64_t kLexerCatalogue = 10101526547518722530ULL;
 }  // namespace
 

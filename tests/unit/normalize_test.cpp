@@ -632,7 +632,7 @@ TEST(normalize_shortcuts, the_capture_memo_agrees_with_re2_on_the_corpus) {
     for (std::string l; std::getline(in, l);) all.push_back(l);
     // One catalogue at a time over the whole file (the memo is per thread and starts over when the
     // catalogue changes), twice for the fast one: the second time the memo answers.
-    std::vector<std::string> want, got1, got2;
+    std::vector<std::string> want, got1, got2, got3, got4;
     for (const auto& l : all) {
       line_meta m;
       bool p = slow.value().normalize(l, m);
@@ -645,9 +645,18 @@ TEST(normalize_shortcuts, the_capture_memo_agrees_with_re2_on_the_corpus) {
         bool p = fast.value().normalize(l, m);
         got->push_back(std::to_string(p) + describe(m));
       }
+    // normalize_fast (lexer, shape memo) against the catalogue without any shortcut, also twice
+    for (auto* got : {&got3, &got4})
+      for (const auto& l : all) {
+        line_meta m;
+        bool p = fast.value().normalize_fast(l, m);
+        got->push_back(std::to_string(p) + describe(m));
+      }
     for (std::size_t i = 0; i < all.size(); ++i) {
       ASSERT_EQ(got1[i], want[i]) << c.path() << ": " << all[i];
       ASSERT_EQ(got2[i], want[i]) << c.path() << ": " << all[i];
+      ASSERT_EQ(got3[i], want[i]) << "normalize_fast: " << c.path() << ": " << all[i];
+      ASSERT_EQ(got4[i], want[i]) << "normalize_fast, second pass: " << c.path() << ": " << all[i];
     }
     lines += all.size();
   }
