@@ -282,11 +282,7 @@ TEST(mask_gate, bracket_host_port_candidate_covers_the_rule) {
   ASSERT_TRUE(rule.ok());
   const std::vector<std::string> pieces = {"[", "]", ":", "]:", "a", "Zq", "_", "-", ".", "0", "29500", "12",
                                            "123456", " ", ",", ")", ";", "\t", "x", "[node-1", "[a"};
-  std::uint64_t seed = 7;
-  auto next = [&] {
-    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-    return static_cast<std::size_t>(seed >> 33);
-  };
+  ff::testing::lcg next(7);
   int matched = 0;
   for (int i = 0; i < 200000; ++i) {
     std::string l;

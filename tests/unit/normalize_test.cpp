@@ -2,6 +2,8 @@
 // ../shared/reference/log_formats.md §0.1-§0.3 and §1, timestamp parsing, and catalogue loading.
 #include <gtest/gtest.h>
 
+#include "test_support.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -669,11 +671,7 @@ TEST(normalize_shortcuts, the_capture_memo_agrees_with_re2_on_the_corpus) {
 // characters), at lengths around the {1,48} and {1,8} bounds and the 96-byte window.
 TEST(prefix_learner, leading_token_hand_scan_equals_regexp) {
   static const char kAlphabet[] = "[]<>:| \t.@-_aZ09x";
-  std::uint64_t seed = 12345;
-  auto next = [&] {
-    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-    return static_cast<std::size_t>(seed >> 33);
-  };
+  ff::testing::lcg next(12345);
   std::vector<std::string> lines = {"[rank3]: x", "[default0]:y", "[1,2]<stdout>:z", "node-1: a", "w | b", "[x]",
                                     std::string(48, 'a') + ": m", std::string(49, 'a') + ": m",
                                     "[" + std::string(48, 'b') + "] m", "[" + std::string(49, 'b') + "] m",

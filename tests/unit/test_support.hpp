@@ -1,6 +1,7 @@
 // Shared fixtures for the unit tests: the built-in knowledge base and its compiled engine, built once.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 
 #include "firstfault/kb.hpp"
@@ -25,5 +26,19 @@ inline const pipeline::engine& engine() {
   }();
   return eng;
 }
+
+/// A small deterministic generator for the differential tests (PCG's LCG step, the high bits): the same
+/// seed gives the same inputs on every machine.
+class lcg {
+ public:
+  explicit lcg(std::uint64_t seed) : state_(seed) {}
+  std::size_t operator()() {
+    state_ = state_ * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<std::size_t>(state_ >> 33);
+  }
+
+ private:
+  std::uint64_t state_;
+};
 
 }  // namespace ff::testing

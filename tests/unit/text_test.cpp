@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "test_support.hpp"
+
 #include "firstfault/text.hpp"
 #include "firstfault/watch.hpp"
 
@@ -86,11 +88,7 @@ TEST(text, is_clean_exactly_when_sanitize_changes_nothing) {
                                            "\xc3\xa9", "\xf0\x9f\x98\x80", "\xc2\x85", "\xc2\xa0", "\xe2\x80\xae",
                                            "\xe2\x81\xa6", "\xd8\x9c", "\xe2\x80\x8e", "\xe2\x80\xa9", "\xc0\xaf",
                                            "\xe0\x80\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x96", "\xff", "\x80"};
-  std::uint64_t seed = 99;
-  auto next = [&] {
-    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-    return static_cast<std::size_t>(seed >> 33);
-  };
+  ff::testing::lcg next(99);
   int clean = 0;
   for (int i = 0; i < 100000; ++i) {
     std::string s;
