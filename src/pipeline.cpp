@@ -113,6 +113,9 @@ bool collector::reveal() const { return impl_->opt.reveal; }
 std::string collector::host_key(const std::string& real_host) const {
   return impl_->opt.host_keyer && !real_host.empty() ? impl_->opt.host_keyer(real_host) : std::string();
 }
+std::optional<std::int64_t> collector::recurrences(const std::string& host_key, const std::string& kind, int days) const {
+  return impl_->opt.recurrences ? impl_->opt.recurrences(host_key, kind, days) : std::nullopt;
+}
 const correlate::inputs& collector::inputs() const { return impl_->in; }
 bool collector::gated() const { return impl_->light_ok; }
 correlate::diagnosis collector::diagnose() const {
@@ -900,6 +903,8 @@ void finish(collector& col, run& out) {
   if (out.diag.initiating_host)
     out.initiating_host_key =
         col.host_key(masker.enabled() ? masker.original(*out.diag.initiating_host) : *out.diag.initiating_host);
+  if (out.diag.verdict == "failure" && !out.initiating_host_key.empty())
+    out.recurrences = col.recurrences(out.initiating_host_key, out.diag.kind, out.recurrence_days);
   if (col.reveal() && masker.enabled())  // the first failing host first, then every other host seen
     for (const auto& h : col.inputs().hosts) {
       std::string real = masker.original(h);
@@ -917,6 +922,21 @@ void finish(collector& col, run& out) {
     out.diag.verdict = "undetermined";
     out.diag.initiating_rule = "no input could be read";
   }
+}
+
+std::vector<kb::example_failure> check_healthy_baselines(const std::vector<std::string>& dirs, const kb::library& lib) {
+  std::vector<kb::example_failure> fails;
+  for (const auto& dir : dirs) {
+    auto r = diagnose({dir}, lib, {});
+    if (!r) {
+      fails.push_back({"(healthy)", dir + ": " + r.error().message});
+      continue;
+    }
+    const auto& d = r.value().diag;
+    if (d.verdict != "healthy")
+      fails.push_back({d.signature.empty() ? "(healthy)" : d.signature, dir + " is a healthy baseline but gives verdict " + d.verdict});
+  }
+  return fails;
 }
 
 }  // namespace ff::pipeline

@@ -125,4 +125,21 @@ struct example_failure {
 };
 std::vector<example_failure> test_examples(const library& lib);
 
+/// A fingerprint in RE2 syntax rewritten for `grep -E -f` (POSIX ERE), best effort: non-capturing and
+/// named groups become plain groups, \d \s \w (and negations outside a class) become POSIX classes,
+/// lazy quantifiers become greedy, inline flags such as (?i) are dropped (so case-insensitive patterns
+/// match case-sensitively in grep). Used by `kb export --patterns --ere` for the benchmark's grep row.
+std::string to_ere(std::string_view re2_pattern);
+
+/// Signatures whose name, title, kind, tags or description contain `query` (ASCII case-insensitive),
+/// best first: a hit in the name outranks the title, which outranks kind/tags, then the description;
+/// ties go to the shorter name (the general entry), causes before symptoms, higher priority, name.
+/// Pointers into `lib`. Empty when nothing mentions the query.
+std::vector<const signature*> search(const library& lib, std::string_view query);
+
+/// What `explain` / `kb show` should open for a typed name: the name itself when a signature or kind
+/// has it; else the one candidate with the same text::name_key ("cuda-oom", "CUDA_OOM" -> "cuda_oom");
+/// else the typed name unchanged (the caller reports it missing, with text::closest suggestions).
+std::string resolve_name(const library& lib, const std::string& typed);
+
 }  // namespace ff::kb

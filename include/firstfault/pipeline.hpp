@@ -48,6 +48,10 @@ struct options {
   /// The history's salted key of a real host name (history::host_key). Called with the first failing host's
   /// real name, which goes nowhere else: the run and every renderer see only masked names and this key.
   std::function<std::string(const std::string& real_host)> host_keyer;
+  /// How many earlier failures of `kind` the history holds for the host with this key in the last `days`
+  /// days (history::store::recurrences). finish() asks it for a failure whose first failing host has a key,
+  /// so `diagnose` and `watch` fill run::recurrences the same way. Empty, or nullopt: no recurrence note.
+  std::function<std::optional<std::int64_t>(const std::string& host_key, const std::string& kind, int days)> recurrences;
   /// Threads for `diagnose`: 1 reads and matches on the calling thread; 2 (the default, 0, on a machine
   /// with two cores or more) reads, cuts blocks and peels prefixes on the calling thread while a second
   /// thread runs everything else in input order. The report is the same byte for byte (the peel is a pure
@@ -167,6 +171,8 @@ class collector {
   mask::masker& masker();
   bool reveal() const;  ///< options::reveal
   std::string host_key(const std::string& real_host) const;  ///< options::host_keyer, or "" without one
+  /// options::recurrences, or nullopt without one.
+  std::optional<std::int64_t> recurrences(const std::string& host_key, const std::string& kind, int days) const;
 
  private:
   std::string prepare(std::string_view raw_text);           // sanitise and mask
@@ -197,5 +203,9 @@ std::size_t wrap_width(const std::vector<std::pair<std::string, std::uint64_t>>&
 void finish(collector& col, run& out);
 /// Convenience: builds the engine, then diagnoses.
 result<run> diagnose(const std::vector<std::string>& paths, const kb::library& lib, const options& opt);
+
+/// Sigma's "goodlog" test for `kb test --healthy DIR`: each directory holds logs of a healthy run, and any
+/// verdict other than healthy is one failure naming the directory and the signature that fired.
+std::vector<kb::example_failure> check_healthy_baselines(const std::vector<std::string>& dirs, const kb::library& lib);
 
 }  // namespace ff::pipeline

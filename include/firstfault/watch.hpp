@@ -41,6 +41,7 @@ struct alert {
   std::string text;       ///< terminal rendering
   std::string initiating_host_key;   ///< the history's salted key of the first failing host (options::host_keyer)
   std::string inputs;                ///< the followed files, masked, "; "-separated
+  pipeline::run run;                 ///< the run the alert was rendered from (history::entry_of builds the record from it)
 };
 
 /// Counters exported as Prometheus metrics (guarded by the watcher's mutex).

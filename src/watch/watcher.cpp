@@ -202,6 +202,7 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
       std::lock_guard<std::mutex> g(mu);
       ++mx.alerts[type];
     }
+    a.run = r;
     sink(a);
     return r;
   };

@@ -1,0 +1,146 @@
+// firstfault diagnose PATH...: read the logs, print the report, store it in the history.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "firstfault/pipeline.hpp"
+#include "firstfault/record.hpp"
+#include "firstfault/report.hpp"
+#include "firstfault/text.hpp"
+
+namespace ff::cli {
+namespace {
+
+class diagnose_command final : public command {
+ public:
+  diagnose_command(CLI::App& app, std::vector<std::string>& kb_dirs) {
+    sub_ = app.add_subcommand("diagnose", "name the root cause and first failing rank in job logs");
+    auto* d = sub_;
+    d->add_option("paths", paths_, "log files, directories, archives, or - for stdin")->required();
+    d->add_option("--format,-f", format_, "text | json | markdown | html | brief")
+        ->check(CLI::IsMember({"text", "json", "markdown", "html", "brief"}));
+    d->add_flag("--brief", brief_, "one line: verdict, kind, first failing rank and host, title (same as --format brief)");
+    d->add_option("--color", color_, "auto | always | never")->check(CLI::IsMember({"auto", "always", "never"}));
+    d->add_option("--max-line-kib", max_line_kib_, "cut lines longer than this (KiB, 1-1048576)")->check(CLI::Range(1, 1048576));
+    d->add_option("--kb", kb_dirs, "extra directory of signature files (repeatable)")->check(CLI::ExistingDirectory);
+    d->add_flag("--no-mask", no_mask_, "do not mask addresses, host names, user names and secrets");
+    d->add_flag("--quiet,-q", quiet_, "no progress line and no per-input notes on stderr (the report still lists them)");
+    d->add_flag("--reveal", reveal_,
+                "after the report, print the real host name behind each masked token (on this terminal only: never stored or sent)");
+    d->add_flag("--exact", exact_,
+                "read every line in full (reference mode; default: scan first, read in full only lines that can matter)");
+    d->add_option("--threads,-j", threads_,
+                  "1: read and match on one thread; 2: read and peel on one, the rest on another (the report is the same; "
+                  "default: 2 on a machine with two cores or more)")
+        ->check(CLI::Range(0u, 2u));
+    d->add_option("--learn-lines", learn_lines_, "lines of each input read first to learn unknown prefixes (testing)")->group("");
+    d->add_flag("--no-history", no_history_, "do not store this diagnosis in the local history");
+    d->add_option("--history", history_path_, "history database (default $XDG_DATA_HOME/firstfault/history.db)");
+    d->add_option("--mask-rule", mask_rules_, "extra RE2 pattern to mask (repeatable; group 1 if present)");
+    d->add_option("--mask-config", mask_config_, "team masking config (YAML: enabled, rules, keep_hosts)");
+  }
+  bool parsed() const override { return sub_->parsed(); }
+  int run(const kb::library& lib) override;
+
+ private:
+  void print_report(const pipeline::run& r) const;
+  void print_revealed(const pipeline::run& r) const;
+
+  CLI::App* sub_;
+  std::vector<std::string> paths_, mask_rules_;
+  std::string format_ = "text", color_ = "auto", history_path_, mask_config_;
+  std::size_t max_line_kib_ = 1024, learn_lines_ = 256;
+  unsigned threads_ = 0;
+  bool brief_ = false, no_mask_ = false, quiet_ = false, reveal_ = false, exact_ = false, no_history_ = false;
+};
+
+// A progress line on stderr when it is a terminal, once reading takes more than a second: bytes, inputs, rate.
+class progress_line {
+ public:
+  explicit progress_line(bool on) : on_(on) {}
+  std::function<void(std::uint64_t, std::size_t)> callback() {
+    if (!on_) return {};
+    return [this](std::uint64_t bytes, std::size_t inputs) {
+      auto now = std::chrono::steady_clock::now();
+      double secs = std::chrono::duration<double>(now - started_).count();
+      if (secs < 1.0 || now - last_drawn_ < std::chrono::milliseconds(250)) return;
+      last_drawn_ = now;
+      drawn_ = true;
+      std::fprintf(stderr, "\rfirstfault: read %.1f MB from %zu input(s), %.1f MB/s   ", static_cast<double>(bytes) / 1e6, inputs,
+                   static_cast<double>(bytes) / 1e6 / secs);
+    };
+  }
+  void clear() const {
+    if (drawn_) std::fprintf(stderr, "\r\033[K");  // before anything else is printed
+  }
+
+ private:
+  bool on_, drawn_ = false;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now(), last_drawn_ = started_;
+};
+
+int diagnose_command::run(const kb::library& lib) {
+  history_session history(history_path_, !no_history_, "the diagnosis is printed but not stored");
+  pipeline::options opt;
+  opt.ingest.max_line_bytes = max_line_kib_ << 10;
+  opt.exact = exact_;
+  opt.learn_lines = learn_lines_;
+  opt.threads = threads_;
+  opt.reveal = reveal_;
+  if (history.enabled()) {  // the first failing host's real name reaches only the history's salted key
+    opt.host_keyer = [&history](const std::string& real) { return history.host_key(real); };
+    opt.recurrences = [&history](const std::string& key, const std::string& kind, int days) {
+      return history.recurrences(key, kind, days);
+    };
+  }
+  progress_line progress(!quiet_ && isatty(STDERR_FILENO));
+  opt.progress = progress.callback();
+  auto mo = mask_options(mask_config_, mask_rules_, no_mask_);
+  if (!mo) {
+    print_error(mo.error().message);
+    return kExitUsage;
+  }
+  opt.mask = mo.value();
+  auto run = pipeline::diagnose(paths_, lib, opt);
+  progress.clear();
+  if (!run) {
+    print_error(run.error().message);
+    return exit_status(run.error());
+  }
+  const auto& r = run.value();
+  if (!quiet_)
+    for (const auto& n : report::note_lines(r.errors)) print_error(n);
+  print_report(r);
+  if (!r.any_readable) print_error("nothing readable in the inputs");
+  if (reveal_) print_revealed(r);
+  if (r.any_readable) history.add(history::entry_of(r, "diagnose"));
+  return report::exit_code(r);
+}
+
+void diagnose_command::print_report(const pipeline::run& r) const {
+  if (format_ == "brief" || brief_) std::cout << report::to_brief(r);
+  else if (format_ == "json") std::cout << report::to_json(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  else if (format_ == "markdown") std::cout << report::to_markdown(r);
+  else if (format_ == "html") std::cout << report::to_html(r);
+  else std::cout << report::to_terminal(r, {use_color(color_)});
+}
+
+// stderr, so that no report format (stdout, history) ever carries a real name
+void diagnose_command::print_revealed(const pipeline::run& r) const {
+  if (r.revealed.empty()) print_error("--reveal: no masked host names in this run");
+  else print_error("masked host names (this terminal only, never stored or sent):");
+  for (const auto& [token, real] : r.revealed)
+    std::fprintf(stderr, "  %s = %s\n", text::sanitize(token).c_str(), text::sanitize(real).c_str());
+}
+
+}  // namespace
+
+std::unique_ptr<command> add_diagnose(CLI::App& app, std::vector<std::string>& kb_dirs) {
+  return std::make_unique<diagnose_command>(app, kb_dirs);
+}
+
+}  // namespace ff::cli

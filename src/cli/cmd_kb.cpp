@@ -1,0 +1,227 @@
+// firstfault kb lint|test|list|show|search|export and firstfault explain: the knowledge base itself.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "firstfault/correlate_rules.hpp"
+#include "firstfault/encyclopedia.hpp"
+#include "firstfault/pipeline.hpp"
+#include "firstfault/text.hpp"
+
+namespace ff::cli {
+namespace {
+
+void print_signature(const kb::signature& s) {
+  std::cout << s.title << "\n" << std::string(s.title.size(), '=') << "\n\n";
+  std::cout << "name: " << s.name << "   kind: " << s.kind << " (" << s.category << ")   role: " << s.role
+            << (s.is_cause() ? "   priority: " + std::to_string(s.priority) : "") << "\n\n";
+  std::cout << s.description << "\n";
+  auto list = [](const char* head, const std::vector<std::string>& xs, const char* bullet) {
+    if (xs.empty()) return;
+    std::cout << head << "\n";
+    for (const auto& x : xs) std::cout << "  " << bullet << x << "\n";
+    std::cout << "\n";
+  };
+  list("Fingerprints:", s.fingerprints, "");
+  list("Fix:", s.fix, "- ");
+  for (const auto& c : s.fix_code) {
+    std::cout << "  [" << c.stack << "]\n";
+    std::istringstream code(c.code);
+    for (std::string l; std::getline(code, l);) std::cout << "    " << l << "\n";
+  }
+  list("Verify:", s.verify, "$ ");
+  list("Confirm:", s.confirm, "[ ] ");
+  list("Prevention:", s.prevention, "- ");
+  list("False positives:", s.falsepositives, "- ");
+  if (!s.positive.empty()) std::cout << "Example:\n  " << s.positive.front().line << "\n\n";
+  list("References:", s.references, "");
+}
+
+// A failure kind: its meaning, then its signatures (strongest cause first), then the first one in full.
+void print_kind(const kb::library& lib, const kb::kind_info& k) {
+  std::vector<const kb::signature*> of_kind;
+  for (const auto& s : lib.signatures)
+    if (s.kind == k.kind) of_kind.push_back(&s);
+  std::stable_sort(of_kind.begin(), of_kind.end(), [](auto* a, auto* b) {
+    return a->is_cause() != b->is_cause() ? a->is_cause() : a->priority > b->priority;
+  });
+  std::cout << "kind " << k.kind << " (" << k.category << ")\n  " << k.meaning << "\n\n";
+  std::cout << "Signatures of this kind:\n";
+  for (const auto* s : of_kind) std::printf("  %-48s %-8s %s\n", s->name.c_str(), s->role.c_str(), s->title.c_str());
+  if (!of_kind.empty()) {
+    std::cout << "\n";
+    print_signature(*of_kind.front());
+  }
+}
+
+// `explain NAME` and `kb show NAME`: a signature or a kind, by name, with suggestions when neither exists.
+int show_entry(const kb::library& lib, const std::string& typed) {
+  std::string n = kb::resolve_name(lib, typed);
+  if (const auto* s = lib.find(n)) {
+    print_signature(*s);
+    return 0;
+  }
+  if (const auto* k = lib.kind(n)) {
+    print_kind(lib, *k);
+    return 0;
+  }
+  std::vector<std::string> names;
+  for (const auto& sig : lib.signatures) names.push_back(sig.name);
+  for (const auto& k : lib.kinds) names.push_back(k.kind);
+  std::string hint;
+  for (const auto& c : text::closest(n, names, 5)) hint += (hint.empty() ? "" : ", ") + c;
+  print_error("no signature or kind named '" + n + "'" +
+              (hint.empty() ? " (try: firstfault kb search WORD)" : "; did you mean: " + hint + "?"));
+  return kExitUsage;
+}
+
+class kb_command final : public command {
+ public:
+  kb_command(CLI::App& app, std::vector<std::string>& kb_dirs) {
+    sub_ = app.add_subcommand("kb", "inspect and check the knowledge base");
+    sub_->require_subcommand(1);
+    lint_ = sub_->add_subcommand("lint", "check every signature's schema and patterns");
+    test_ = sub_->add_subcommand("test", "run every signature's examples (and check healthy baselines)");
+    test_->add_option("--healthy", healthy_dirs_, "logs of healthy runs: any cause finding in them fails");
+    list_ = sub_->add_subcommand("list", "list signatures");
+    list_->add_option("--format", list_format_, "text | json")->check(CLI::IsMember({"text", "json"}));
+    show_ = sub_->add_subcommand("show", "show one signature");
+    show_->add_option("name", show_name_)->required();
+    search_ = sub_->add_subcommand("search", "find signatures by word");
+    search_->add_option("query", query_)->required();
+    export_ = sub_->add_subcommand("export", "export the knowledge base");
+    export_->add_flag("--patterns", export_patterns_, "one fingerprint regex per line (RE2 syntax, for rg -f)");
+    export_->add_flag("--ere", export_ere_, "with --patterns: POSIX extended syntax, for grep -E -f");
+    export_->add_option("--format", export_format_, "markdown | html: write the encyclopedia")->check(CLI::IsMember({"markdown", "html"}));
+    export_->add_option("dir", export_dir_, "output directory for --format");
+    for (auto* c : {lint_, test_, list_, show_, search_, export_})
+      c->add_option("--kb", kb_dirs, "extra directory of signature files")->check(CLI::ExistingDirectory);
+  }
+  bool parsed() const override { return sub_->parsed(); }
+  int run(const kb::library& lib) override {
+    if (lint_->parsed()) return lint(lib);
+    if (test_->parsed()) return test(lib);
+    if (list_->parsed()) return list(lib);
+    if (search_->parsed()) return search(lib);
+    if (show_->parsed()) return show_entry(lib, show_name_);
+    return export_kb(lib);
+  }
+
+ private:
+  int lint(const kb::library& lib) const;
+  int test(const kb::library& lib) const;
+  int list(const kb::library& lib) const;
+  int search(const kb::library& lib) const;
+  int export_kb(const kb::library& lib) const;
+  int export_site(const kb::library& lib) const;
+
+  CLI::App *sub_, *lint_, *test_, *list_, *show_, *search_, *export_;
+  std::vector<std::string> healthy_dirs_;
+  std::string list_format_ = "text", show_name_, query_, export_format_, export_dir_;
+  bool export_patterns_ = false, export_ere_ = false;
+};
+
+int kb_command::lint(const kb::library& lib) const {
+  auto issues = kb::lint(lib);
+  std::vector<std::string> produced;
+  for (const auto& r : correlate::rules::inference_rules())
+    for (auto p : r.produces) produced.emplace_back(p);
+  for (auto& i : kb::lint_inferred(lib, produced)) issues.push_back(std::move(i));
+  for (const auto& i : issues) std::printf("%s: %s: %s\n", i.file.c_str(), i.name.c_str(), i.message.c_str());
+  std::printf("%zu signatures, %zu problem(s)\n", lib.signatures.size(), issues.size());
+  return issues.empty() ? 0 : 1;
+}
+
+int kb_command::test(const kb::library& lib) const {
+  auto fails = kb::test_examples(lib);
+  for (auto& f : pipeline::check_healthy_baselines(healthy_dirs_, lib)) fails.push_back(std::move(f));
+  for (const auto& f : fails) std::printf("FAIL %s: %s\n", f.name.c_str(), f.message.c_str());
+  std::size_t n = 0;
+  for (const auto& s : lib.signatures) n += s.positive.size() + s.negative.size();
+  std::printf("%zu examples in %zu signatures, %zu failure(s)\n", n, lib.signatures.size(), fails.size());
+  return fails.empty() ? 0 : 1;
+}
+
+int kb_command::list(const kb::library& lib) const {
+  if (list_format_ == "json") {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& s : lib.signatures)
+      j.push_back({{"name", s.name}, {"id", s.id}, {"title", s.title}, {"kind", s.kind}, {"category", s.category},
+                   {"role", s.role}, {"priority", s.priority}, {"status", s.status}, {"level", s.level},
+                   {"examples", s.positive.size() + s.negative.size()}, {"fix", s.fix}, {"verify", s.verify},
+                   {"references", s.references}});
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  for (const auto& s : lib.signatures)
+    std::printf("%-48s %-8s %-32s %s\n", s.name.c_str(), s.role.c_str(), s.kind.c_str(), s.title.c_str());
+  return 0;
+}
+
+int kb_command::search(const kb::library& lib) const {
+  auto found = kb::search(lib, query_);
+  for (const auto* s : found) std::printf("%-48s %s\n", s->name.c_str(), s->title.c_str());
+  if (found.empty()) {
+    print_error("no signature mentions '" + query_ + "'");
+    return 1;
+  }
+  return 0;
+}
+
+int kb_command::export_kb(const kb::library& lib) const {
+  if (!export_format_.empty()) return export_site(lib);
+  if (!export_patterns_) {
+    print_error("kb export needs --patterns or --format markdown|html DIR");
+    return kExitUsage;
+  }
+  for (const auto& s : lib.signatures)
+    for (const auto& p : s.fingerprints) std::cout << (export_ere_ ? kb::to_ere(p) : p) << "\n";
+  return 0;
+}
+
+int kb_command::export_site(const kb::library& lib) const {
+  if (export_dir_.empty()) {
+    print_error("kb export --format " + export_format_ + " needs an output directory");
+    return kExitUsage;
+  }
+  const bool html = export_format_ == "html";
+  auto pages = encyclopedia::render_site(lib, html ? encyclopedia::format::html : encyclopedia::format::markdown);
+  for (const auto& p : pages) {
+    std::filesystem::path out = std::filesystem::path(export_dir_) / p.path;
+    std::error_code ec;
+    std::filesystem::create_directories(out.parent_path(), ec);
+    std::ofstream f(out, std::ios::binary);
+    if (!f || !(f << p.content)) {
+      print_error(out.string() + ": cannot write");
+      return kExitUsage;
+    }
+  }
+  std::printf("wrote %zu pages to %s (open %s/index.%s)\n", pages.size(), export_dir_.c_str(), export_dir_.c_str(), html ? "html" : "md");
+  return 0;
+}
+
+class explain_command final : public command {
+ public:
+  explicit explain_command(CLI::App& app) {
+    sub_ = app.add_subcommand("explain", "explain a failure signature (name or kind)");
+    sub_->add_option("name", name_)->required();
+  }
+  bool parsed() const override { return sub_->parsed(); }
+  int run(const kb::library& lib) override { return show_entry(lib, name_); }
+
+ private:
+  CLI::App* sub_;
+  std::string name_;
+};
+
+}  // namespace
+
+std::unique_ptr<command> add_kb(CLI::App& app, std::vector<std::string>& kb_dirs) { return std::make_unique<kb_command>(app, kb_dirs); }
+std::unique_ptr<command> add_explain(CLI::App& app) { return std::make_unique<explain_command>(app); }
+
+}  // namespace ff::cli

@@ -1,0 +1,88 @@
+// Shared CLI helpers (common.hpp).
+#include "common.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "firstfault/text.hpp"
+
+namespace ff::cli {
+
+void print_error(const std::string& message) { std::fprintf(stderr, "firstfault: %s\n", text::sanitize(message).c_str()); }
+
+result<kb::library> load_kb(const std::vector<std::string>& dirs) { return kb::library::load(true, dirs); }
+
+bool use_color(const std::string& mode) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  const char* nc = std::getenv("NO_COLOR");
+  return isatty(STDOUT_FILENO) && !(nc && *nc);
+}
+
+result<mask::options> mask_options(std::string config, const std::vector<std::string>& rules, bool no_mask) {
+  mask::options o;
+  if (config.empty()) {
+    const char* xdg = std::getenv("XDG_CONFIG_HOME");
+    const char* home = std::getenv("HOME");
+    std::string def = xdg && *xdg ? std::string(xdg) + "/firstfault/mask.yaml"
+                      : home      ? std::string(home) + "/.config/firstfault/mask.yaml"
+                                  : "";
+    // An unusable default location (symlink loop, name too long, no permission) is not an error of the run:
+    // only an existing file is used. The error_code overload never throws.
+    std::error_code ec;
+    if (!def.empty() && std::filesystem::exists(def, ec) && !ec) config = def;
+  }
+  if (!config.empty()) {
+    auto mo = mask::load_config(config, o);
+    if (!mo) return mo.error();
+    o = mo.value();
+  }
+  for (const auto& r : rules) o.extra.push_back({"custom", r});
+  if (no_mask) o.enabled = false;
+  return o;
+}
+
+std::optional<double> parse_duration(const std::string& s) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str()) return std::nullopt;
+  std::string unit(end);
+  if (unit.empty() || unit == "s") return v;
+  if (unit == "ms") return v / 1000;
+  if (unit == "m") return v * 60;
+  if (unit == "h") return v * 3600;
+  return std::nullopt;
+}
+
+history_session::history_session(const std::string& path, bool enabled, std::string consequence)
+    : path_(path.empty() ? history::default_path() : path), consequence_(std::move(consequence)), enabled_(enabled) {}
+
+history::store* history_session::get() {
+  if (!enabled_) return nullptr;
+  if (!tried_) {
+    tried_ = true;
+    auto h = history::store::open(path_);
+    if (!h) print_error(h.error().message + "; " + consequence_);
+    else store_ = std::move(h).value();
+  }
+  return store_ ? &*store_ : nullptr;
+}
+
+std::optional<std::int64_t> history_session::recurrences(const std::string& host_key, const std::string& kind, int days) {
+  auto* s = get();
+  if (!s) return std::nullopt;
+  auto n = s->recurrences(host_key, kind, days);
+  if (!n) return std::nullopt;
+  return n.value();
+}
+
+void history_session::add(history::entry e) {
+  auto* s = get();
+  if (!s) return;
+  if (auto st = s->add(e); !st) print_error(st.error().message + "; " + consequence_);
+}
+
+}  // namespace ff::cli
