@@ -132,5 +132,14 @@ check "text: the report is printed once, an update is one line" sh -c "test \$(g
 "$BIN" diagnose "$tmp/job" >"$tmp/diag.txt" 2>/dev/null
 check "history across runs: recurrence mentioned" grep -q "same failure 1 time(s)" "$tmp/diag.txt"
 
+# watch looks up recurrences the same way (pipeline::options::recurrences): the watch and the diagnose
+# above each stored this failure once
+MPORT=$(port)
+"$BIN" watch "$tmp/job" --from-start --json --poll-ms 50 --run-for 60 --metrics "127.0.0.1:$MPORT" >"$tmp/alerts4.jsonl" 2>"$tmp/watch4.err" &
+wpid=$!; pids+=($wpid)
+check "watch: failure alert on a job read from the start" wait_for "$tmp/alerts4.jsonl" '"type":"failure"'
+kill -INT $wpid 2>/dev/null; wait $wpid 2>/dev/null
+check "watch: the alert counts the earlier failures on the same host" grep -q '"recurrences":{"count":2,"days":7}' "$tmp/alerts4.jsonl"
+
 echo "$fails failure(s)"
 exit $((fails > 0))
