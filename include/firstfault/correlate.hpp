@@ -72,7 +72,8 @@ struct evidence {
 };
 
 struct collateral_group {
-  std::string signature, kind, title, role, explanation;
+  std::string signature, kind, title, explanation;
+  kb::role role = kb::role::unknown;
   std::vector<int> ranks;
   int count = 0;
   evidence example;

@@ -31,21 +31,47 @@ struct code_fix {
 };
 
 /// One failure signature. Field meanings: docs/signatures.md.
+/// What a matching line is to the correlator (docs/signatures.md, role). `unknown`: the file's value is none
+/// of these (kb lint reports it).
+enum class role { unknown, cause, symptom, benign };
+/// How specific a signature's fingerprints are; the order is the rank (lower hides higher on one line).
+enum class layer { specific, family, generic, unknown };
+/// Which rank a matching line names as the initiator (docs/signatures.md, initiator), parsed once at load.
+struct initiator {
+  enum class how {
+    none,           ///< the field is absent: the line names no rank
+    printing_rank,  ///< the rank that wrote the line
+    named_rank,     ///< the rank in the peer_rank group, or a single rank in ranks
+    rank_zero,      ///< rank 0's own work (e.g. a checkpoint save)
+    exit_code,      ///< the worker torchelastic reported with `exit_code` ("exit_code:N")
+    unknown,        ///< anything else (kb lint reports it)
+  };
+  how kind = how::none;
+  int exit_code = 0;
+  bool operator==(const initiator&) const = default;
+};
+role parse_role(std::string_view text);
+layer parse_layer(std::string_view text);  ///< empty text: specific (the default)
+initiator parse_initiator(std::string_view text);
+std::string_view to_string(role r);
+std::string_view to_string(layer l);
+std::string to_string(const initiator& i);  ///< the YAML spelling ("" for none)
+
 struct signature {
   std::string file;  ///< where it was loaded from ("builtin:torch/x.yaml" or a path)
   int line_of_name = 0;
   std::string title, id, name, status, level, description, author, date;
   std::vector<std::string> references, tags, systems, collateral_of;
   std::vector<std::string> related;  ///< names (or ids) of related signatures: a declared co-match is not a collision
-  std::string kind, category, role, inferred_by;
+  std::string kind, category, inferred_by;
+  kb::role role = kb::role::unknown;
   /// How specific the fingerprints are: "specific" (one failure, default), "family" (every message of a
   /// layer or source file, e.g. any NCCL WARN from net_ib.cc, any Xid by number) or "generic" (any
   /// error of a kind, e.g. any Python exception). On one line a more specific hit hides the less
   /// specific ones: specific > family > generic.
-  std::string layer = "specific";
-  /// Which rank a matching line names as the initiator: "printing_rank" (the rank that wrote it),
-  /// "named_rank" (the rank in the peer_rank group, or a single rank in ranks), or empty (none).
-  std::string initiator;
+  kb::layer layer = kb::layer::specific;
+  /// Which rank a matching line names as the initiator (printing_rank, named_rank, rank_zero, exit_code:N).
+  kb::initiator initiator;
   /// True when the fingerprints are meant for lines inside a stack (Python source lines, frames),
   /// which are otherwise not matched.
   bool match_in_stack = false;
@@ -61,12 +87,12 @@ struct signature {
   std::vector<example> positive, negative;
   std::vector<std::string> field_order;  ///< top-level keys in file order (for lint)
 
-  bool is_cause() const { return role == "cause"; }
+  bool is_cause() const { return role == kb::role::cause; }
   /// role: benign: a message known to appear in healthy runs (each with a real healthy sample). A line it
   /// matches is not evidence of a failure: no finding, not a suspicious line.
-  bool is_benign() const { return role == "benign"; }
+  bool is_benign() const { return role == kb::role::benign; }
   /// 0 specific, 1 family, 2 generic.
-  int layer_rank() const { return layer == "generic" ? 2 : layer == "family" ? 1 : 0; }
+  int layer_rank() const { return layer == kb::layer::generic ? 2 : layer == kb::layer::family ? 1 : 0; }
 };
 
 struct kind_info {

@@ -18,7 +18,7 @@ namespace {
 
 void print_signature(const kb::signature& s) {
   std::cout << s.title << "\n" << std::string(s.title.size(), '=') << "\n\n";
-  std::cout << "name: " << s.name << "   kind: " << s.kind << " (" << s.category << ")   role: " << s.role
+  std::cout << "name: " << s.name << "   kind: " << s.kind << " (" << s.category << ")   role: " << kb::to_string(s.role)
             << (s.is_cause() ? "   priority: " + std::to_string(s.priority) : "") << "\n\n";
   std::cout << s.description << "\n";
   auto list = [](const char* head, const std::vector<std::string>& xs, const char* bullet) {
@@ -52,7 +52,7 @@ void print_kind(const kb::library& lib, const kb::kind_info& k) {
   });
   std::cout << "kind " << k.kind << " (" << k.category << ")\n  " << k.meaning << "\n\n";
   std::cout << "Signatures of this kind:\n";
-  for (const auto* s : of_kind) std::printf("  %-48s %-8s %s\n", s->name.c_str(), s->role.c_str(), s->title.c_str());
+  for (const auto* s : of_kind) std::printf("  %-48s %-8s %s\n", s->name.c_str(), std::string(kb::to_string(s->role)).c_str(), s->title.c_str());
   if (!of_kind.empty()) {
     std::cout << "\n";
     print_signature(*of_kind.front());
@@ -152,14 +152,14 @@ int kb_command::list(const kb::library& lib) const {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& s : lib.signatures)
       j.push_back({{"name", s.name}, {"id", s.id}, {"title", s.title}, {"kind", s.kind}, {"category", s.category},
-                   {"role", s.role}, {"priority", s.priority}, {"status", s.status}, {"level", s.level},
+                   {"role", kb::to_string(s.role)}, {"priority", s.priority}, {"status", s.status}, {"level", s.level},
                    {"examples", s.positive.size() + s.negative.size()}, {"fix", s.fix}, {"verify", s.verify},
                    {"references", s.references}});
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   for (const auto& s : lib.signatures)
-    std::printf("%-48s %-8s %-32s %s\n", s.name.c_str(), s.role.c_str(), s.kind.c_str(), s.title.c_str());
+    std::printf("%-48s %-8s %-32s %s\n", s.name.c_str(), std::string(kb::to_string(s.role)).c_str(), s.kind.c_str(), s.title.c_str());
   return 0;
 }
 

@@ -280,9 +280,9 @@ diagnosis correlate(inputs in, const kb::library& lib) {
     g.ranks.erase(std::unique(g.ranks.begin(), g.ranks.end()), g.ranks.end());
     if (d.verdict == "failure") {
       std::string of = init_rank ? "rank " + std::to_string(*init_rank) + "'s " + d.title : d.title;
-      g.explanation = g.role == "symptom" ? "collateral of " + of : "secondary error, likely a consequence of " + of;
+      g.explanation = g.role == kb::role::symptom ? "collateral of " + of : "secondary error, likely a consequence of " + of;
     } else {
-      g.explanation = g.role == "symptom" ? "a consequence of a failure elsewhere" : "possible cause";
+      g.explanation = g.role == kb::role::symptom ? "a consequence of a failure elsewhere" : "possible cause";
     }
     d.collateral.push_back(std::move(g));
   }

@@ -269,16 +269,17 @@ context make_context(const inputs& in, const kb::library& lib) {
 }
 
 std::optional<int> initiator_of(const context& ctx, const finding& f) {
-  const auto& s = ctx.sig(f);
-  if (s.initiator == "printing_rank") return f.rank;
-  if (s.initiator == "named_rank") {
+  using how = kb::initiator::how;
+  const auto& ini = ctx.sig(f).initiator;
+  if (ini.kind == how::printing_rank) return f.rank;
+  if (ini.kind == how::named_rank) {
     if (auto r = to_int(field(f, "peer_rank"))) return r;
     if (auto r = to_int(text::trim_copy(field(f, "ranks")))) return r;
     if (!field(f, "origin").empty()) return f.rank;
   }
-  if (s.initiator == "rank_zero") return 0;
-  if (s.initiator.rfind("exit_code:", 0) == 0) {  // the worker torchelastic saw die with this code
-    int want = std::atoi(s.initiator.c_str() + 10);
+  if (ini.kind == how::rank_zero) return 0;
+  if (ini.kind == how::exit_code) {  // the worker torchelastic saw die with this code
+    const int want = ini.exit_code;
     for (bool agent_lines : {false, true})  // the failure summary names global ranks; agent lines only local ones
       for (const auto& e : ctx.exits)
         if (e.from_agent_line == agent_lines && e.exitcode && *e.exitcode == want && e.rank) return e.rank;
@@ -291,13 +292,14 @@ namespace {
 std::optional<rank_decision> culprit_from(const context& ctx, const std::vector<const finding*>& list) {
   for (const auto* f : list)
     if (auto c = initiator_of(ctx, *f)) {
-      const auto& how = ctx.sig(*f).initiator;
+      using how = kb::initiator::how;
+      const auto& ini = ctx.sig(*f).initiator;
       rank_decision d;
       d.rank = c;
       auto quoted = "\"" + std::string(text::prefix_utf8(f->text, 160)) + "\"";
-      if (how == "printing_rank") d.why = "the rank that printed: " + quoted;
-      else if (how == "rank_zero") d.why = "this failure is rank 0's own work (" + ctx.sig(*f).title + ")";
-      else if (how.rfind("exit_code:", 0) == 0) d.why = "the worker torchelastic reported with exit code " + how.substr(10);
+      if (ini.kind == how::printing_rank) d.why = "the rank that printed: " + quoted;
+      else if (ini.kind == how::rank_zero) d.why = "this failure is rank 0's own work (" + ctx.sig(*f).title + ")";
+      else if (ini.kind == how::exit_code) d.why = "the worker torchelastic reported with exit code " + std::to_string(ini.exit_code);
       else d.why = "named in: " + quoted + (f->rank ? " (printed by rank " + std::to_string(*f->rank) + ")" : "");
       return d;
     }

@@ -2,6 +2,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -18,6 +19,15 @@ namespace ff::kb {
 
 // The parsed signatures are cached (CBOR, nlohmann-json) beside the compiled databases: yaml-cpp took
 // ~120 ms of every start. Every field is stored; kKbCacheSchema changes with the struct.
+NLOHMANN_JSON_SERIALIZE_ENUM(role, {{role::unknown, "unknown"}, {role::cause, "cause"}, {role::symptom, "symptom"}, {role::benign, "benign"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(layer, {{layer::unknown, "unknown"}, {layer::specific, "specific"}, {layer::family, "family"}, {layer::generic, "generic"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(initiator::how, {{initiator::how::unknown, "unknown"},
+                                              {initiator::how::none, "none"},
+                                              {initiator::how::printing_rank, "printing_rank"},
+                                              {initiator::how::named_rank, "named_rank"},
+                                              {initiator::how::rank_zero, "rank_zero"},
+                                              {initiator::how::exit_code, "exit_code"}})
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(initiator, kind, exit_code)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(example, line, expect)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(code_fix, stack, code)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(signature, file, line_of_name, title, id, name, status, level, description, author, date,
@@ -26,10 +36,66 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(signature, file, line_of_name, title, id, nam
                                    root_cause, fix, verify, confirm, prevention, falsepositives, fix_code, positive, negative,
                                    field_order)
 
+role parse_role(std::string_view t) {
+  return t == "cause" ? role::cause : t == "symptom" ? role::symptom : t == "benign" ? role::benign : role::unknown;
+}
+
+layer parse_layer(std::string_view t) {
+  return t.empty() || t == "specific" ? layer::specific : t == "family" ? layer::family : t == "generic" ? layer::generic : layer::unknown;
+}
+
+initiator parse_initiator(std::string_view t) {
+  using how = initiator::how;
+  if (t.empty()) return {how::none, 0};
+  if (t == "printing_rank") return {how::printing_rank, 0};
+  if (t == "named_rank") return {how::named_rank, 0};
+  if (t == "rank_zero") return {how::rank_zero, 0};
+  constexpr std::string_view kExit = "exit_code:";  // exit_code:N, N an integer (negative: a signal)
+  if (t.substr(0, kExit.size()) == kExit) {
+    auto n = t.substr(kExit.size());
+    int v = 0;
+    auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), v);
+    if (!n.empty() && ec == std::errc() && end == n.data() + n.size()) return {how::exit_code, v};
+  }
+  return {how::unknown, 0};
+}
+
+std::string_view to_string(role r) {
+  switch (r) {
+    case role::cause: return "cause";
+    case role::symptom: return "symptom";
+    case role::benign: return "benign";
+    case role::unknown: break;
+  }
+  return "unknown";
+}
+
+std::string_view to_string(layer l) {
+  switch (l) {
+    case layer::specific: return "specific";
+    case layer::family: return "family";
+    case layer::generic: return "generic";
+    case layer::unknown: break;
+  }
+  return "unknown";
+}
+
+std::string to_string(const initiator& i) {
+  switch (i.kind) {
+    case initiator::how::none: return "";
+    case initiator::how::printing_rank: return "printing_rank";
+    case initiator::how::named_rank: return "named_rank";
+    case initiator::how::rank_zero: return "rank_zero";
+    case initiator::how::exit_code: return "exit_code:" + std::to_string(i.exit_code);
+    case initiator::how::unknown: break;
+  }
+  return "unknown";
+}
+
 namespace {
 
 // Bump when `signature` gains, loses or changes a field (the size catches most changes by itself).
-const std::string kKbCacheSchema = "kb-signatures-1-" + std::to_string(sizeof(signature));
+const std::string kKbCacheSchema = "kb-signatures-2-" + std::to_string(sizeof(signature));
 
 std::vector<std::string> str_list(const YAML::Node& n) {
   std::vector<std::string> out;
@@ -87,13 +153,13 @@ result<signature> parse_signature(const std::string& file, const std::string& te
       }
     s.kind = str(d["kind"]);
     s.category = str(d["category"]);
-    s.role = str(d["role"]);
-    if (d["layer"]) s.layer = str(d["layer"]);
+    s.role = parse_role(str(d["role"]));
+    s.layer = parse_layer(str(d["layer"]));
     s.priority = d["priority"] ? d["priority"].as<int>() : 0;
     s.systems = str_list(d["systems"]);
     s.collateral_of = str_list(d["collateral_of"]);
     s.inferred_by = str(d["inferred_by"]);
-    s.initiator = str(d["initiator"]);
+    s.initiator = parse_initiator(str(d["initiator"]));
     s.match_in_stack = d["match_in_stack"] && d["match_in_stack"].as<bool>();
     s.fingerprints = str_list(d["fingerprints"]);
     s.extract = str_list(d["extract"]);

@@ -109,8 +109,8 @@ std::vector<lint_issue> lint(const library& lib) {
     if (!names.insert(s.name).second) add("duplicate name");
     if (!one_of(s.status, {"experimental", "test", "stable", "deprecated"})) add("bad status '" + s.status + "'");
     if (!one_of(s.level, {"informational", "low", "medium", "high", "critical"})) add("bad level '" + s.level + "'");
-    if (!one_of(s.role, {"cause", "symptom", "benign"})) add("role must be cause, symptom or benign");
-    if (!one_of(s.layer, {"specific", "family", "generic"})) add("layer must be specific, family or generic");
+    if (s.role == role::unknown) add("role must be cause, symptom or benign");
+    if (s.layer == layer::unknown) add("layer must be specific, family or generic");
     if (s.is_benign() && s.kind != "healthy") add("a benign signature has kind healthy");
     if (s.is_benign() && s.priority != 0) add("a benign signature has no priority");
     if (!s.is_benign() && s.kind == "healthy") add("kind healthy is only for role: benign");
@@ -118,9 +118,7 @@ std::vector<lint_issue> lint(const library& lib) {
     if (!k) add("kind '" + s.kind + "' is not in kinds.tsv");
     else if (k->category != s.category) add("category should be '" + k->category + "' for kind " + s.kind);
     if (s.is_cause() && (s.priority < 1 || s.priority > 100)) add("a cause needs priority 1-100");
-    static const re2::RE2 exit_code_re(R"(exit_code:-?\d+)");
-    if (!s.initiator.empty() && !one_of(s.initiator, {"printing_rank", "named_rank", "rank_zero"}) &&
-        !re2::RE2::FullMatch(s.initiator, exit_code_re))
+    if (s.initiator.kind == initiator::how::unknown)
       add("initiator must be printing_rank, named_rank, rank_zero or exit_code:N");
     if (s.references.empty()) add("no references");
     if (s.fix.empty() || s.verify.empty() || s.confirm.empty()) add("fix, verify and confirm must not be empty");

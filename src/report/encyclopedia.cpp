@@ -139,9 +139,9 @@ std::vector<page> render_site(const kb::library& lib, format f) {
     w.begin(s.title, "../");
     w.h(1, s.title);
     w.raw_p("<span class=\"meta\">" + esc(s.name) + " &middot; kind " + esc(s.kind) + " (" + esc(s.category) + ") &middot; " +
-                esc(s.role) + (s.is_cause() ? " &middot; priority " + std::to_string(s.priority) : "") + " &middot; level " +
+                esc(std::string(kb::to_string(s.role))) + (s.is_cause() ? " &middot; priority " + std::to_string(s.priority) : "") + " &middot; level " +
                 esc(s.level) + " &middot; status " + esc(s.status) + "</span>",
-            "`" + s.name + "` · kind `" + s.kind + "` (" + s.category + ") · " + s.role +
+            "`" + s.name + "` · kind `" + s.kind + "` (" + s.category + ") · " + std::string(kb::to_string(s.role)) +
                 (s.is_cause() ? " · priority " + std::to_string(s.priority) : "") + " · level " + s.level + " · status " + s.status);
     w.h(2, "What it is", "what");
     w.p(s.description);
@@ -226,7 +226,7 @@ std::vector<page> render_site(const kb::library& lib, format f) {
       for (const auto& [k, list] : groups) {
         w.h(3, k + " (" + std::to_string(list.size()) + ")", id + "-" + slug(k));
         std::vector<std::string> items;
-        for (const auto* s : list) items.push_back(w.link(entry_href(*s, ""), s->title) + (f == format::html ? " <span class=\"meta\">" + esc(s->role) + "</span>" : " *" + s->role + "*"));
+        for (const auto* s : list) items.push_back(w.link(entry_href(*s, ""), s->title) + (f == format::html ? " <span class=\"meta\">" + esc(std::string(kb::to_string(s->role))) + "</span>" : " *" + std::string(kb::to_string(s->role)) + "*"));
         w.list(items, false, f == format::html);
       }
     };
@@ -254,7 +254,7 @@ std::vector<page> render_site(const kb::library& lib, format f) {
         if (!is_nccl(*s)) continue;
         std::string vars;
         for (const auto& v : env_vars(*s)) vars += (vars.empty() ? "" : ", ") + std::string("<code>") + v + "</code>";
-        w.out += "<tr><td>" + w.link(entry_href(*s, ""), s->title) + "</td><td>" + esc(s->role) + "</td><td>" + esc(s->kind) +
+        w.out += "<tr><td>" + w.link(entry_href(*s, ""), s->title) + "</td><td>" + esc(std::string(kb::to_string(s->role))) + "</td><td>" + esc(s->kind) +
                  "</td><td>" + esc(first_sentence(s->description)) + "</td><td>" + vars + "</td></tr>\n";
       }
       w.out += "</table>\n";
@@ -266,7 +266,7 @@ std::vector<page> render_site(const kb::library& lib, format f) {
         for (const auto& v : env_vars(*s)) vars += (vars.empty() ? "" : ", ") + std::string("`") + v + "`";
         std::string what = first_sentence(s->description);
         std::replace(what.begin(), what.end(), '|', '/');
-        w.out += "| " + w.link(entry_href(*s, ""), s->title) + " | " + s->role + " | " + s->kind + " | " + what + " | " + vars + " |\n";
+        w.out += "| " + w.link(entry_href(*s, ""), s->title) + " | " + std::string(kb::to_string(s->role)) + " | " + s->kind + " | " + what + " | " + vars + " |\n";
       }
     }
     w.end();

@@ -297,7 +297,7 @@ nlohmann::json to_json(const pipeline::run& r) {
   j["initiating_rule"] = d.initiating_rule;
   j["collateral"] = nlohmann::json::array();
   for (const auto& g : d.collateral)
-    j["collateral"].push_back({{"signature", g.signature}, {"kind", g.kind}, {"title", g.title}, {"role", g.role},
+    j["collateral"].push_back({{"signature", g.signature}, {"kind", g.kind}, {"title", g.title}, {"role", kb::to_string(g.role)},
                                {"ranks", g.ranks}, {"count", g.count}, {"explanation", g.explanation},
                                {"example", ev_json(g.example)}});
   nlohmann::json code = nlohmann::json::array();

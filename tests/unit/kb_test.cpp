@@ -154,9 +154,10 @@ std::string describe(const ff::kb::library& lib) {
   };
   for (const auto& s : lib.signatures) {
     for (const auto* f : {&s.file, &s.title, &s.id, &s.name, &s.status, &s.level, &s.description, &s.author, &s.date, &s.kind,
-                          &s.category, &s.role, &s.inferred_by, &s.layer, &s.initiator, &s.lookup_table, &s.lookup_field,
+                          &s.category, &s.inferred_by, &s.lookup_table, &s.lookup_field,
                           &s.root_cause})
       out += *f + '\x1f';
+    out += std::string(ff::kb::to_string(s.role)) + ' ' + std::string(ff::kb::to_string(s.layer)) + ' ' + ff::kb::to_string(s.initiator) + ' ';
     out += std::to_string(s.line_of_name) + ' ' + std::to_string(s.priority) + ' ' + std::to_string(s.match_in_stack);
     for (const auto* v : {&s.references, &s.tags, &s.systems, &s.collateral_of, &s.related, &s.fingerprints, &s.extract, &s.fix,
                           &s.verify, &s.confirm, &s.prevention, &s.falsepositives, &s.field_order})
@@ -257,3 +258,32 @@ TEST(gate_block, hits_every_line_the_per_line_gate_hits) {
   EXPECT_GT(hit, 100u);
   EXPECT_LT(block_only * 20, lines) << "the block scan should add few lines the per-line scan does not hit";
 }
+
+namespace {
+// The signature fields the correlator reads are parsed once at load; anything else is `unknown` for lint.
+TEST(kb_fields, role_layer_and_initiator_are_parsed_once) {
+  using ff::kb::initiator;
+  using how = initiator::how;
+  EXPECT_EQ(ff::kb::parse_role("cause"), ff::kb::role::cause);
+  EXPECT_EQ(ff::kb::parse_role("symptom"), ff::kb::role::symptom);
+  EXPECT_EQ(ff::kb::parse_role("benign"), ff::kb::role::benign);
+  EXPECT_EQ(ff::kb::parse_role("Cause"), ff::kb::role::unknown);
+  EXPECT_EQ(ff::kb::parse_role(""), ff::kb::role::unknown);
+  EXPECT_EQ(ff::kb::parse_layer(""), ff::kb::layer::specific);
+  EXPECT_EQ(ff::kb::parse_layer("family"), ff::kb::layer::family);
+  EXPECT_EQ(ff::kb::parse_layer("generic"), ff::kb::layer::generic);
+  EXPECT_EQ(ff::kb::parse_layer("broad"), ff::kb::layer::unknown);
+  struct row {
+    const char* text;
+    initiator want;
+  };
+  for (const auto& r : {row{"", {how::none, 0}}, row{"printing_rank", {how::printing_rank, 0}}, row{"named_rank", {how::named_rank, 0}},
+                        row{"rank_zero", {how::rank_zero, 0}}, row{"exit_code:1", {how::exit_code, 1}},
+                        row{"exit_code:-6", {how::exit_code, -6}}, row{"exit_code:", {how::unknown, 0}},
+                        row{"exit_code:1x", {how::unknown, 0}}, row{"exit_code:99999999999", {how::unknown, 0}},
+                        row{"printing rank", {how::unknown, 0}}}) {
+    EXPECT_EQ(ff::kb::parse_initiator(r.text), r.want) << r.text;
+    if (r.want.kind != how::unknown) EXPECT_EQ(ff::kb::to_string(ff::kb::parse_initiator(r.text)), r.text);
+  }
+}
+}  // namespace
