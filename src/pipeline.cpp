@@ -612,9 +612,9 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
   bool kept_any = false;
   for (auto& h : hits) {
     const auto& sig = lib.signatures[static_cast<std::size_t>(h.signature)];
-    // A catch-all cause (priority <= 10) on a line that a symptom or a specific cause explains
+    // A catch-all cause (priority <= kb::kCatchAllCausePriority) on a line that a symptom or a specific cause explains
     // adds nothing: the line is that symptom or that cause.
-    if (sig.is_cause() && sig.layer_rank() > 0 && sig.priority <= 10 && (symptom_on_line || specific_cause_on_line)) continue;
+    if (sig.is_cause() && sig.layer_rank() > 0 && sig.priority <= kb::kCatchAllCausePriority && (symptom_on_line || specific_cause_on_line)) continue;
     // One line is one event: a weaker cause on the same line (a generic Xid rule beside the Xid 79
     // rule) describes the same event less precisely.
     if (sig.is_cause() && sig.priority < top_cause) continue;
@@ -903,7 +903,7 @@ void finish(collector& col, run& out) {
   if (out.diag.initiating_host)
     out.initiating_host_key =
         col.host_key(masker.enabled() ? masker.original(*out.diag.initiating_host) : *out.diag.initiating_host);
-  if (out.diag.verdict == "failure" && !out.initiating_host_key.empty())
+  if (out.diag.verdict == correlate::verdict::failure && !out.initiating_host_key.empty())
     out.recurrences = col.recurrences(out.initiating_host_key, out.diag.kind, out.recurrence_days);
   if (col.reveal() && masker.enabled())  // the first failing host first, then every other host seen
     for (const auto& h : col.inputs().hosts) {
@@ -914,12 +914,12 @@ void finish(collector& col, run& out) {
       else out.revealed.push_back(item);
     }
   bool cut_short = std::any_of(out.errors.begin(), out.errors.end(), [](const ingest::input_error& e) { return e.cut_short; });
-  if (cut_short && out.diag.verdict == "healthy") {  // what was not read may hold the failure
-    out.diag.verdict = "undetermined";
+  if (cut_short && out.diag.verdict == correlate::verdict::healthy) {  // what was not read may hold the failure
+    out.diag.verdict = correlate::verdict::undetermined;
     out.diag.initiating_rule = "an input was cut short by a bound (see the notes): the rest was not read";
   }
   if (!out.any_readable) {  // nothing was read: never call that healthy
-    out.diag.verdict = "undetermined";
+    out.diag.verdict = correlate::verdict::undetermined;
     out.diag.initiating_rule = "no input could be read";
   }
 }
@@ -933,8 +933,8 @@ std::vector<kb::example_failure> check_healthy_baselines(const std::vector<std::
       continue;
     }
     const auto& d = r.value().diag;
-    if (d.verdict != "healthy")
-      fails.push_back({d.signature.empty() ? "(healthy)" : d.signature, dir + " is a healthy baseline but gives verdict " + d.verdict});
+    if (d.verdict != correlate::verdict::healthy)
+      fails.push_back({d.signature.empty() ? "(healthy)" : d.signature, dir + " is a healthy baseline but gives verdict " + std::string(correlate::to_string(d.verdict))});
   }
   return fails;
 }

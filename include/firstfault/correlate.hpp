@@ -85,10 +85,21 @@ struct alternative {
   evidence example;
 };
 
+/// The answer of a diagnosis. healthy: nothing looks like a failure (no finding, no suspicious line, no
+/// failed worker); failure: a cause line or an inference rule explains it; undetermined: something looks
+/// wrong and nothing explains it (the report lists the lines).
+enum class verdict { healthy, failure, undetermined };
+/// How sure the root cause is: high (a strong cause, priority >= kb::kStrongCausePriority, with one clear
+/// rank), medium, low (an inference rule, no cause line).
+enum class confidence { none, low, medium, high };
+std::string_view to_string(verdict v);
+std::string_view to_string(confidence c);  ///< "" for none
+
 struct diagnosis {
-  std::string verdict = "healthy";  ///< failure | healthy | undetermined
+  correlate::verdict verdict = correlate::verdict::healthy;
   // root cause (empty signature when undetermined/healthy)
-  std::string signature, signature_id, kind, category, title, summary, confidence;
+  std::string signature, signature_id, kind, category, title, summary;
+  correlate::confidence confidence = correlate::confidence::none;
   int priority = 0;
   std::vector<evidence> evidence_lines;
   std::optional<int> initiating_rank;
@@ -108,7 +119,8 @@ struct diagnosis {
   /// --log-dir tree), in attempt order; the report's verdict is the last attempt's, the one that ended the job.
   struct attempt_summary {
     int attempt = 0;
-    std::string verdict, kind, title, signature, rank_rule;
+    correlate::verdict verdict = correlate::verdict::healthy;
+    std::string kind, title, signature, rank_rule;
     std::optional<int> initiating_rank;
     std::optional<evidence> first;  ///< the attempt's first root-cause line
   };

@@ -31,6 +31,12 @@ struct code_fix {
 };
 
 /// One failure signature. Field meanings: docs/signatures.md.
+/// Priority bands of cause signatures (docs/signatures.md, priority): 70 and above are specific software,
+/// kernel, scheduler and hardware verdicts (a root cause the report can call with high confidence); 10 and
+/// below is the catch-all Python exception, which a symptom or a specific cause on the same line explains.
+constexpr int kStrongCausePriority = 70;
+constexpr int kCatchAllCausePriority = 10;
+
 /// What a matching line is to the correlator (docs/signatures.md, role). `unknown`: the file's value is none
 /// of these (kb lint reports it).
 enum class role { unknown, cause, symptom, benign };

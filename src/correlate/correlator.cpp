@@ -47,6 +47,25 @@ void fill_from_signature(diagnosis& d, const kb::signature& s) {
 
 }  // namespace
 
+std::string_view to_string(verdict v) {
+  switch (v) {
+    case verdict::failure: return "failure";
+    case verdict::undetermined: return "undetermined";
+    case verdict::healthy: break;
+  }
+  return "healthy";
+}
+
+std::string_view to_string(confidence c) {
+  switch (c) {
+    case confidence::high: return "high";
+    case confidence::medium: return "medium";
+    case confidence::low: return "low";
+    case confidence::none: break;
+  }
+  return "";
+}
+
 diagnosis correlate(inputs in, const kb::library& lib) {
   diagnosis d;
   const auto ctx = rules::make_context(in, lib);
@@ -109,14 +128,14 @@ diagnosis correlate(inputs in, const kb::library& lib) {
   bool any_suspicious = !in.suspicious.empty();
   bool bad_exit = std::any_of(ctx.exits.begin(), ctx.exits.end(), [](auto& e) { return e.exitcode && *e.exitcode != 0; });
   if (root_sig) {
-    d.verdict = "failure";
+    d.verdict = verdict::failure;
     fill_from_signature(d, *root_sig);
     if (!root) d.priority = 0;
   } else if (!fs.empty() || any_suspicious || bad_exit) {
-    d.verdict = "undetermined";
+    d.verdict = verdict::undetermined;
     rank_rule = "no signature explains the failure";
   } else {
-    d.verdict = "healthy";
+    d.verdict = verdict::healthy;
   }
   d.initiating_rank = init_rank;
   d.initiating_rule = rank_rule;
@@ -248,10 +267,10 @@ diagnosis correlate(inputs in, const kb::library& lib) {
     }
   }
   // confidence
-  if (d.verdict == "failure") {
-    if (root && root_sig->priority >= 70) d.confidence = (init_rank || root_findings.size() <= 1 || !root->rank) ? "high" : "medium";
-    else if (root) d.confidence = "medium";
-    else d.confidence = "low";
+  if (d.verdict == verdict::failure) {
+    if (root && root_sig->priority >= kb::kStrongCausePriority) d.confidence = (init_rank || root_findings.size() <= 1 || !root->rank) ? confidence::high : confidence::medium;
+    else if (root) d.confidence = confidence::medium;
+    else d.confidence = confidence::low;
   }
 
   // --- collateral and alternatives -------------------------------------------------------------
@@ -278,7 +297,7 @@ diagnosis correlate(inputs in, const kb::library& lib) {
   for (auto& [_, g] : groups) {
     std::sort(g.ranks.begin(), g.ranks.end());
     g.ranks.erase(std::unique(g.ranks.begin(), g.ranks.end()), g.ranks.end());
-    if (d.verdict == "failure") {
+    if (d.verdict == verdict::failure) {
       std::string of = init_rank ? "rank " + std::to_string(*init_rank) + "'s " + d.title : d.title;
       g.explanation = g.role == kb::role::symptom ? "collateral of " + of : "secondary error, likely a consequence of " + of;
     } else {
@@ -291,7 +310,7 @@ diagnosis correlate(inputs in, const kb::library& lib) {
   for (auto& [_, a] : alts) d.alternatives.push_back(std::move(a));
   std::stable_sort(d.alternatives.begin(), d.alternatives.end(),
                    [](const alternative& a, const alternative& b) { return a.priority > b.priority; });
-  if (d.verdict != "healthy") {
+  if (d.verdict != verdict::healthy) {
     // Severity first, then rarity across ranks (the odd rank out first), then order of appearance.
     d.suspicious = in.suspicious;
     std::stable_sort(d.suspicious.begin(), d.suspicious.end(), [](const suspicious_line& a, const suspicious_line& b) {
@@ -303,7 +322,7 @@ diagnosis correlate(inputs in, const kb::library& lib) {
   // torchrun's own verdict: its "Root Cause (first observed failure)" is the first worker the agent saw
   // exit (https://pytorch.org/docs/stable/elastic/errors.html), which need not be the first to fail (a rank
   // that hung or was killed by a peer's failure can exit first). When it names another rank, say so.
-  if (d.initiating_rank && d.verdict != "healthy")
+  if (d.initiating_rank && d.verdict != verdict::healthy)
     for (const auto& e : ctx.exits)
       if (e.root_cause && e.rank && *e.rank != *d.initiating_rank) {
         d.launcher_note = "torchrun's \"Root Cause (first observed failure)\" names rank " + std::to_string(*e.rank) +

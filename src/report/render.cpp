@@ -11,6 +11,10 @@ namespace ff::report {
 
 namespace {
 
+// The renderers are where the diagnosis's enums become words (correlate::to_string).
+std::string name(correlate::verdict v) { return std::string(correlate::to_string(v)); }
+std::string name(correlate::confidence c) { return std::string(correlate::to_string(c)); }
+
 // "ranks 0-3 (4x) logs/x.log:12" for a group of lines that look wrong.
 std::string suspicious_where(const correlate::suspicious_line& s) {
   std::string w;
@@ -113,13 +117,13 @@ std::string to_html(const pipeline::run& r) {
     return o;
   };
   const auto& d = r.diag;
-  std::string o = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>firstfault: " + esc(d.verdict) +
+  std::string o = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>firstfault: " + esc(name(d.verdict)) +
                   "</title><style>body{font-family:system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem}"
                   "pre{background:#f4f4f4;padding:.5rem;white-space:pre-wrap}td,th{border:1px solid #ccc;padding:.3rem}"
                   "table{border-collapse:collapse}</style></head><body>\n";
-  o += "<h1>firstfault: " + esc(d.verdict) + (d.verdict == "failure" ? " &mdash; " + esc(d.title) : "") + "</h1>\n";
-  if (d.verdict == "failure")
-    o += "<p><b>Kind:</b> " + esc(d.kind) + " (" + esc(d.category) + "), confidence " + esc(d.confidence) + "<br><b>Root cause:</b> " + esc(d.summary) + "</p>\n";
+  o += "<h1>firstfault: " + esc(name(d.verdict)) + (d.verdict == correlate::verdict::failure ? " &mdash; " + esc(d.title) : "") + "</h1>\n";
+  if (d.verdict == correlate::verdict::failure)
+    o += "<p><b>Kind:</b> " + esc(d.kind) + " (" + esc(d.category) + "), confidence " + esc(name(d.confidence)) + "<br><b>Root cause:</b> " + esc(d.summary) + "</p>\n";
   o += "<p><b>First failing rank:</b> " + (d.initiating_rank ? std::to_string(*d.initiating_rank) : std::string("unknown")) +
        (d.initiating_host ? " on " + esc(*d.initiating_host) : "") + " <i>(" + esc(d.initiating_rule) + ")</i></p>\n";
   if (!d.evidence_lines.empty()) {
@@ -134,7 +138,7 @@ std::string to_html(const pipeline::run& r) {
            std::to_string(g.count) + "</td><td>" + esc(g.explanation) + "</td><td><code>" + esc(g.example.text) + "</code></td></tr>\n";
     o += "</table>\n";
   }
-  if (d.verdict == "failure") {
+  if (d.verdict == correlate::verdict::failure) {
     o += "<h2>Fix</h2><ul>";
     for (const auto& f : d.fix) o += "<li>" + esc(f) + "</li>";
     o += "</ul>\n";
@@ -165,7 +169,7 @@ std::vector<std::string> attempt_lines(const correlate::diagnosis& d) {
     const auto& a = d.attempts[i];
     if (i > 0 && total > d.attempts.size() && i == d.attempts.size() / 2)
       out.push_back(fmt::format("  ... {} attempts in between not shown", total - d.attempts.size()));
-    std::string what = a.verdict == "failure" ? a.kind + ": " + a.title : a.verdict;
+    std::string what = a.verdict == correlate::verdict::failure ? a.kind + ": " + a.title : name(a.verdict);
     std::string who = a.initiating_rank ? "rank " + std::to_string(*a.initiating_rank) : "rank unknown";
     out.push_back(fmt::format("  attempt {}: {}, first failing {}", a.attempt, what, who));
     if (a.first) out.push_back("    " + where(*a.first) + "  " + clip(a.first->text, 200));
@@ -254,7 +258,7 @@ std::string from_stored_json(const nlohmann::json& j) {
 
 std::string to_brief(const pipeline::run& r) {
   const auto& d = r.diag;
-  std::string verdict = r.any_readable ? d.verdict : "undetermined";
+  std::string verdict = r.any_readable ? name(d.verdict) : "undetermined";
   std::string o = verdict;
   auto field = [&o](const std::string& k, const std::string& v) { o += " " + k + "=" + (v.empty() ? "-" : v); };
   if (verdict == "failure") field("kind", d.kind);
@@ -272,8 +276,8 @@ std::string to_brief(const pipeline::run& r) {
 
 int exit_code(const pipeline::run& r) {
   if (!r.any_readable) return 2;
-  if (r.diag.verdict == "failure") return 1;
-  if (r.diag.verdict == "undetermined") return 3;
+  if (r.diag.verdict == correlate::verdict::failure) return 1;
+  if (r.diag.verdict == correlate::verdict::undetermined) return 3;
   return 0;
 }
 
@@ -281,12 +285,12 @@ nlohmann::json to_json(const pipeline::run& r) {
   const auto& d = r.diag;
   nlohmann::json j;
   j["schema"] = "firstfault.report/v1";
-  j["verdict"] = d.verdict;
-  if (d.verdict == "failure") {
+  j["verdict"] = name(d.verdict);
+  if (d.verdict == correlate::verdict::failure) {
     nlohmann::json ev = nlohmann::json::array();
     for (const auto& e : d.evidence_lines) ev.push_back(ev_json(e));
     j["root_cause"] = {{"signature", d.signature}, {"id", d.signature_id}, {"kind", d.kind}, {"category", d.category},
-                       {"title", d.title},         {"summary", d.summary},   {"confidence", d.confidence},
+                       {"title", d.title},         {"summary", d.summary},   {"confidence", name(d.confidence)},
                        {"priority", d.priority},   {"evidence", ev},         {"references", d.references},
                        {"rule", d.rule},           {"kind_reason", d.kind_reason}};
   } else {
@@ -310,7 +314,7 @@ nlohmann::json to_json(const pipeline::run& r) {
     j["attempts_total"] = std::max(d.attempts_total, d.attempts.size());
     j["attempts"] = nlohmann::json::array();
     for (const auto& a : d.attempts)
-      j["attempts"].push_back({{"attempt", a.attempt}, {"verdict", a.verdict}, {"kind", a.kind}, {"title", a.title},
+      j["attempts"].push_back({{"attempt", a.attempt}, {"verdict", name(a.verdict)}, {"kind", a.kind}, {"title", a.title},
                                {"signature", a.signature},
                                {"initiating_rank", a.initiating_rank ? nlohmann::json(*a.initiating_rank) : nlohmann::json(nullptr)},
                                {"initiating_rule", a.rank_rule},
@@ -347,15 +351,15 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
     for (const auto& n : note_lines(r.errors)) line(p("33", "note: ") + n);
     return o;
   }
-  if (d.verdict == "healthy") {
+  if (d.verdict == correlate::verdict::healthy) {
     line(p("1;32", "verdict: healthy") + " - no failure signature matched and no error stands out");
     line(fmt::format("read {} lines from {} input(s)", r.total_lines, r.inputs.size()));
     return o;
   }
-  head_lines({d.verdict, d.kind, d.category, d.confidence, d.title, d.signature, d.rule, d.initiating_rule,
+  head_lines({name(d.verdict), d.kind, d.category, name(d.confidence), d.title, d.signature, d.rule, d.initiating_rule,
               d.initiating_rank ? std::to_string(*d.initiating_rank) : "", d.initiating_host.value_or("")},
              p, line);
-  if (d.verdict != "undetermined") {
+  if (d.verdict != correlate::verdict::undetermined) {
     line("");
     line(p("1", "ROOT CAUSE  ") + d.title);
     if (!d.summary.empty()) line("  " + d.summary);
@@ -392,7 +396,7 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
       line("    e.g. " + p("2", where(g.example)) + " " + clip(g.example.text, 200));
     }
   }
-  if (d.verdict == "failure") {
+  if (d.verdict == correlate::verdict::failure) {
     line("");
     line(p("1", "FIX"));
     for (const auto& f : d.fix) line("  - " + f);
@@ -428,7 +432,7 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
         line(fmt::format("  - {} [{}] at {}", a.title, a.kind, where(a.example)));
     }
   }
-  if (d.verdict == "undetermined" && !d.suspicious.empty()) {
+  if (d.verdict == correlate::verdict::undetermined && !d.suspicious.empty()) {
     line("");
     line(p("1", "LINES THAT LOOK WRONG"));
     for (const auto& s : d.suspicious) line("  " + p("2", suspicious_where(s)) + " " + clip(s.text, 300));
@@ -452,10 +456,10 @@ std::string to_markdown(const pipeline::run& r) {
       if (c == '`') c = '\'';
     return "`" + s + "`";
   };
-  line("## firstfault: " + d.verdict + (d.verdict == "failure" ? " - " + d.title : ""));
+  line("## firstfault: " + name(d.verdict) + (d.verdict == correlate::verdict::failure ? " - " + d.title : ""));
   line("");
-  if (d.verdict == "failure") {
-    line(fmt::format("- **Kind:** {} ({}), confidence {}", d.kind, d.category, d.confidence));
+  if (d.verdict == correlate::verdict::failure) {
+    line(fmt::format("- **Kind:** {} ({}), confidence {}", d.kind, d.category, name(d.confidence)));
     if (!d.summary.empty()) line("- **Root cause:** " + md_text(d.summary));
   }
   if (r.recurrences && *r.recurrences > 0)
@@ -477,7 +481,7 @@ std::string to_markdown(const pipeline::run& r) {
     for (const auto& g : d.collateral)
       line(fmt::format("| {} | {} | {} | {} |", g.ranks.empty() ? "-" : text::rank_ranges(g.ranks), g.title, g.count, g.explanation));
   }
-  if (d.verdict == "failure") {
+  if (d.verdict == correlate::verdict::failure) {
     line("");
     line("### Fix");
     for (const auto& f : d.fix) line("- " + f);
@@ -496,7 +500,7 @@ std::string to_markdown(const pipeline::run& r) {
     line("### Confirm");
     for (const auto& c : d.confirm) line("- [ ] " + c);
   }
-  if (d.verdict == "undetermined" && !d.suspicious.empty()) {
+  if (d.verdict == correlate::verdict::undetermined && !d.suspicious.empty()) {
     line("");
     line("### Lines that look wrong");
     line("```");

@@ -11,7 +11,7 @@ entry entry_of(const pipeline::run& r, std::string source, std::string report_js
   entry e;
   e.source = std::move(source);
   for (const auto& i : r.inputs) e.inputs += (e.inputs.empty() ? "" : "; ") + i.path;
-  e.verdict = r.diag.verdict;
+  e.verdict = correlate::to_string(r.diag.verdict);
   e.signature = r.diag.signature;
   e.kind = r.diag.kind;
   e.initiating_rank = r.diag.initiating_rank;

@@ -258,7 +258,7 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
           cause |= lib.signatures[static_cast<std::size_t>(fs_[i].signature)].is_cause();
         if (cause) {
           auto d = col.diagnose();
-          if (d.verdict == "failure" && (!alerted_sig || *alerted_sig != d.signature || alerted_rank != d.initiating_rank)) {
+          if (d.verdict == correlate::verdict::failure && (!alerted_sig || *alerted_sig != d.signature || alerted_rank != d.initiating_rank)) {
             auto r = emit(alerted_sig ? "update" : "failure", "");
             alerted_sig = d.signature;
             alerted_rank = d.initiating_rank;

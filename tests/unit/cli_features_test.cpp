@@ -77,7 +77,7 @@ TEST(kb_resolve_name, accepts_other_case_and_separators_only_when_unambiguous) {
 
 TEST(history_record, entry_of_a_run_carries_the_verdict_and_only_masked_names) {
   ff::pipeline::run r;
-  r.diag.verdict = "failure";
+  r.diag.verdict = ff::correlate::verdict::failure;
   r.diag.signature = "cuda_oom_torch";
   r.diag.kind = "cuda_oom";
   r.diag.initiating_rank = 6;

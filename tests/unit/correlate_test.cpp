@@ -51,7 +51,7 @@ TEST(correlate, cause_beats_louder_symptoms_and_names_its_rank) {
   log += "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 has a total capacity of 79.15 GiB of which 1.00 GiB is free.\n";
   s.file("console.log", log);
   auto d = s.run();
-  EXPECT_EQ(d.verdict, "failure");
+  EXPECT_EQ(d.verdict, ff::correlate::verdict::failure);
   EXPECT_EQ(d.kind, "cuda_oom");
   EXPECT_EQ(d.initiating_rank, 2);
   EXPECT_EQ(d.initiating_rule, "the only rank that reported the root-cause error");
@@ -96,7 +96,7 @@ TEST(correlate, the_rank_missing_from_the_timeouts_is_the_straggler) {
   d = s.run();
   EXPECT_EQ(d.kind, "straggler_timeout");
   EXPECT_EQ(d.initiating_rank, 2);
-  EXPECT_EQ(d.confidence, "low");
+  EXPECT_EQ(d.confidence, ff::correlate::confidence::low);
 }
 
 TEST(correlate, numel_differing_at_one_seqnum_is_a_shape_mismatch) {
@@ -110,9 +110,9 @@ TEST(correlate, numel_differing_at_one_seqnum_is_a_shape_mismatch) {
 TEST(correlate, only_symptoms_is_undetermined_and_nothing_is_healthy) {
   scenario s;
   s.file("console.log", watchdog(0));
-  EXPECT_EQ(s.run().verdict, "undetermined");
+  EXPECT_EQ(s.run().verdict, ff::correlate::verdict::undetermined);
   s.file("console.log", "[rank0]: step 1 loss 2.0\n[rank0]: step 2 loss 1.9\n");
-  EXPECT_EQ(s.run().verdict, "healthy");
+  EXPECT_EQ(s.run().verdict, ff::correlate::verdict::healthy);
 }
 
 TEST(correlate, torchelastic_root_cause_names_the_rank_of_a_node_level_cause) {

@@ -648,13 +648,13 @@ TEST(classify_line, failures_warnings_and_zero_counts) {
 
 TEST(verdict, healthy_only_when_nothing_looks_wrong) {
   inputs in;
-  EXPECT_EQ(ff::correlate::correlate(in, builtin()).verdict, "healthy");
+  EXPECT_EQ(ff::correlate::correlate(in, builtin()).verdict, ff::correlate::verdict::healthy);
   suspicious_line s;
   s.text = "srun: error: node3: task 5: Exited with exit code 2";
   s.tmpl = ff::extract::line_template(s.text);
   in.suspicious.push_back(s);
   auto d = ff::correlate::correlate(in, builtin());
-  EXPECT_EQ(d.verdict, "undetermined");
+  EXPECT_EQ(d.verdict, ff::correlate::verdict::undetermined);
   ASSERT_EQ(d.suspicious.size(), 1u);
 }
 
@@ -688,7 +688,7 @@ TEST(benign, a_known_healthy_warning_is_not_evidence) {
                2);
   col.add_line(st, "Training completed", 3);
   EXPECT_EQ(col.inputs().benign_lines, 2u);
-  EXPECT_EQ(col.diagnose().verdict, "healthy");
+  EXPECT_EQ(col.diagnose().verdict, ff::correlate::verdict::healthy);
 }
 
 // --- lint both ways ---------------------------------------------------------------------------------
