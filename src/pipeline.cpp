@@ -23,13 +23,14 @@
 namespace ff::pipeline {
 
 namespace {
-std::string rank_key(const std::optional<int>& rank, const std::optional<int>& local_rank) {
-  if (rank) return "r" + std::to_string(*rank);
-  if (local_rank) return "l" + std::to_string(*local_rank);
-  return "";
+std::optional<correlate::rank_key> rank_key_of(const std::optional<int>& rank, const std::optional<int>& local_rank,
+                                               const std::optional<int>& attempt) {
+  if (rank) return correlate::rank_key::global_rank(*rank, attempt);
+  if (local_rank) return correlate::rank_key::local_rank(*local_rank, attempt);
+  return std::nullopt;
 }
 
-// rank_key() as a number, for the per-stream table (no string built per line)
+// The rank and local rank as one number, for the per-stream table (no map node built per line)
 std::int64_t rank_code(const std::optional<int>& rank, const std::optional<int>& local_rank) {
   if (rank) return (std::int64_t{1} << 32) | static_cast<std::uint32_t>(*rank);
   if (local_rank) return (std::int64_t{2} << 32) | static_cast<std::uint32_t>(*local_rank);
@@ -73,7 +74,7 @@ struct collector::impl {
   // The light path is off in exact mode, without a usable gate, and with custom mask rules (their
   // patterns are not in the engine's gate).
   bool light_ok;
-  std::map<std::string, bool> deferred_last;  // rank key -> its activity.last_line is still unmasked
+  std::map<correlate::rank_key, bool> deferred_last;  // its activity.last_line is still unmasked
   correlate::inputs in;
   std::vector<match::hit> hits;
   std::vector<char> block_hit, block_host_hit;  // add_block's per-line gate results
@@ -454,13 +455,12 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
   std::int64_t code = rank_code(rank, local_rank);
   auto rs_it = st.ranks.find(code);
   if (rs_it == st.ranks.end()) {
-    std::string key = rank_key(rank, local_rank);
-    // A rank's activity is kept per torchrun attempt ("r3@1"): a restarted rank starts its record afresh.
-    if (!key.empty() && st.attempt) key += "@" + std::to_string(*st.attempt);
-    if (!key.empty() && in.activity.size() >= impl::kMaxRanks && !in.activity.count(key)) {
+    // A rank's activity is kept per torchrun attempt: a restarted rank starts its record afresh.
+    auto key = rank_key_of(rank, local_rank, st.attempt);
+    if (key && in.activity.size() >= impl::kMaxRanks && !in.activity.count(*key)) {
       im.rank_bound_hit = true;
       code = 0;  // the stream-level state, as for a line with no rank
-      key.clear();
+      key.reset();
       rs_it = st.ranks.find(code);
     }
     if (rs_it == st.ranks.end()) {
@@ -493,7 +493,7 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     else im.pairs_bound_hit = true;
     if (code != 0) rs.paired_host = *host;
   }
-  const std::string& key = rs.key;
+  const auto& key = rs.key;
   std::optional<normalize::timestamp> ts = meta.ts;
   bool inherited = false;
   if (ts) {
@@ -532,10 +532,10 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     st.last_body_line = line_no;
     st.last_body_raw = light;
   }
-  if (!key.empty() && !body.empty()) {
+  if (key && !body.empty()) {
     if (!rs.act) {
-      rs.act = &in.activity[key];
-      rs.deferred = &im.deferred_last[key];
+      rs.act = &in.activity[*key];
+      rs.deferred = &im.deferred_last[*key];
     }
     auto& act = *rs.act;
     ++act.lines;
@@ -663,20 +663,22 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     const bool was_known = st.attempt.has_value();
     st.attempt = restart_to;
     for (auto& [code, rs] : st.ranks) {  // the next attempt's activity records start afresh
-      if (rs.key.empty()) continue;
-      if (!was_known && rs.key.find('@') == std::string::npos) {  // what this rank wrote so far was attempt 0
+      if (!rs.key) continue;
+      if (!was_known && !rs.key->attempt) {  // what this rank wrote so far was attempt 0
         // Moved, not erased: another stream's rank state may point at the entry (std::map nodes are stable).
-        auto it = in.activity.find(rs.key);
-        if (it != in.activity.end() && !in.activity.count(rs.key + "@0")) {
-          in.activity.emplace(rs.key + "@0", std::move(it->second));
+        auto at0 = *rs.key;
+        at0.attempt = 0;
+        auto it = in.activity.find(*rs.key);
+        if (it != in.activity.end() && !in.activity.count(at0)) {
+          in.activity.emplace(at0, std::move(it->second));
           it->second = correlate::rank_activity{};
-          if (auto d = im.deferred_last.find(rs.key); d != im.deferred_last.end()) {
-            im.deferred_last[rs.key + "@0"] = d->second;
+          if (auto d = im.deferred_last.find(*rs.key); d != im.deferred_last.end()) {
+            im.deferred_last[at0] = d->second;
             d->second = false;
           }
         }
       }
-      rs.key = rs.key.substr(0, rs.key.find('@')) + "@" + std::to_string(*st.attempt);
+      rs.key->attempt = st.attempt;
       rs.act = nullptr;
       rs.deferred = nullptr;
     }

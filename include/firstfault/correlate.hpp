@@ -38,6 +38,20 @@ struct finding {
   std::optional<int> attempt;  ///< torchrun restart attempt (attempt_N of a --log-dir tree); none when not known
 };
 
+/// Whose per-rank record a line belongs to, as the lines named it: a global rank, or only a local rank
+/// (LOCAL_RANK, torchrun's [defaultN]: prefix; the correlator maps it to a global rank when the job's
+/// layout allows), and the torchrun restart attempt when known (attempt_N of a --log-dir tree, or counted
+/// in a stream). Ordered local before global, then number, then attempt (none before 0).
+struct rank_key {
+  enum class scope : std::uint8_t { local, global };
+  scope kind = scope::global;
+  int number = 0;
+  std::optional<int> attempt;
+  auto operator<=>(const rank_key&) const = default;
+  static rank_key global_rank(int r, std::optional<int> attempt = std::nullopt) { return {scope::global, r, attempt}; }
+  static rank_key local_rank(int l, std::optional<int> attempt = std::nullopt) { return {scope::local, l, attempt}; }
+};
+
 /// Last activity of one rank (for silence and straggler reasoning).
 struct rank_activity {
   std::uint64_t lines = 0;
@@ -132,7 +146,7 @@ struct inputs {
   std::vector<finding> findings;
   std::vector<extract::exit_record> exits;
   std::vector<extract::terminated_pid> terminated;
-  std::map<std::string, rank_activity> activity;  ///< key "r<rank>" or "l<local_rank>", "@<attempt>" appended when known
+  std::map<rank_key, rank_activity> activity;  ///< per rank (or local rank) and attempt
   std::vector<suspicious_line> suspicious;  ///< one entry per template, in order of first appearance
   std::uint64_t benign_lines = 0;  ///< lines a benign signature explained (known harmless warnings)
   std::map<int, std::set<int>> local_to_rank;  ///< learnt from lines that carry both; >1 rank = ambiguous (several nodes)

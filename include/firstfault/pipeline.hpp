@@ -120,7 +120,7 @@ class collector {
     std::string display;
     ingest::source_hint hint;
     struct rank_state {  // one rank key's state in this stream: ranks interleave in a console
-      std::string key;   ///< "r<rank>", "l<local_rank>", or "" for lines without a rank
+      std::optional<correlate::rank_key> key;  ///< none for lines without a rank (the stream-level state)
       std::unique_ptr<extract::extractor> ex;
       std::optional<normalize::timestamp> last_ts;
       correlate::rank_activity* act = nullptr;  ///< the run's activity entry for `key` (std::map node, stable)

@@ -44,6 +44,17 @@ struct alert {
   pipeline::run run;                 ///< the run the alert was rendered from (history::entry_of builds the record from it)
 };
 
+/// Who wrote a line, for silence detection and the per-rank metric: the stream's rank, else its local
+/// rank, else only its file. Ordered by kind, then number, then file.
+struct writer {
+  enum class by : std::uint8_t { rank, local_rank, file };
+  by kind = by::file;
+  int number = 0;     ///< the rank or local rank
+  std::string file;   ///< the stream's display name (kind file only)
+  auto operator<=>(const writer&) const = default;
+  std::string label() const;  ///< "rank 3", "local rank 1", or the file name (alert text)
+};
+
 /// Counters exported as Prometheus metrics (guarded by the watcher's mutex).
 struct metrics {
   std::uint64_t lines = 0, bytes = 0;
@@ -55,7 +66,7 @@ struct metrics {
     }
   };
   std::map<hit_key, std::uint64_t> hits;        ///< matched lines by signature, kind, rank ("" if none), host
-  std::map<std::string, double> last_line_at;   ///< rank key -> unix seconds of its last line
+  std::map<writer, double> last_line_at;        ///< unix seconds of each writer's last line
   std::size_t files = 0;                        ///< log files followed
   bool ready = false;                           ///< the first scan has opened the files (readiness signal)
 };

@@ -146,11 +146,9 @@ context make_context(const inputs& in, const kb::library& lib) {
   for (auto& e : c.exits)
     if (!e.rank) e.rank = c.resolve(std::nullopt, e.local_rank);
   for (const auto& [key, act] : in.activity) {
-    // "r3@1": rank 3 in attempt 1; no "@": attempt not known, kept for every attempt
-    if (auto at = key.find('@'); at != std::string::npos && in.only_attempt && std::stoi(key.substr(at + 1)) != *in.only_attempt)
-      continue;
-    int v = std::stoi(key.substr(1));
-    auto r = key[0] == 'r' ? std::optional<int>(v) : c.resolve(std::nullopt, v);
+    // an attempt not known is kept for every attempt
+    if (key.attempt && in.only_attempt && *key.attempt != *in.only_attempt) continue;
+    auto r = key.kind == rank_key::scope::global ? std::optional<int>(key.number) : c.resolve(std::nullopt, key.number);
     if (!r) continue;
     c.all_ranks.insert(*r);
     // One rank can have several keys (its global rank and its local rank on a single node): merge them,

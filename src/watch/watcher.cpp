@@ -69,17 +69,28 @@ std::string to_prometheus(const metrics& m, double now) {
     o += "firstfault_signature_hits_total{signature=\"" + prom_escape(k.signature) + "\",kind=\"" + prom_escape(k.kind) +
          "\",rank=\"" + prom_escape(k.rank) + "\",host=\"" + prom_escape(k.host) + "\"} " + std::to_string(n) + "\n";
   o += "# HELP firstfault_rank_seconds_since_last_line Seconds since each rank last wrote a line.\n# TYPE firstfault_rank_seconds_since_last_line gauge\n";
-  for (const auto& [r, t] : m.last_line_at) {
+  for (const auto& [w, t] : m.last_line_at) {
     char b[64];
     std::snprintf(b, sizeof b, "%.3f", now - t);
     // the same label values as firstfault_signature_hits_total: rank="2", not rank="rank 2"
     std::string label;
-    if (r.rfind("rank ", 0) == 0) label = "rank=\"" + prom_escape(r.substr(5)) + "\"";
-    else if (r.rfind("local rank ", 0) == 0) label = "local_rank=\"" + prom_escape(r.substr(11)) + "\"";
-    else label = "source=\"" + prom_escape(r) + "\"";
+    switch (w.kind) {
+      case writer::by::rank: label = "rank=\"" + std::to_string(w.number) + "\""; break;
+      case writer::by::local_rank: label = "local_rank=\"" + std::to_string(w.number) + "\""; break;
+      case writer::by::file: label = "source=\"" + prom_escape(w.file) + "\""; break;
+    }
     o += "firstfault_rank_seconds_since_last_line{" + label + "} " + b + "\n";
   }
   return o;
+}
+
+std::string writer::label() const {
+  switch (kind) {
+    case by::rank: return "rank " + std::to_string(number);
+    case by::local_rank: return "local rank " + std::to_string(number);
+    case by::file: break;
+  }
+  return file;
 }
 
 status run(const pipeline::engine& eng, const options& opt, const std::function<void(const alert&)>& sink,
@@ -151,9 +162,9 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
   std::size_t alerted_collateral = 0;
   bool pending_update = false;
   double last_update = 0;
-  std::map<std::string, double> last_line_at;  // rank key -> unix time
-  std::map<std::string, std::string> last_line_of;
-  std::set<std::string> hang_reported;
+  std::map<writer, double> last_line_at;  // unix time
+  std::map<writer, std::string> last_line_of;
+  std::set<writer> hang_reported;
   bool all_silent_reported = false;
   double last_any = 0;
 
@@ -232,10 +243,10 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
         double now = now_unix();
         last_any = now;
         // per-rank activity for silence detection (masked text only)
-        std::string key = t.st.prev_rank ? "rank " + std::to_string(*t.st.prev_rank)
-                          : t.st.hint.rank ? "rank " + std::to_string(*t.st.hint.rank)
-                          : t.st.hint.local_rank ? "local rank " + std::to_string(*t.st.hint.local_rank)
-                                                 : t.st.display;
+        writer key = t.st.prev_rank        ? writer{writer::by::rank, *t.st.prev_rank, {}}
+                     : t.st.hint.rank       ? writer{writer::by::rank, *t.st.hint.rank, {}}
+                     : t.st.hint.local_rank ? writer{writer::by::local_rank, *t.st.hint.local_rank, {}}
+                                            : writer{writer::by::file, 0, t.st.display};
         last_line_at[key] = now;
         last_line_of[key] = t.st.last_body;  // masked
         hang_reported.erase(key);
@@ -331,18 +342,19 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
     for (const auto& [p2, t2] : files) cur_attempt = std::max(cur_attempt, t2.st.attempt.value_or(0));
     const bool failure_alerted = alerted_sig && alerted_attempt >= cur_attempt;
     // The failed ranks are looked up only when a rank has been silent long enough to matter (not every poll).
-    std::optional<std::set<std::string>> failed;
-    auto has_failed = [&](const std::string& key) {
+    std::optional<std::set<int>> failed;  // ranks
+    auto has_failed = [&](const writer& key) {
+      if (key.kind != writer::by::rank) return false;
       if (!failed) {
         failed.emplace();
         for (const auto& f : col.inputs().findings)
           if (f.rank && f.attempt.value_or(0) == cur_attempt && lib.signatures[static_cast<std::size_t>(f.signature)].is_cause())
-            failed->insert("rank " + std::to_string(*f.rank));
+            failed->insert(*f.rank);
         for (const auto& e : col.inputs().exits)
           if (e.rank && e.attempt.value_or(0) == cur_attempt && e.exitcode && *e.exitcode != 0)
-            failed->insert("rank " + std::to_string(*e.rank));
+            failed->insert(*e.rank);
       }
-      return failed->count(key) > 0;
+      return failed->count(key.number) > 0;
     };
     if (last_any > 0 && last_line_at.size() > 1 && !failure_alerted) {
       for (const auto& [key, at] : last_line_at) {
@@ -351,7 +363,7 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
         for (const auto& [k2, at2] : last_line_at) others_active |= (k2 != key && now - at2 < opt.silence_s);
         if (now - at > opt.silence_s && others_active && !hang_reported.count(key)) {
           hang_reported.insert(key);
-          std::string extra = "possible hang: " + key + " has written nothing for " + std::to_string(static_cast<int>(now - at)) +
+          std::string extra = "possible hang: " + key.label() + " has written nothing for " + std::to_string(static_cast<int>(now - at)) +
                               " s while other ranks go on; its last line: " + last_line_of[key] + "\n";
           emit("hang", extra);
         }
@@ -360,7 +372,7 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
     if (last_any > 0 && now - last_any > opt.silence_s && !all_silent_reported && !failure_alerted) {
       all_silent_reported = true;
       std::string extra = "possible hang: every rank has been silent for " + std::to_string(static_cast<int>(now - last_any)) + " s; last lines:\n";
-      for (const auto& [k, l] : last_line_of) extra += "  " + k + ": " + l + "\n";
+      for (const auto& [k, l] : last_line_of) extra += "  " + k.label() + ": " + l + "\n";
       emit("hang", extra);
     }
     if (ino_fd >= 0) {

@@ -56,7 +56,7 @@ finding watchdog(int rank, const std::string& seq = "88", const std::string& num
 }
 
 void activity(inputs& in, int rank, std::optional<long> step = std::nullopt, std::optional<long> planned = std::nullopt) {
-  auto& a = in.activity["r" + std::to_string(rank)];
+  auto& a = in.activity[ff::correlate::rank_key::global_rank(rank)];
   a.lines = 10;
   a.last_line = "step " + std::to_string(step.value_or(0));
   in.source_names.resize(std::max<std::size_t>(in.source_names.size(), static_cast<std::size_t>(rank) + 1));
@@ -203,9 +203,9 @@ TEST(rule_timeout_absent_rank, timeout_arithmetic_picks_the_rank_that_stopped_fi
     in.findings.push_back(f);
   }
   activity(in, 2);
-  in.activity["r2"].last_ts = at(2026, 1, 1, 9, 59, 0);  // before the collective began
+  in.activity[ff::correlate::rank_key::global_rank(2)].last_ts = at(2026, 1, 1, 9, 59, 0);  // before the collective began
   activity(in, 3);
-  in.activity["r3"].last_ts = at(2026, 1, 1, 10, 5, 0);  // after: it reached the collective
+  in.activity[ff::correlate::rank_key::global_rank(3)].last_ts = at(2026, 1, 1, 10, 5, 0);  // after: it reached the collective
   auto inf = infer(in, "timeout_absent_rank");
   ASSERT_TRUE(inf);
   EXPECT_EQ(inf->rank, 2);
