@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "firstfault/extract.hpp"
+#include "firstfault/limits.hpp"
 #include "firstfault/match.hpp"
 #include "firstfault/normalize.hpp"
 #include "firstfault/text.hpp"
@@ -223,7 +224,7 @@ void collector::add_suspicious(const stream& st, std::string_view body, char lev
     it = im.suspicious_by_template.emplace(tmpl, in.suspicious.size()).first;
     correlate::suspicious_line s;
     s.source = st.display;
-    s.text = std::string(text::prefix_utf8(body, 500));
+    s.text = std::string(text::prefix_utf8(body, limits::kSuspiciousTextBytes));
     s.line_no = line_no;
     s.rank = rank;
     s.strong = sev == extract::suspicion::strong;
@@ -233,7 +234,7 @@ void collector::add_suspicious(const stream& st, std::string_view body, char lev
   }
   auto& g = in.suspicious[it->second];
   ++g.count;
-  if (rank && !std::binary_search(g.ranks.begin(), g.ranks.end(), *rank) && g.ranks.size() < 4096)
+  if (rank && !std::binary_search(g.ranks.begin(), g.ranks.end(), *rank) && g.ranks.size() < static_cast<std::size_t>(limits::kMaxListedRanks))
     g.ranks.insert(std::upper_bound(g.ranks.begin(), g.ranks.end(), *rank), *rank);
 }
 
@@ -263,7 +264,7 @@ void collector::close_stream(stream& st) {
     impl_->masker.reset_stream();
     st.last_body_raw = false;
   }
-  if (st.lines > 0 && impl_->in.stream_ends.size() < 4096) impl_->in.stream_ends.push_back({st.display, st.last_body, st.last_body_line});
+  if (st.lines > 0 && impl_->in.stream_ends.size() < limits::kMaxStreamEnds) impl_->in.stream_ends.push_back({st.display, st.last_body, st.last_body_line});
 }
 
 std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no) {
@@ -528,7 +529,7 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
 
   std::string_view body = text::trim(meta.body);
   if (!body.empty()) {
-    st.last_body.assign(text::prefix_utf8(body, 300));
+    st.last_body.assign(text::prefix_utf8(body, limits::kLastLineBytes));
     st.last_body_line = line_no;
     st.last_body_raw = light;
   }
@@ -540,7 +541,7 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     auto& act = *rs.act;
     ++act.lines;
     if (meta.ts) act.last_ts = meta.ts;
-    act.last_line.assign(text::prefix_utf8(body, 300));
+    act.last_line.assign(text::prefix_utf8(body, limits::kLastLineBytes));
     act.last_source = st.source_id;
     act.last_line_no = line_no;
     *rs.deferred = light;
@@ -645,7 +646,7 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     f.source = st.display;
     f.line_no = line_no;
     f.attempt = st.attempt;
-    f.text = std::string(text::prefix_utf8(body, 2000));
+    f.text = std::string(text::prefix_utf8(body, limits::kFindingTextBytes));
     if (!note.collective.empty()) f.captured.emplace_back("collective", note.collective);
     in.findings.push_back(std::move(f));
     kept_any = true;

@@ -4,6 +4,7 @@
 #include <re2/re2.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -61,7 +62,11 @@ class metrics_server {
     auto colon = listen.rfind(':');
     if (colon == std::string::npos) return "--metrics expects HOST:PORT";
     std::string host = listen.substr(0, colon);
-    int port = std::atoi(listen.c_str() + colon + 1);
+    int port = 0;
+    const char* digits = listen.data() + colon + 1;
+    auto [end, ec] = std::from_chars(digits, listen.data() + listen.size(), port);
+    if (ec != std::errc() || end != listen.data() + listen.size() || port < 1 || port > 65535)
+      return "--metrics " + listen + ": the port must be a number from 1 to 65535";
     server_ = std::make_unique<httplib::Server>();
     server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       std::lock_guard<std::mutex> g(mu_);

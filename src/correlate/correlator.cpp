@@ -11,6 +11,7 @@
 
 #include "firstfault/correlate.hpp"
 #include "firstfault/correlate_rules.hpp"
+#include "firstfault/limits.hpp"
 #include "firstfault/text.hpp"
 
 namespace ff::correlate {
@@ -159,7 +160,7 @@ diagnosis correlate(inputs in, const kb::library& lib) {
   for (auto& c : d.fix_code)
     for (std::size_t at; (at = c.code.find("{backend}")) != std::string::npos;) c.code.replace(at, 9, backend());
 
-  // evidence: the root lines, earliest first, one per rank, at most 6
+  // evidence: the root lines, earliest first, one per rank, at most limits::kEvidenceLines
   if (!root_sig) root_findings.clear();
   if (!root_findings.empty()) {
     std::vector<const finding*> ev = root_findings;
@@ -172,7 +173,7 @@ diagnosis correlate(inputs in, const kb::library& lib) {
       if (used.count(k)) continue;
       used.insert(k);
       d.evidence_lines.push_back(to_evidence(*f, f->rank));  // after a rule's own evidence (a silent rank's last line)
-      if (used.size() >= 6) break;
+      if (used.size() >= limits::kEvidenceLines) break;
     }
     const finding* lead = ev.front();
     if (!d.initiating_host && init_rank)

@@ -7,6 +7,7 @@
 #include <re2/re2.h>
 
 #include "firstfault/correlate_rules.hpp"
+#include "firstfault/limits.hpp"
 #include "firstfault/text.hpp"
 
 namespace ff::correlate::rules {
@@ -64,7 +65,7 @@ timeout_view timeouts(const context& ctx) {
   for (int r : v.timed_out) all.insert(r);
   // Ranks are numbered 0..world_size-1: a rank below the highest one seen exists even if it wrote
   // nothing we can attribute.
-  if (!all.empty() && *all.rbegin() < 4096)
+  if (!all.empty() && *all.rbegin() < limits::kMaxListedRanks)
     for (int r = 0; r < *all.rbegin(); ++r) all.insert(r);
   for (int r : all)
     if (!v.timed_out.count(r)) v.absent.push_back(r);
@@ -294,7 +295,7 @@ std::optional<rank_decision> culprit_from(const context& ctx, const std::vector<
       const auto& ini = ctx.sig(*f).initiator;
       rank_decision d;
       d.rank = c;
-      auto quoted = "\"" + std::string(text::prefix_utf8(f->text, 160)) + "\"";
+      auto quoted = "\"" + std::string(text::prefix_utf8(f->text, limits::kQuoteBytes)) + "\"";
       if (ini.kind == how::printing_rank) d.why = "the rank that printed: " + quoted;
       else if (ini.kind == how::rank_zero) d.why = "this failure is rank 0's own work (" + ctx.sig(*f).title + ")";
       else if (ini.kind == how::exit_code) d.why = "the worker torchelastic reported with exit code " + std::to_string(ini.exit_code);

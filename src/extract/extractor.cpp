@@ -2,6 +2,7 @@
 #include <re2/re2.h>
 
 #include "firstfault/extract.hpp"
+#include "firstfault/limits.hpp"
 #include "firstfault/text.hpp"
 
 namespace ff::extract {
@@ -152,7 +153,7 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
     bool main = dump_header_ == 2;
     dump_header_ = 0;
     if (re2::RE2::PartialMatch(sp, pyspy_frame, &fn, &file) || re2::RE2::PartialMatch(sp, fh_frame, &file, &fn)) {
-      note.top = stack_top{fn, file, main, std::string(t.substr(0, 300))};
+      note.top = stack_top{fn, file, main, std::string(t.substr(0, limits::kLastLineBytes))};
       return;
     }
   }

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "firstfault/extract.hpp"
+#include "firstfault/limits.hpp"
 #include "firstfault/text.hpp"
 
 namespace ff::extract {
@@ -18,7 +19,7 @@ std::string_view exception_type(std::string_view body) {
   static const re2::RE2 re(
       R"((?:^|[\s:\]>|])(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure))(?::\s|:$|\s*$))");
   re2::StringPiece in = sp(body), type;
-  if (body.size() > 4096 || !re2::RE2::PartialMatch(in, re, &type)) return {};
+  if (body.size() > limits::kMaxExceptionLineBytes || !re2::RE2::PartialMatch(in, re, &type)) return {};
   return {type.data(), type.size()};
 }
 

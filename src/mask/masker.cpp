@@ -5,6 +5,8 @@
 // (https://api.slack.com/authentication/token-types), W&B 40-hex API keys, JWT header.payload.signature.
 #include "firstfault/mask.hpp"
 
+#include "firstfault/limits.hpp"
+
 #include "secret_keys.hpp"
 
 #include <re2/re2.h>
@@ -445,7 +447,7 @@ std::string masker::apply(std::string_view line_in) {
       std::size_t b = static_cast<std::size_t>(g[1].data() - line.data());
       std::string shown;
       std::size_t shown_n = 0;
-      for (const auto& h : expand_hostlist(std::string_view(g[1].data(), g[1].size()), 4096)) {
+      for (const auto& h : expand_hostlist(std::string_view(g[1].data(), g[1].size()), limits::kMaxHostlistHosts)) {
         std::string tok = mask_host(h);
         if (shown_n++ < 16) shown += (shown.empty() ? "" : ",") + tok;
       }

@@ -480,5 +480,8 @@ if [ -f "$BUILD_DIR/cmake_install.cmake" ]; then
   cmake --install "$BUILD_DIR" --prefix "$tmp/prefix" >/dev/null 2>&1
   check "make install puts binary, man page and completions under the prefix" sh -c 'test -x "$1/bin/firstfault" && test -s "$1/share/man/man1/firstfault.1" && test -s "$1/share/bash-completion/completions/firstfault" && test -s "$1/share/fish/vendor_completions.d/firstfault.fish" && "$1/bin/firstfault" --version >/dev/null' _ "$tmp/prefix"
 fi
+# usage errors of watch are refused at once, with exit status 2 and the reason
+"$BIN" watch "$tmp" --metrics 127.0.0.1:99x --run-for 1 >/dev/null 2>"$tmp/badport.err"; rc=$?
+check "watch --metrics with a bad port: exit 2 and says why" sh -c "test $rc -eq 2 && grep -q 'port must be a number' '$tmp/badport.err'"
 echo "$fails failure(s)"
 exit $((fails > 0))
