@@ -92,6 +92,7 @@ struct signature {
   std::vector<code_fix> fix_code;
   std::vector<example> positive, negative;
   std::vector<std::string> field_order;  ///< top-level keys in file order (for lint)
+  std::vector<std::string> macros_used;  ///< "%{name}" and "@name" this file used (kb/_macros; for lint)
 
   bool is_cause() const { return role == kb::role::cause; }
   /// role: benign: a message known to appear in healthy runs (each with a real healthy sample). A line it
@@ -100,6 +101,19 @@ struct signature {
   /// 0 specific, 1 family, 2 generic.
   int layer_rank() const { return layer == kb::layer::generic ? 2 : layer == kb::layer::family ? 1 : 0; }
 };
+
+/// Shared pattern definitions (kb/_macros/*.yaml, in the spirit of Falco's macros and lists): a macro is
+/// pattern text used inside a fingerprint or extract pattern as %{name}; a list is whole patterns, used
+/// as one item '@name' that stands for all of them in order. Expanded when a signature is loaded, so
+/// every later stage (lint, match, the encyclopedia) sees the full patterns.
+struct macro_table {
+  std::map<std::string, std::string> macros;
+  std::map<std::string, std::vector<std::string>> lists;
+};
+
+/// Expands %{macro} and '@list' items in `patterns` in place. `used` (when given) gets each name used
+/// ("%{name}" or "@name"), once. Errors: an unknown name, an unclosed "%{".
+status expand_macros(const macro_table& table, std::vector<std::string>& patterns, std::vector<std::string>* used = nullptr);
 
 struct kind_info {
   std::string kind, category, meaning;
@@ -129,6 +143,7 @@ class library {
   std::vector<kind_info> kinds;
   std::map<std::string, table> tables;  ///< by name (file stem under _tables/)
   std::vector<std::pair<std::string, std::string>> prefix_files;  ///< (name, yaml text)
+  macro_table macros;  ///< kb/_macros/*.yaml, already expanded into every signature
   std::vector<std::pair<std::string, std::string>> encyclopedia_files;  ///< kb/_encyclopedia/*.yaml
   std::string content_hash;  ///< FNV-1a over all loaded texts, hex (cache key for compiled databases)
 
@@ -145,6 +160,10 @@ struct lint_issue {
 
 /// Schema, ordering, uniqueness and pattern checks (every pattern compiled in RE2 and Vectorscan).
 std::vector<lint_issue> lint(const library& lib);
+
+/// Shared definitions (kb/_macros): a signature that repeats a list's patterns or a macro's text instead of
+/// naming it, and definitions no signature uses. Part of lint().
+std::vector<lint_issue> lint_macros(const library& lib);
 
 /// Both directions between the correlator's inference rules and the knowledge base: every entry a
 /// rule can produce exists with that `inferred_by`, and every `inferred_by` entry is produced by a

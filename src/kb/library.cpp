@@ -30,11 +30,45 @@ NLOHMANN_JSON_SERIALIZE_ENUM(initiator::how, {{initiator::how::unknown, "unknown
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(initiator, kind, exit_code)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(example, line, expect)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(code_fix, stack, code)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(signature, file, line_of_name, title, id, name, status, level, description, author, date,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(signature, file, line_of_name, macros_used, title, id, name, status, level, description, author, date,
                                    references, tags, systems, collateral_of, related, kind, category, role, inferred_by, layer,
                                    initiator, match_in_stack, priority, fingerprints, extract, lookup_table, lookup_field,
                                    root_cause, fix, verify, confirm, prevention, falsepositives, fix_code, positive, negative,
                                    field_order)
+
+status expand_macros(const macro_table& table, std::vector<std::string>& patterns, std::vector<std::string>* used) {
+  auto note = [used](const std::string& name) {
+    if (used && std::find(used->begin(), used->end(), name) == used->end()) used->push_back(name);
+  };
+  std::vector<std::string> out;
+  for (const auto& p : patterns) {
+    if (p.size() > 1 && p[0] == '@') {  // a whole item: the list's patterns, in order
+      auto it = table.lists.find(p.substr(1));
+      if (it == table.lists.end()) return error{"unknown list '" + p + "' (kb/_macros/*.yaml)", errc::knowledge_base};
+      note(p);
+      out.insert(out.end(), it->second.begin(), it->second.end());
+      continue;
+    }
+    std::string e;
+    for (std::size_t i = 0; i < p.size();) {
+      if (p.compare(i, 2, "%{") != 0) {
+        e += p[i++];
+        continue;
+      }
+      auto close = p.find('}', i + 2);
+      if (close == std::string::npos) return error{"unclosed '%{' in '" + p + "'", errc::knowledge_base};
+      std::string name = p.substr(i + 2, close - i - 2);
+      auto it = table.macros.find(name);
+      if (it == table.macros.end()) return error{"unknown macro '%{" + name + "}' (kb/_macros/*.yaml)", errc::knowledge_base};
+      note("%{" + name + "}");
+      e += it->second;
+      i = close + 1;
+    }
+    out.push_back(std::move(e));
+  }
+  patterns = std::move(out);
+  return ok();
+}
 
 role parse_role(std::string_view t) {
   return t == "cause" ? role::cause : t == "symptom" ? role::symptom : t == "benign" ? role::benign : role::unknown;
@@ -95,7 +129,7 @@ std::string to_string(const initiator& i) {
 namespace {
 
 // Bump when `signature` gains, loses or changes a field (the size catches most changes by itself).
-const std::string kKbCacheSchema = "kb-signatures-2-" + std::to_string(sizeof(signature));
+const std::string kKbCacheSchema = "kb-signatures-3-" + std::to_string(sizeof(signature));
 
 std::vector<std::string> str_list(const YAML::Node& n) {
   std::vector<std::string> out;
@@ -127,7 +161,7 @@ std::vector<example> examples(const YAML::Node& n) {
   return out;
 }
 
-result<signature> parse_signature(const std::string& file, const std::string& text) {
+result<signature> parse_signature(const std::string& file, const std::string& text, const macro_table& macros) {
   signature s;
   s.file = file;
   try {
@@ -163,6 +197,8 @@ result<signature> parse_signature(const std::string& file, const std::string& te
     s.match_in_stack = d["match_in_stack"] && d["match_in_stack"].as<bool>();
     s.fingerprints = str_list(d["fingerprints"]);
     s.extract = str_list(d["extract"]);
+    for (auto* patterns : {&s.fingerprints, &s.extract})
+      if (auto st = expand_macros(macros, *patterns, &s.macros_used); !st) return error{file + ": " + st.error().message, errc::knowledge_base};
     if (auto lk = str(d["lookup"]); !lk.empty()) {
       auto colon = lk.find(':');
       if (colon == std::string::npos) return error{file + ": lookup must be TABLE:FIELD, got '" + lk + "'", errc::knowledge_base};
@@ -209,9 +245,32 @@ std::string fnv1a_hex(const std::vector<std::pair<std::string, std::string>>& fi
 }  // namespace
 
 namespace {
+bool is_macro_file(const std::string& name) { return name.find("_macros/") != std::string::npos; }
+
 bool is_signature_file(const std::string& name) {
   bool tsv = name.size() >= 4 && name.substr(name.size() - 4) == ".tsv";
-  return !tsv && name.find("_encyclopedia/") == std::string::npos && name.find("_prefixes/") == std::string::npos;
+  return !tsv && name.find("_encyclopedia/") == std::string::npos && name.find("_prefixes/") == std::string::npos &&
+         !is_macro_file(name);
+}
+
+// kb/_macros/*.yaml: `macros:` (name -> pattern text) and `lists:` (name -> list of patterns). A later
+// file (a --kb directory) may redefine a name.
+status read_macros(const std::string& file, const std::string& text, macro_table& out) {
+  try {
+    YAML::Node d = YAML::Load(text);
+    if (!d.IsMap()) return error{file + ": not a YAML mapping", errc::knowledge_base};
+    for (const auto& kv : d) {
+      auto key = kv.first.as<std::string>();
+      if (key != "macros" && key != "lists") return error{file + ": unknown key '" + key + "' (macros, lists)", errc::knowledge_base};
+    }
+    if (d["macros"])
+      for (const auto& kv : d["macros"]) out.macros[kv.first.as<std::string>()] = kv.second.as<std::string>();
+    if (d["lists"])
+      for (const auto& kv : d["lists"]) out.lists[kv.first.as<std::string>()] = str_list(kv.second);
+  } catch (const YAML::Exception& e) {
+    return error{file + ": " + e.what(), errc::knowledge_base};
+  }
+  return ok();
 }
 
 // The cache file for this exact list of signature files (names and texts), or "" when caching is off.
@@ -220,7 +279,7 @@ std::string signature_cache_path(const std::vector<std::pair<std::string, std::s
   if (dir.empty()) return "";
   std::vector<std::pair<std::string, std::string>> sig_files{{kKbCacheSchema, ""}};
   for (const auto& f : files)
-    if (is_signature_file(f.first)) sig_files.push_back(f);
+    if (is_signature_file(f.first) || is_macro_file(f.first)) sig_files.push_back(f);
   return dir + "/kb-" + fnv1a_hex(sig_files) + ".cbor";
 }
 
@@ -246,6 +305,9 @@ result<library> library::from_files(const std::vector<std::pair<std::string, std
   for (const auto& f : files) n_sig_files += is_signature_file(f.first);
   const std::string cache = n_sig_files > 0 ? signature_cache_path(files) : "";
   std::vector<signature> parsed;  // every signature file's result, in file order (what the cache holds)
+  for (const auto& [name, text] : files)  // shared definitions first: any signature may use them
+    if (is_macro_file(name))
+      if (auto st = read_macros(name, text, lib.macros); !st) return st.error();
   const bool cached = load_signature_cache(cache, n_sig_files, parsed);
   if (!cached) parsed.reserve(n_sig_files);
   std::size_t next_sig = 0;
@@ -303,8 +365,9 @@ result<library> library::from_files(const std::vector<std::pair<std::string, std
       lib.prefix_files.emplace_back(name, text);
       continue;
     }
+    if (is_macro_file(name)) continue;
     if (!cached) {
-      auto sig = parse_signature(name, text);
+      auto sig = parse_signature(name, text, lib.macros);
       if (!sig) return sig.error();
       parsed.push_back(std::move(sig).value());
     }
@@ -352,6 +415,7 @@ result<library> library::load(bool builtin, const std::vector<std::string>& extr
       std::string key = p.string();
       if (rel.rfind("_prefixes/", 0) == 0) key = "_prefixes/" + key;
       if (rel.rfind("_encyclopedia/", 0) == 0) key = "_encyclopedia/" + key;
+      if (rel.rfind("_macros/", 0) == 0) key = "_macros/" + key;
       if (rel.rfind("_tables/", 0) == 0) key = "_tables/" + p.filename().string();
       files.emplace_back(key, ss.str());
     }

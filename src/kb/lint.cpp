@@ -166,6 +166,37 @@ std::vector<lint_issue> lint(const library& lib) {
     };
     check_placeholders(s.root_cause);
   }
+  for (auto& i : lint_macros(lib)) out.push_back(std::move(i));
+  return out;
+}
+
+// Shared definitions (kb/_macros): a signature that spells out a list's patterns or a macro's text instead
+// of naming it is copy-paste waiting to drift; a definition no signature uses is dead.
+std::vector<lint_issue> lint_macros(const library& lib) {
+  std::vector<lint_issue> out;
+  std::set<std::string> used;
+  for (const auto& s : lib.signatures) used.insert(s.macros_used.begin(), s.macros_used.end());
+  for (const auto& s : lib.signatures) {
+    auto uses = [&](const std::string& n) { return std::find(s.macros_used.begin(), s.macros_used.end(), n) != s.macros_used.end(); };
+    for (const auto& [name, items] : lib.macros.lists) {
+      if (items.empty() || uses("@" + name)) continue;
+      bool all = std::all_of(items.begin(), items.end(),
+                             [&](const std::string& p) { return std::find(s.extract.begin(), s.extract.end(), p) != s.extract.end(); });
+      if (all) out.push_back({s.file, s.name, "extract repeats the patterns of list " + name + ": write '@" + name + "' (kb/_macros)"});
+    }
+    for (const auto& [name, text] : lib.macros.macros) {
+      if (text.size() < 8 || uses("%{" + name + "}")) continue;  // a short macro can be part of other text by chance
+      for (const auto* list : {&s.fingerprints, &s.extract})
+        if (std::any_of(list->begin(), list->end(), [&](const std::string& p) { return p.find(text) != std::string::npos; })) {
+          out.push_back({s.file, s.name, "a pattern spells out macro " + name + ": write %{" + name + "} (kb/_macros)"});
+          break;
+        }
+    }
+  }
+  for (const auto& [name, _] : lib.macros.macros)
+    if (!used.count("%{" + name + "}")) out.push_back({"kb/_macros", name, "macro defined but no signature uses it"});
+  for (const auto& [name, _] : lib.macros.lists)
+    if (!used.count("@" + name)) out.push_back({"kb/_macros", name, "list defined but no signature uses it"});
   return out;
 }
 

@@ -160,7 +160,7 @@ std::string describe(const ff::kb::library& lib) {
     out += std::string(ff::kb::to_string(s.role)) + ' ' + std::string(ff::kb::to_string(s.layer)) + ' ' + ff::kb::to_string(s.initiator) + ' ';
     out += std::to_string(s.line_of_name) + ' ' + std::to_string(s.priority) + ' ' + std::to_string(s.match_in_stack);
     for (const auto* v : {&s.references, &s.tags, &s.systems, &s.collateral_of, &s.related, &s.fingerprints, &s.extract, &s.fix,
-                          &s.verify, &s.confirm, &s.prevention, &s.falsepositives, &s.field_order})
+                          &s.verify, &s.confirm, &s.prevention, &s.falsepositives, &s.field_order, &s.macros_used})
       list(*v);
     for (const auto& c : s.fix_code) out += c.stack + '\x1f' + c.code + '\x1e';
     for (const auto* exs : {&s.positive, &s.negative})
@@ -285,5 +285,55 @@ TEST(kb_fields, role_layer_and_initiator_are_parsed_once) {
     EXPECT_EQ(ff::kb::parse_initiator(r.text), r.want) << r.text;
     if (r.want.kind != how::unknown) EXPECT_EQ(ff::kb::to_string(ff::kb::parse_initiator(r.text)), r.text);
   }
+}
+}  // namespace
+
+namespace {
+TEST(kb_macros, expand_names_lists_and_refuse_unknown_ones) {
+  ff::kb::macro_table t;
+  t.macros["xid_at"] = R"(Xid \(PCI:[0-9a-f:.]+\): )";
+  t.lists["xid_fields"] = {"(?P<pci>a)", "(?P<pid>b)"};
+  std::vector<std::string> p = {"%{xid_at}79\\b", "@xid_fields", "plain", "%{xid_at}%{xid_at}"};
+  std::vector<std::string> used;
+  ASSERT_TRUE(ff::kb::expand_macros(t, p, &used));
+  EXPECT_EQ(p, (std::vector<std::string>{R"(Xid \(PCI:[0-9a-f:.]+\): 79\b)", "(?P<pci>a)", "(?P<pid>b)", "plain",
+                                         R"(Xid \(PCI:[0-9a-f:.]+\): Xid \(PCI:[0-9a-f:.]+\): )"}));
+  EXPECT_EQ(used, (std::vector<std::string>{"%{xid_at}", "@xid_fields"}));
+  for (const char* bad : {"%{nope}x", "@nope", "%{xid_at"}) {
+    std::vector<std::string> q = {bad};
+    auto r = ff::kb::expand_macros(t, q);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().code, ff::errc::knowledge_base);
+  }
+}
+
+// A signature file that names an unknown macro fails to load, naming the file; one that spells out a
+// list's patterns is a lint problem; a definition nobody uses is one too.
+TEST(kb_macros, load_and_lint) {
+  const std::string macros = "macros:\n  xid_at: 'Xid \\((?:PCI:)?[0-9A-Fa-f:.]+\\): '\nlists:\n  two: ['(?P<a>x)', '(?P<b>y)']\n  unused_list: ['z']\n";
+  auto sig = [](const std::string& name, const std::string& fp, const std::string& ex) {
+    return "title: t\nname: " + name + "\nrole: cause\nfingerprints: ['" + fp + "']\nextract: [" + ex + "]\n";
+  };
+  auto bad = ff::kb::library::from_files({{"x/_macros/m.yaml", macros}, {"x/a_signature.yaml", sig("a_signature", "%{nope}1", "")}});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("x/a_signature.yaml"), std::string::npos);
+  EXPECT_NE(bad.error().message.find("%{nope}"), std::string::npos);
+  auto lib = ff::kb::library::from_files({{"x/_macros/m.yaml", macros},
+                                          {"x/uses_macros_ok.yaml", sig("uses_macros_ok", "%{xid_at}79", "'@two'")},
+                                          {"x/copies_list_x.yaml", sig("copies_list_x", "Xid \\((?:PCI:)?[0-9A-Fa-f:.]+\\): 48", "'(?P<a>x)', '(?P<b>y)'")}});
+  ASSERT_TRUE(lib) << lib.error().message;
+  const auto* ok = lib.value().find("uses_macros_ok");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->fingerprints.front(), "Xid \\((?:PCI:)?[0-9A-Fa-f:.]+\\): 79");
+  EXPECT_EQ(ok->extract, (std::vector<std::string>{"(?P<a>x)", "(?P<b>y)"}));
+  auto issues = ff::kb::lint_macros(lib.value());
+  auto has = [&](const std::string& name, const std::string& words) {
+    return std::any_of(issues.begin(), issues.end(), [&](const auto& i) { return i.name == name && i.message.find(words) != std::string::npos; });
+  };
+  EXPECT_TRUE(has("copies_list_x", "repeats the patterns of list two"));
+  EXPECT_TRUE(has("copies_list_x", "spells out macro xid_at"));
+  EXPECT_TRUE(has("unused_list", "no signature uses it"));
+  EXPECT_FALSE(has("uses_macros_ok", ""));
+  EXPECT_EQ(issues.size(), 3u);
 }
 }  // namespace
