@@ -18,6 +18,40 @@ const std::vector<std::string> kOrder = {
 const std::vector<std::string> kRequired = {"title", "id", "name", "status", "level", "description", "references",
                                             "author", "date", "tags", "kind", "category", "role", "systems",
                                             "root_cause", "fix", "verify", "confirm", "examples"};
+// The areas are data (kb/_tables/areas.tsv: folder -> name prefixes). A built-in file's folder must be an
+// area and its name must start with one of that area's prefixes; a --kb file (any folder) only needs a
+// prefix of some area. Returns the problem, or "".
+std::string check_area(const library& lib, const signature& s) {
+  auto t = lib.tables.find("areas");
+  if (t == lib.tables.end()) return "kb/_tables/areas.tsv is missing: the areas cannot be checked";
+  auto prefixes_of = [](const std::string& cell) {
+    std::vector<std::string> out;
+    for (std::size_t b = 0; b <= cell.size();) {
+      auto e = cell.find(',', b);
+      if (e == std::string::npos) e = cell.size();
+      if (e > b) out.push_back(cell.substr(b, e - b) + "_");
+      b = e + 1;
+    }
+    return out;
+  };
+  auto starts = [&](const std::vector<std::string>& ps) {
+    return std::any_of(ps.begin(), ps.end(), [&](const std::string& p) { return s.name.rfind(p, 0) == 0; });
+  };
+  constexpr std::string_view kBuiltin = "builtin:";
+  if (s.file.rfind(kBuiltin, 0) == 0) {
+    std::string rel = s.file.substr(kBuiltin.size());
+    std::string folder = rel.substr(0, rel.find('/'));
+    auto cell = t->second.get(folder, "prefixes");
+    if (cell.empty()) return "folder '" + folder + "' is not an area in kb/_tables/areas.tsv";
+    auto ps = prefixes_of(cell);
+    if (!starts(ps)) return "name must start with " + cell + " followed by '_' (the prefixes of area " + folder + ", kb/_tables/areas.tsv)";
+    return "";
+  }
+  for (const auto& [_, row] : t->second.rows)
+    if (row.size() > 1 && starts(prefixes_of(row[1]))) return "";
+  return "name must start with the prefix of an area (kb/_tables/areas.tsv)";
+}
+
 bool one_of(const std::string& v, std::initializer_list<const char*> xs) {
   return std::any_of(xs.begin(), xs.end(), [&](const char* x) { return v == x; });
 }
@@ -99,8 +133,7 @@ std::vector<lint_issue> lint(const library& lib) {
       };
       if (count(bare) > count(full)) add("root_cause without its values reads badly: '" + bare + "' (write it so each placeholder can go)");
     }
-    static const re2::RE2 area_re("(?:nccl|torch|cuda|xid|gpu|host|slurm|k8s|storage|data|train|launch|ds|hf|py|megatron)_.*");
-    if (!re2::RE2::FullMatch(s.name, area_re)) add("name must start with an area prefix (docs/signatures.md)");
+    if (auto area = check_area(lib, s); !area.empty()) add(area);
     auto stem = s.file.substr(s.file.find_last_of('/') + 1);
     stem = stem.substr(0, stem.find('.'));
     if (stem != s.name) add("name differs from the file stem '" + stem + "'");

@@ -337,3 +337,29 @@ TEST(kb_macros, load_and_lint) {
   EXPECT_EQ(issues.size(), 3u);
 }
 }  // namespace
+
+namespace {
+// The areas are data: a built-in file's folder must be an area and its name one of that area's prefixes.
+TEST(kb_areas, folder_and_name_prefix_agree) {
+  const std::string areas = "area\tprefixes\tcovers\ngpu\tgpu,xid\tGPUs\ntrain\ttrain\ttraining\n";
+  auto sig = [](const std::string& name) { return "title: t\nname: " + name + "\nrole: cause\nfingerprints: ['x']\n"; };
+  auto lib = ff::kb::library::from_files({{"builtin:_tables/areas.tsv", areas},
+                                          {"builtin:gpu/xid_99_example.yaml", sig("xid_99_example")},
+                                          {"builtin:gpu/train_in_gpu_folder.yaml", sig("train_in_gpu_folder")},
+                                          {"builtin:numerics/train_old_folder.yaml", sig("train_old_folder")},
+                                          {"/home/me/kb/train_user_file.yaml", sig("train_user_file")},
+                                          {"/home/me/kb/zzz_user_file.yaml", sig("zzz_user_file")}});
+  ASSERT_TRUE(lib) << lib.error().message;
+  auto issues = ff::kb::lint(lib.value());
+  auto area_issue = [&](const std::string& name) {
+    for (const auto& i : issues)
+      if (i.name == name && (i.message.find("area") != std::string::npos)) return i.message;
+    return std::string();
+  };
+  EXPECT_EQ(area_issue("xid_99_example"), "");
+  EXPECT_NE(area_issue("train_in_gpu_folder").find("gpu,xid"), std::string::npos);
+  EXPECT_NE(area_issue("train_old_folder").find("folder 'numerics' is not an area"), std::string::npos);
+  EXPECT_EQ(area_issue("train_user_file"), "");
+  EXPECT_NE(area_issue("zzz_user_file").find("prefix of an area"), std::string::npos);
+}
+}  // namespace
