@@ -115,6 +115,11 @@ class prefix_catalog {
   bool take(int id, std::string_view rest, detail::layer_fields& fresh, const detail::layer_fields*& f, std::size_t& len) const;
   bool normalize_impl(std::string_view line, line_meta& out, detail::layer_trace* tr) const;
   bool normalize_fast_impl(std::string_view line, line_meta& out, detail::layer_trace* tr) const;
+  struct prefix_sample {
+    std::string prefix, file, line;
+    std::map<std::string, std::string> expect;
+  };
+  static void order_by_samples(prefix_catalog& cat, const std::vector<prefix_sample>& samples);
   std::vector<prefix_def> defs_;
   std::unique_ptr<impl> impl_;
   int default_year_ = 2026;

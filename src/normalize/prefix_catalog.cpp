@@ -98,6 +98,69 @@ std::string fmt_meta(const line_meta& m, const std::string& key) {
 }
 }  // namespace
 
+// The order prefixes are tried in, derived from their samples as lnav's format loader does: when prefix A
+// also matches a sample of prefix B where B's layer starts in it (a sample is a whole line, B possibly
+// under other layers) and B does not match any sample of A that way, B is the more specific one and is
+// tried first (rsyslog "TIME HOST prog: " before kubectl's bare "TIME "). Prefixes
+// with no such relation keep the order of the files and of their entries, so the file names only break
+// ties. Both matching each other's samples is left to that order too (the samples check below reports
+// a sample that ends up peeled by the other one).
+void prefix_catalog::order_by_samples(prefix_catalog& cat, const std::vector<prefix_sample>& samples) {
+  const std::size_t n = cat.defs_.size();
+  auto matches_at = [&](std::size_t i, std::string_view line, std::size_t at) {
+    re2::StringPiece in(line.data() + at, line.size() - at);
+    return re2::RE2::Consume(&in, *cat.impl_->pats[i].re);
+  };
+  // (sample, where its own prefix's layer starts: the first offset at which that prefix matches)
+  std::vector<std::vector<std::pair<std::size_t, std::size_t>>> of(n);
+  for (std::size_t k = 0; k < samples.size(); ++k)
+    for (std::size_t i = 0; i < n; ++i)
+      if (cat.defs_[i].name == samples[k].prefix)
+        for (std::size_t at = 0; at < samples[k].line.size(); ++at)
+          if (matches_at(i, samples[k].line, at)) {
+            of[i].emplace_back(k, at);
+            break;
+          }
+  auto matches_any_sample_of = [&](std::size_t a, std::size_t b) {
+    for (auto [k, at] : of[b])
+      if (matches_at(a, samples[k].line, at)) return true;
+    return false;
+  };
+  std::vector<std::vector<std::size_t>> after(n);  // after[b]: prefixes that must come after b
+  std::vector<std::size_t> before_count(n, 0);
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = 0; b < n; ++b)
+      if (a != b && matches_any_sample_of(a, b) && !matches_any_sample_of(b, a)) {
+        after[b].push_back(a);
+        ++before_count[a];
+      }
+  // Kahn's topological sort, always taking the earliest ready prefix in file order: the file order when it
+  // already agrees with the samples. A cycle (cannot happen with the strict relation above, but a
+  // guard costs nothing) leaves the rest in file order.
+  std::vector<std::size_t> order;
+  std::vector<bool> done(n, false);
+  while (order.size() < n) {
+    std::size_t pick = n;
+    for (std::size_t i = 0; i < n && pick == n; ++i)
+      if (!done[i] && before_count[i] == 0) pick = i;
+    if (pick == n)
+      for (std::size_t i = 0; i < n && pick == n; ++i)
+        if (!done[i]) pick = i;
+    done[pick] = true;
+    order.push_back(pick);
+    for (auto a : after[pick])
+      if (before_count[a] > 0) --before_count[a];
+  }
+  std::vector<prefix_def> defs;
+  std::vector<impl::compiled> pats;
+  for (auto i : order) {
+    defs.push_back(std::move(cat.defs_[i]));
+    pats.push_back(std::move(cat.impl_->pats[i]));
+  }
+  cat.defs_ = std::move(defs);
+  cat.impl_->pats = std::move(pats);
+}
+
 result<prefix_catalog> prefix_catalog::load(const std::vector<std::pair<std::string, std::string>>& files) {
   prefix_catalog cat;
   static std::atomic<std::uint64_t> generations{0};
@@ -105,11 +168,7 @@ result<prefix_catalog> prefix_catalog::load(const std::vector<std::pair<std::str
   re2::RE2::Options ro;
   ro.set_log_errors(false);
   cat.impl_->set = std::make_unique<re2::RE2::Set>(ro, re2::RE2::ANCHOR_START);
-  struct sample {
-    std::string prefix, file, line;
-    std::map<std::string, std::string> expect;
-  };
-  std::vector<sample> samples;
+  std::vector<prefix_sample> samples;
   for (const auto& [fname, text] : files) {
     YAML::Node doc;
     try {
@@ -144,13 +203,11 @@ result<prefix_catalog> prefix_catalog::load(const std::vector<std::pair<std::str
       // A prefix with a time in it matches new bytes on every line: a memo would only fill up.
       c.memo_ok = memo_safe(d.regex) && c.g_ts < 0;
       if (c.g_ts >= 0 && d.ts_format.empty()) return error{fname + ": prefix " + d.name + ": has (?P<ts>) but no ts_format"};
-      std::string err;
-      if (cat.impl_->set->Add(d.regex, &err) < 0) return error{fname + ": prefix " + d.name + ": " + err};
       c.ts_format = d.ts_format;
       cat.impl_->pats.push_back(std::move(c));
       if (p["samples"])
         for (const auto& s : p["samples"]) {
-          sample smp{d.name, fname, s["line"].as<std::string>(), {}};
+          prefix_sample smp{d.name, fname, s["line"].as<std::string>(), {}};
           if (s["expect"])
             for (const auto& kv : s["expect"]) smp.expect[kv.first.as<std::string>()] = kv.second.as<std::string>();
           samples.push_back(std::move(smp));
@@ -159,6 +216,11 @@ result<prefix_catalog> prefix_catalog::load(const std::vector<std::pair<std::str
         return error{fname + ": prefix " + d.name + ": no samples (every prefix needs at least one)"};
       cat.defs_.push_back(std::move(d));
     }
+  }
+  order_by_samples(cat, samples);
+  for (const auto& d : cat.defs_) {
+    std::string err;
+    if (cat.impl_->set->Add(d.regex, &err) < 0) return error{"prefix " + d.name + ": " + err};
   }
   if (!cat.impl_->set->Compile()) return error{"prefix catalogue: RE2::Set failed to compile (out of memory)"};
   std::uint64_t h = 1469598103934665603ull;

@@ -848,3 +848,38 @@ TEST(prefix_catalog, shape_memo_takes_each_lines_own_values) {
     expect_fast_equals_catalogue(*cat, buf);
   }
 }
+
+namespace {
+// The order prefixes are tried in comes from their samples (lnav's rule), not from file names: the bare
+// kubectl timestamp listed first still lets rsyslog's "TIME HOST prog: " peel its host, because the bare
+// one matches rsyslog's sample and not the other way round.
+TEST(prefix_catalog, order_comes_from_sample_collisions_not_file_names) {
+  const std::string general = R"(prefixes:
+  - name: bare_rfc3339
+    regex: '(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) '
+    ts_format: iso
+    samples:
+      - line: '2025-11-24T03:20:21.001125857Z hello'
+        expect: {body: hello}
+)";
+  const std::string specific = R"(prefixes:
+  - name: syslog_rfc3339_host_x
+    regex: '(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) (?P<host>[A-Za-z0-9][\w.-]*) [\w./@-]+(?:\[\d+\])?: '
+    ts_format: iso
+    samples:
+      - line: '2025-02-14T05:03:41.123+00:00 node-01 kernel: Link DOWN'
+        expect: {host: node-01, body: 'Link DOWN'}
+)";
+  for (bool general_first : {true, false}) {
+    std::vector<std::pair<std::string, std::string>> files = {{"_prefixes/10_a.yaml", general_first ? general : specific},
+                                                             {"_prefixes/20_b.yaml", general_first ? specific : general}};
+    auto c = ff::normalize::prefix_catalog::load(files);
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_EQ(c.value().defs().front().name, "syslog_rfc3339_host_x") << general_first;
+    ff::normalize::line_meta m;
+    c.value().normalize("2025-02-14T05:03:41.123+00:00 gpu-7 kernel: NVRM: Xid 79", m);
+    ASSERT_TRUE(m.host.has_value());
+    EXPECT_EQ(*m.host, "gpu-7");
+  }
+}
+}  // namespace
