@@ -432,51 +432,96 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
 // printable ASCII, else clean UTF-8 such as a tqdm bar): it cannot match, open a record or look
 // like a failure, so only the per-rank facts are kept, and its text is masked only if it is kept.
 std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light, bool ascii) {
-  auto& im = *impl_;
-  auto& in = im.in;
-  const auto& lib = *im.eng.lib;
+  auto& in = impl_->in;
   ++st.lines;
   std::size_t before = in.findings.size();
-  // Attribution: the line's own prefixes first, then the path's hints. Never invented.
-  std::optional<int> rank = meta.rank, local_rank = meta.local_rank;
-  if (!rank && !local_rank && meta.task) rank = meta.task;
+  line_facts f;
+  f.line_no = line_no;
+  attribute(st, meta, f);
+  auto& rs = rank_state_for(st, f);
+  note_host_and_pairs(st, rs, meta, f);
+  f.ts = meta.ts;
+  if (f.ts) {
+    rs.last_ts = *f.ts;
+    if (f.ts->kind == normalize::timestamp::clock::wall) st.stream_ts = f.ts;
+  } else if (rs.last_ts) {
+    f.ts = rs.last_ts;
+    f.ts_inherited = true;
+  } else if (st.stream_ts) {
+    f.ts = st.stream_ts;
+    f.ts_inherited = true;
+  }
+  extract::line_note note;
+  if (!light) feed_extractor(st, rs, meta.body, line_no, note);
+  if (!f.rank && note.rank) f.rank = note.rank;
+  if (note.top) {
+    auto r = f.rank ? f.rank : (f.local_rank && in.hosts.size() <= 1 ? f.local_rank : std::nullopt);
+    if (r && in.stack_tops.size() < 65536) {
+      auto& v = in.stack_tops[*r];
+      if (v.size() < 64) v.push_back({*note.top, st.display, line_no});
+    }
+  }
+  f.body = text::trim(meta.body);
+  if (!f.body.empty()) note_activity(st, rs, f, meta.ts, light, ascii);
+  if (f.body.empty() || light) return 0;
+  auto restart_to = match_line(st, f, meta.level, note);
+  // After a restart line the stream's lines are the next attempt's.
+  if (restart_to && *restart_to > st.attempt.value_or(0)) start_attempt(st, *restart_to);
+  return in.findings.size() - before;
+}
+
+// Attribution: the line's own prefixes first, then the path's hints. Never invented.
+void collector::attribute(stream& st, const normalize::line_meta& meta, line_facts& f) const {
+  f.rank = meta.rank;
+  f.local_rank = meta.local_rank;
+  if (!f.rank && !f.local_rank && meta.task) f.rank = meta.task;
   // An indented continuation line (desync report, NVRM block, wrapped message) with no rank of
   // its own belongs to the rank of the line before it in this stream.
   bool continuation = !meta.body.empty() && (meta.body[0] == ' ' || meta.body[0] == '\t');
-  if (!rank && !local_rank && continuation) {
-    rank = st.prev_rank;
-    local_rank = st.prev_local;
+  if (!f.rank && !f.local_rank && continuation) {
+    f.rank = st.prev_rank;
+    f.local_rank = st.prev_local;
   }
-  st.prev_rank = rank;
-  st.prev_local = local_rank;
-  if (!rank && st.hint.rank) rank = st.hint.rank;
-  if (!local_rank && st.hint.local_rank) local_rank = st.hint.local_rank;
-  // Per-rank tables are bounded (hostile input: a million distinct ranks): ranks past the bound share one
-  // stream-level entry (as a line with no rank) for their state and activity; their findings keep their own rank.
-  std::int64_t code = rank_code(rank, local_rank);
-  auto rs_it = st.ranks.find(code);
-  if (rs_it == st.ranks.end()) {
-    // A rank's activity is kept per torchrun attempt: a restarted rank starts its record afresh.
-    auto key = rank_key_of(rank, local_rank, st.attempt);
-    if (key && in.activity.size() >= impl::kMaxRanks && !in.activity.count(*key)) {
-      im.rank_bound_hit = true;
-      code = 0;  // the stream-level state, as for a line with no rank
-      key.reset();
-      rs_it = st.ranks.find(code);
-    }
-    if (rs_it == st.ranks.end()) {
-      rs_it = st.ranks.emplace(code, stream::rank_state{}).first;
-      rs_it->second.key = std::move(key);
-      rs_it->second.ex = std::make_unique<extract::extractor>(st.display);
-    }
+  st.prev_rank = f.rank;
+  st.prev_local = f.local_rank;
+  if (!f.rank && st.hint.rank) f.rank = st.hint.rank;
+  if (!f.local_rank && st.hint.local_rank) f.local_rank = st.hint.local_rank;
+}
+
+// The line's rank state in this stream, created on first use. Per-rank tables are bounded (hostile input:
+// a million distinct ranks): ranks past the bound share one stream-level entry (as a line with no rank) for
+// their state and activity; their findings keep their own rank.
+collector::stream::rank_state& collector::rank_state_for(stream& st, line_facts& f) {
+  auto& im = *impl_;
+  auto& in = im.in;
+  f.code = rank_code(f.rank, f.local_rank);
+  auto rs_it = st.ranks.find(f.code);
+  if (rs_it != st.ranks.end()) return rs_it->second;
+  // A rank's activity is kept per torchrun attempt: a restarted rank starts its record afresh.
+  auto key = rank_key_of(f.rank, f.local_rank, st.attempt);
+  if (key && in.activity.size() >= impl::kMaxRanks && !in.activity.count(*key)) {
+    im.rank_bound_hit = true;
+    f.code = 0;  // the stream-level state, as for a line with no rank
+    key.reset();
+    rs_it = st.ranks.find(f.code);
+    if (rs_it != st.ranks.end()) return rs_it->second;
   }
-  auto& rs = rs_it->second;
-  if (rank && local_rank && meta.rank && rs.paired_local != local_rank) {  // one rank keeps its local rank: one lookup
-    if (im.local_rank_pairs < impl::kMaxPairs) im.local_rank_pairs += in.local_to_rank[*local_rank].insert(*rank).second;
+  rs_it = st.ranks.emplace(f.code, stream::rank_state{}).first;
+  rs_it->second.key = std::move(key);
+  rs_it->second.ex = std::make_unique<extract::extractor>(st.display);
+  return rs_it->second;
+}
+
+// Which ranks share a node (local rank -> rank, host -> rank) and the host a prefix names, masked: a host is
+// masked even where no line rule knew the context. One lookup per rank while its pairing does not change.
+void collector::note_host_and_pairs(stream& st, stream::rank_state& rs, normalize::line_meta& meta, line_facts& f) {
+  auto& im = *impl_;
+  auto& in = im.in;
+  if (f.rank && f.local_rank && meta.rank && rs.paired_local != f.local_rank) {
+    if (im.local_rank_pairs < impl::kMaxPairs) im.local_rank_pairs += in.local_to_rank[*f.local_rank].insert(*f.rank).second;
     else im.pairs_bound_hit = true;
-    if (code != 0) rs.paired_local = local_rank;
+    if (f.code != 0) rs.paired_local = f.local_rank;
   }
-  // A host a prefix names (pod, syslog, NCCL header) is masked even where no line rule knew the context.
   if (meta.host) {
     if (*meta.host == st.last_raw_host) {
       if (st.last_host != st.last_raw_host) im.masker.count_repeated_host();
@@ -488,115 +533,117 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
       st.last_host = *meta.host;
     }
   }
-  const std::optional<std::string>& host = meta.host ? meta.host : st.hint.host;
-  if (host && rank && (meta.rank || st.hint.rank) && (code == 0 || rs.paired_host != *host)) {
-    if (im.host_rank_pairs < impl::kMaxPairs) im.host_rank_pairs += in.host_ranks[*host].insert(*rank).second;
+  f.host = meta.host ? meta.host : st.hint.host;
+  if (f.host && f.rank && (meta.rank || st.hint.rank) && (f.code == 0 || rs.paired_host != *f.host)) {
+    if (im.host_rank_pairs < impl::kMaxPairs) im.host_rank_pairs += in.host_ranks[*f.host].insert(*f.rank).second;
     else im.pairs_bound_hit = true;
-    if (code != 0) rs.paired_host = *host;
+    if (f.code != 0) rs.paired_host = *f.host;
   }
-  const auto& key = rs.key;
-  std::optional<normalize::timestamp> ts = meta.ts;
-  bool inherited = false;
-  if (ts) {
-    rs.last_ts = *ts;
-    if (ts->kind == normalize::timestamp::clock::wall) st.stream_ts = ts;
-  } else if (rs.last_ts) {
-    ts = rs.last_ts;
-    inherited = true;
-  } else if (st.stream_ts) {
-    ts = st.stream_ts;
-    inherited = true;
-  }
+}
 
-  extract::line_note note;
+// The rank's record extractor (tracebacks, agent error blocks, exit lines) sees the line; the stream counts
+// ranks with a record open (stream::busy) so the light path knows when a line must take the full path.
+void collector::feed_extractor(stream& st, stream::rank_state& rs, std::string_view body, std::uint64_t line_no,
+                               extract::line_note& note) {
+  auto& in = impl_->in;
   auto& ex = rs.ex;
-  if (!light) {
-    bool was_idle = ex->idle();
-    std::size_t exits_before = in.exits.size();
-    ex->feed(meta.body, line_no, note, in.exits, in.terminated);
-    if (st.attempt)
-      for (auto i = exits_before; i < in.exits.size(); ++i) in.exits[i].attempt = st.attempt;
-    if (was_idle != ex->idle()) was_idle ? ++st.busy : --st.busy;
-  }
-  if (!rank && note.rank) rank = note.rank;
-  if (note.top) {
-    auto r = rank ? rank : (local_rank && in.hosts.size() <= 1 ? local_rank : std::nullopt);
-    if (r && in.stack_tops.size() < 65536) {
-      auto& v = in.stack_tops[*r];
-      if (v.size() < 64) v.push_back({*note.top, st.display, line_no});
-    }
-  }
+  bool was_idle = ex->idle();
+  std::size_t exits_before = in.exits.size();
+  ex->feed(body, line_no, note, in.exits, in.terminated);
+  if (st.attempt)
+    for (auto i = exits_before; i < in.exits.size(); ++i) in.exits[i].attempt = st.attempt;
+  if (was_idle != ex->idle()) was_idle ? ++st.busy : --st.busy;
+}
 
-  std::string_view body = text::trim(meta.body);
-  if (!body.empty()) {
-    st.last_body.assign(text::prefix_utf8(body, limits::kLastLineBytes));
-    st.last_body_line = line_no;
-    st.last_body_raw = light;
+// The per-rank facts of a line with a body: the stream's and the rank's last line, its time, the line
+// count, and progress (step reached, steps planned).
+void collector::note_activity(stream& st, stream::rank_state& rs, const line_facts& f,
+                              const std::optional<normalize::timestamp>& own_ts, bool light, bool ascii) {
+  auto& im = *impl_;
+  st.last_body.assign(text::prefix_utf8(f.body, limits::kLastLineBytes));
+  st.last_body_line = f.line_no;
+  st.last_body_raw = light;
+  if (!rs.key) return;
+  if (!rs.act) {
+    rs.act = &im.in.activity[*rs.key];
+    rs.deferred = &im.deferred_last[*rs.key];
   }
-  if (key && !body.empty()) {
-    if (!rs.act) {
-      rs.act = &in.activity[*key];
-      rs.deferred = &im.deferred_last[*key];
-    }
-    auto& act = *rs.act;
-    ++act.lines;
-    if (meta.ts) act.last_ts = meta.ts;
-    act.last_line.assign(text::prefix_utf8(body, limits::kLastLineBytes));
-    act.last_source = st.source_id;
-    act.last_line_no = line_no;
-    *rs.deferred = light;
-    auto prog = extract::read_progress(body, ascii);
-    if (prog.step) act.last_step = prog.step;
-    if (prog.planned && prog.planned != act.planned_steps) {  // rare: kept as evidence for uneven plans
-      act.planned_steps = prog.planned;
-      act.planned_line = light ? im.masker.apply(act.last_line) : act.last_line;
-      if (light) im.masker.reset_stream();
-      act.planned_source = st.source_id;
-      act.planned_line_no = line_no;
-    }
+  auto& act = *rs.act;
+  ++act.lines;
+  if (own_ts) act.last_ts = own_ts;
+  act.last_line.assign(text::prefix_utf8(f.body, limits::kLastLineBytes));
+  act.last_source = st.source_id;
+  act.last_line_no = f.line_no;
+  *rs.deferred = light;
+  auto prog = extract::read_progress(f.body, ascii);
+  if (prog.step) act.last_step = prog.step;
+  if (prog.planned && prog.planned != act.planned_steps) {  // rare: kept as evidence for uneven plans
+    act.planned_steps = prog.planned;
+    act.planned_line = light ? im.masker.apply(act.last_line) : act.last_line;
+    if (light) im.masker.reset_stream();
+    act.planned_source = st.source_id;
+    act.planned_line_no = f.line_no;
   }
-  if (body.empty() || light) return 0;
+}
+
+// Matching: the full database on the body, then which hits the line keeps as findings. Returns the attempt a
+// restart line (a signature tagged event.restart) starts, if the line is one.
+std::optional<int> collector::match_line(stream& st, const line_facts& f, char level, extract::line_note& note) {
+  auto& im = *impl_;
+  auto& in = im.in;
+  const auto& lib = *im.eng.lib;
+  auto sig_of = [&](const match::hit& h) -> const kb::signature& { return lib.signatures[static_cast<std::size_t>(h.signature)]; };
   auto& hits = im.hits;
   hits.clear();
-  if (auto scanned = im.eng.matcher.scan(body, im.scratch, hits); !scanned) {
+  if (auto scanned = im.eng.matcher.scan(f.body, im.scratch, hits); !scanned) {
     if (im.engine_error.empty()) im.engine_error = scanned.error().message;
-    return 0;
+    return std::nullopt;
   }
   if (note.skip_match) {  // inside a stack: only signatures written for stack lines count
-    hits.erase(std::remove_if(hits.begin(), hits.end(),
-                              [&](const match::hit& h) {
-                                return !lib.signatures[static_cast<std::size_t>(h.signature)].match_in_stack;
-                              }),
-               hits.end());
-    if (hits.empty()) return 0;
+    std::erase_if(hits, [&](const match::hit& h) { return !sig_of(h).match_in_stack; });
+    if (hits.empty()) return std::nullopt;
   }
   // A benign signature (a message known from healthy runs) explains the whole line.
-  for (const auto& h : hits)
-    if (lib.signatures[static_cast<std::size_t>(h.signature)].is_benign()) {
-      ++in.benign_lines;
-      return 0;
-    }
+  if (std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).is_benign(); })) {
+    ++in.benign_lines;
+    return std::nullopt;
+  }
   // Specific > family > generic: a less specific signature on a line that a more specific one
   // explains describes the same event less precisely.
   int best_layer = 2;
-  for (const auto& h : hits) best_layer = std::min(best_layer, lib.signatures[static_cast<std::size_t>(h.signature)].layer_rank());
-  hits.erase(std::remove_if(hits.begin(), hits.end(),
-                            [&](const match::hit& h) {
-                              return lib.signatures[static_cast<std::size_t>(h.signature)].layer_rank() > best_layer;
-                            }),
-             hits.end());
+  for (const auto& h : hits) best_layer = std::min(best_layer, sig_of(h).layer_rank());
+  std::erase_if(hits, [&](const match::hit& h) { return sig_of(h).layer_rank() > best_layer; });
   bool symptom_on_line = false, specific_cause_on_line = false;
   int top_cause = 0;
   for (const auto& h : hits) {
-    const auto& hs = lib.signatures[static_cast<std::size_t>(h.signature)];
+    const auto& hs = sig_of(h);
     symptom_on_line |= !hs.is_cause();
-    specific_cause_on_line |= hs.is_cause() && hs.priority > 10;
+    specific_cause_on_line |= hs.is_cause() && hs.priority > kb::kCatchAllCausePriority;
     if (hs.is_cause()) top_cause = std::max(top_cause, hs.priority);
   }
-  // A restart line (a signature tagged event.restart: torchelastic's "Worker group FAILED. K/M attempts
-  // left; will restart worker group") ends an attempt: this stream's later lines belong to attempt M-K+1
-  // (every node's agent prints the same numbers, so a combined srun output counts each restart once).
-  std::optional<int> restart_to;
+  auto restart_to = restart_attempt(st, hits);
+  bool kept_any = false;
+  for (auto& h : hits) {
+    const auto& sig = sig_of(h);
+    // A catch-all cause on a line that a symptom or a specific cause explains adds nothing: the line is that
+    // symptom or that cause.
+    if (sig.is_cause() && sig.layer_rank() > 0 && sig.priority <= kb::kCatchAllCausePriority && (symptom_on_line || specific_cause_on_line))
+      continue;
+    // One line is one event: a weaker cause on the same line (a generic Xid rule beside the Xid 79
+    // rule) describes the same event less precisely.
+    if (sig.is_cause() && sig.priority < top_cause) continue;
+    keep_finding(st, f, h, note);
+    kept_any = true;
+  }
+  if (!kept_any) add_suspicious(st, f.body, level, note.exception_line, f.rank, f.line_no);
+  return restart_to;
+}
+
+// A restart line (a signature tagged event.restart: torchelastic's "Worker group FAILED. K/M attempts
+// left; will restart worker group") ends an attempt: this stream's later lines belong to attempt M-K+1
+// (every node's agent prints the same numbers, so a combined srun output counts each restart once).
+std::optional<int> collector::restart_attempt(const stream& st, const std::vector<match::hit>& hits) const {
+  const auto& lib = *impl_->eng.lib;
   for (const auto& h : hits) {
     const auto& tags = lib.signatures[static_cast<std::size_t>(h.signature)].tags;
     if (std::find(tags.begin(), tags.end(), "event.restart") == tags.end()) continue;
@@ -606,85 +653,79 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
       if (k == "max_restarts") max = v;
     }
     long l = std::strtol(left.c_str(), nullptr, 10), m = std::strtol(max.c_str(), nullptr, 10);
-    restart_to = !left.empty() && !max.empty() && m >= l && m - l < 100000 ? static_cast<int>(m - l + 1)
-                                                                          : st.attempt.value_or(0) + 1;
-    break;
+    return !left.empty() && !max.empty() && m >= l && m - l < 100000 ? static_cast<int>(m - l + 1) : st.attempt.value_or(0) + 1;
   }
-  bool kept_any = false;
-  for (auto& h : hits) {
-    const auto& sig = lib.signatures[static_cast<std::size_t>(h.signature)];
-    // A catch-all cause (priority <= kb::kCatchAllCausePriority) on a line that a symptom or a specific cause explains
-    // adds nothing: the line is that symptom or that cause.
-    if (sig.is_cause() && sig.layer_rank() > 0 && sig.priority <= kb::kCatchAllCausePriority && (symptom_on_line || specific_cause_on_line)) continue;
-    // One line is one event: a weaker cause on the same line (a generic Xid rule beside the Xid 79
-    // rule) describes the same event less precisely.
-    if (sig.is_cause() && sig.priority < top_cause) continue;
-    std::tuple<int, int, int> pk{h.signature, rank.value_or(local_rank ? -2 - *local_rank : -1), st.attempt.value_or(-1)};
-    auto pit = im.per_key.find(pk);
-    if (pit == im.per_key.end() && in.findings.size() >= impl::kMaxFindings) {
-      im.findings_bound_hit = true;
-      if (auto f1 = im.first_of_signature.find(h.signature); f1 != im.first_of_signature.end()) ++in.findings[f1->second].duplicates;
-      kept_any = true;
-      continue;
-    }
-    auto& slot = pit != im.per_key.end() ? pit->second : im.per_key[pk];
-    if (++slot.first > impl::kMaxPerKey) {
-      ++in.findings[slot.second].duplicates;
-      kept_any = true;
-      continue;
-    }
-    slot.second = in.findings.size();
-    im.first_of_signature.emplace(h.signature, slot.second);
-    correlate::finding f;
-    f.signature = h.signature;
-    f.captured = std::move(h.captured);
-    f.rank = rank;
-    f.local_rank = local_rank;
-    f.host = host;
-    f.ts = ts;
-    f.ts_inherited = inherited;
-    f.source = st.display;
-    f.line_no = line_no;
-    f.attempt = st.attempt;
-    f.text = std::string(text::prefix_utf8(body, limits::kFindingTextBytes));
-    if (!note.collective.empty()) f.captured.emplace_back("collective", note.collective);
-    in.findings.push_back(std::move(f));
-    kept_any = true;
+  return std::nullopt;
+}
+
+// One hit becomes a finding, within the bounds: at most kMaxPerKey per (signature, rank, attempt) (the rest
+// count as duplicates of the last one) and kMaxFindings in all.
+void collector::keep_finding(const stream& st, const line_facts& f, match::hit& h, const extract::line_note& note) {
+  auto& im = *impl_;
+  auto& in = im.in;
+  std::tuple<int, int, int> pk{h.signature, f.rank.value_or(f.local_rank ? -2 - *f.local_rank : -1), st.attempt.value_or(-1)};
+  auto pit = im.per_key.find(pk);
+  if (pit == im.per_key.end() && in.findings.size() >= impl::kMaxFindings) {
+    im.findings_bound_hit = true;
+    if (auto f1 = im.first_of_signature.find(h.signature); f1 != im.first_of_signature.end()) ++in.findings[f1->second].duplicates;
+    return;
   }
-  if (!kept_any) add_suspicious(st, body, meta.level, note.exception_line, rank, line_no);
-  // After a restart line the stream's lines are the next attempt's; its earlier lines are attempt 0's when
-  // nothing said otherwise.
-  if (restart_to && *restart_to > st.attempt.value_or(0)) {
-    if (!st.attempt) {
-      for (auto& f : in.findings)
-        if (!f.attempt && f.source == st.display) f.attempt = 0;
-      for (auto& e : in.exits)
-        if (!e.attempt && e.source == st.display) e.attempt = 0;
-    }
-    const bool was_known = st.attempt.has_value();
-    st.attempt = restart_to;
-    for (auto& [code, rs] : st.ranks) {  // the next attempt's activity records start afresh
-      if (!rs.key) continue;
-      if (!was_known && !rs.key->attempt) {  // what this rank wrote so far was attempt 0
-        // Moved, not erased: another stream's rank state may point at the entry (std::map nodes are stable).
-        auto at0 = *rs.key;
-        at0.attempt = 0;
-        auto it = in.activity.find(*rs.key);
-        if (it != in.activity.end() && !in.activity.count(at0)) {
-          in.activity.emplace(at0, std::move(it->second));
-          it->second = correlate::rank_activity{};
-          if (auto d = im.deferred_last.find(*rs.key); d != im.deferred_last.end()) {
-            im.deferred_last[at0] = d->second;
-            d->second = false;
-          }
+  auto& slot = pit != im.per_key.end() ? pit->second : im.per_key[pk];
+  if (++slot.first > impl::kMaxPerKey) {
+    ++in.findings[slot.second].duplicates;
+    return;
+  }
+  slot.second = in.findings.size();
+  im.first_of_signature.emplace(h.signature, slot.second);
+  correlate::finding out;
+  out.signature = h.signature;
+  out.captured = std::move(h.captured);
+  out.rank = f.rank;
+  out.local_rank = f.local_rank;
+  out.host = f.host;
+  out.ts = f.ts;
+  out.ts_inherited = f.ts_inherited;
+  out.source = st.display;
+  out.line_no = f.line_no;
+  out.attempt = st.attempt;
+  out.text = std::string(text::prefix_utf8(f.body, limits::kFindingTextBytes));
+  if (!note.collective.empty()) out.captured.emplace_back("collective", note.collective);
+  in.findings.push_back(std::move(out));
+}
+
+// The stream's later lines belong to attempt `to`; its earlier lines are attempt 0's when nothing said
+// otherwise, and every rank's activity record starts afresh.
+void collector::start_attempt(stream& st, int to) {
+  auto& im = *impl_;
+  auto& in = im.in;
+  if (!st.attempt) {
+    for (auto& f : in.findings)
+      if (!f.attempt && f.source == st.display) f.attempt = 0;
+    for (auto& e : in.exits)
+      if (!e.attempt && e.source == st.display) e.attempt = 0;
+  }
+  const bool was_known = st.attempt.has_value();
+  st.attempt = to;
+  for (auto& [code, rs] : st.ranks) {
+    if (!rs.key) continue;
+    if (!was_known && !rs.key->attempt) {  // what this rank wrote so far was attempt 0
+      // Moved, not erased: another stream's rank state may point at the entry (std::map nodes are stable).
+      auto at0 = *rs.key;
+      at0.attempt = 0;
+      auto it = in.activity.find(*rs.key);
+      if (it != in.activity.end() && !in.activity.count(at0)) {
+        in.activity.emplace(at0, std::move(it->second));
+        it->second = correlate::rank_activity{};
+        if (auto d = im.deferred_last.find(*rs.key); d != im.deferred_last.end()) {
+          im.deferred_last[at0] = d->second;
+          d->second = false;
         }
       }
-      rs.key->attempt = st.attempt;
-      rs.act = nullptr;
-      rs.deferred = nullptr;
     }
+    rs.key->attempt = st.attempt;
+    rs.act = nullptr;
+    rs.deferred = nullptr;
   }
-  return in.findings.size() - before;
 }
 
 std::size_t wrap_width(const std::vector<std::pair<std::string, std::uint64_t>>& head, const normalize::prefix_catalog* prefixes) {

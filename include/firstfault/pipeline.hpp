@@ -188,6 +188,26 @@ class collector {
   void peel_learnt(const stream& st, normalize::line_meta& meta) const;  // a learnt prefix left on meta.body
   void add_suspicious(const stream& st, std::string_view body, char level, bool exception_line, std::optional<int> rank,
                       std::uint64_t line_no);
+  // What process() learns about one line, step by step (attribute, rank_state_for, note_host_and_pairs, ...).
+  struct line_facts {
+    std::optional<int> rank, local_rank;
+    std::int64_t code = 0;                        // the rank state's key in stream::ranks (0: stream-level)
+    std::optional<std::string> host;              // masked
+    std::optional<normalize::timestamp> ts;       // the line's own, else inherited from its rank or stream
+    bool ts_inherited = false;
+    std::string_view body;                        // trimmed
+    std::uint64_t line_no = 0;
+  };
+  void attribute(stream& st, const normalize::line_meta& meta, line_facts& f) const;
+  stream::rank_state& rank_state_for(stream& st, line_facts& f);
+  void note_host_and_pairs(stream& st, stream::rank_state& rs, normalize::line_meta& meta, line_facts& f);
+  void feed_extractor(stream& st, stream::rank_state& rs, std::string_view body, std::uint64_t line_no, extract::line_note& note);
+  void note_activity(stream& st, stream::rank_state& rs, const line_facts& f, const std::optional<normalize::timestamp>& own_ts,
+                     bool light, bool ascii);
+  std::optional<int> match_line(stream& st, const line_facts& f, char level, extract::line_note& note);
+  std::optional<int> restart_attempt(const stream& st, const std::vector<match::hit>& hits) const;
+  void keep_finding(const stream& st, const line_facts& f, match::hit& h, const extract::line_note& note);
+  void start_attempt(stream& st, int to);
   struct impl;
   std::unique_ptr<impl> impl_;
 };
