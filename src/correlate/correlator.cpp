@@ -4,6 +4,7 @@
 #include <cstring>
 #include <cmath>
 #include <ctime>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -67,220 +68,220 @@ std::string_view to_string(confidence c) {
   return "";
 }
 
-diagnosis correlate(inputs in, const kb::library& lib) {
-  diagnosis d;
-  const auto ctx = rules::make_context(in, lib);
-  const auto& fs = ctx.fs;
-  const auto sig = [&](const finding& f) -> const kb::signature& { return ctx.sig(f); };
+namespace {
 
-  // --- root cause: the strongest cause line, then the root rules may hand it to another line ----
-  const finding* root = rules::strongest_cause(ctx);
-  if (root)
+// What decided the root cause and the first failing rank, passed from one stage to the next.
+struct decision {
+  const finding* root = nullptr;             // the root-cause line (none when an inference rule decided)
+  const kb::signature* root_sig = nullptr;   // its signature, or the inferred entry
+  std::vector<const finding*> root_findings; // every line of the root signature, or the inference's evidence
+  std::optional<int> init_rank;
+  std::string rank_rule;                     // why that rank (or why none)
+};
+
+// The strongest cause line, which a root rule may hand to another line; then the rank rules on its lines.
+// With no cause line, the first inference rule that fires decides (its entry, rank and evidence).
+decision decide_root(const rules::context& ctx, const kb::library& lib, diagnosis& d) {
+  decision dec;
+  dec.root = rules::strongest_cause(ctx);
+  if (dec.root)
     for (const auto& rr : rules::root_rules())
-      if (const auto* other = rr.fn(ctx, *root)) {
-        root = other;
+      if (const auto* other = rr.fn(ctx, *dec.root)) {
+        dec.root = other;
         d.rule = std::string(rr.name);
         break;
       }
-
-  std::vector<const finding*> root_findings;
-  const kb::signature* root_sig = nullptr;
-  std::string rank_rule;
-  std::optional<int> init_rank;
-
-  if (root) {
-    root_sig = &sig(*root);
-    for (const auto& f : fs)
-      if (f.signature == root->signature) root_findings.push_back(&f);
-    for (const auto& rr : rules::rank_rules())
-      if (auto dec = rr.fn(ctx, root_findings)) {
-        init_rank = dec->rank;
-        if (dec->host) d.initiating_host = dec->host;
-        rank_rule = dec->why;
-        break;
-      }
-    if (!init_rank && rank_rule.empty()) {
-      std::set<int> ranks;
-      for (const auto* f : root_findings)
-        if (f->rank) ranks.insert(*f->rank);
-      rank_rule = ranks.empty() ? "the root-cause line carries no rank (node or job level), and no per-rank evidence names one"
-                                : "ranks " + text::rank_ranges({ranks.begin(), ranks.end()}) +
-                                      " all report it and their times do not order them";
-    }
-  } else {
-    // --- inference when no cause-role line exists ----------------------------------------------
+  if (!dec.root) {
     for (const auto& ir : rules::inference_rules()) {
       auto inf = ir.fn(ctx);
       if (!inf) continue;
-      root_sig = inferred(lib, inf->entry);
-      if (!root_sig) continue;  // kb lint guarantees every produced entry exists; a user's --kb may not
+      dec.root_sig = inferred(lib, inf->entry);
+      if (!dec.root_sig) continue;  // kb lint guarantees every produced entry exists; a user's --kb may not
       d.rule = std::string(ir.name);
-      init_rank = inf->rank;
-      rank_rule = inf->why;
-      root_findings = inf->findings;
+      dec.init_rank = inf->rank;
+      dec.rank_rule = inf->why;
+      dec.root_findings = inf->findings;
       d.evidence_lines = inf->extra;
       break;
     }
+    return dec;
   }
+  dec.root_sig = &ctx.sig(*dec.root);
+  for (const auto& f : ctx.fs)
+    if (f.signature == dec.root->signature) dec.root_findings.push_back(&f);
+  for (const auto& rr : rules::rank_rules())
+    if (auto rd = rr.fn(ctx, dec.root_findings)) {
+      dec.init_rank = rd->rank;
+      if (rd->host) d.initiating_host = rd->host;
+      dec.rank_rule = rd->why;
+      break;
+    }
+  if (!dec.init_rank && dec.rank_rule.empty()) {
+    std::set<int> ranks;
+    for (const auto* f : dec.root_findings)
+      if (f->rank) ranks.insert(*f->rank);
+    dec.rank_rule = ranks.empty() ? "the root-cause line carries no rank (node or job level), and no per-rank evidence names one"
+                                  : "ranks " + text::rank_ranges({ranks.begin(), ranks.end()}) + " all report it and their times do not order them";
+  }
+  return dec;
+}
 
-  // --- verdict --------------------------------------------------------------------------------
-  // Honest verdict: healthy only when nothing looks like a failure (no finding, no line that looks
-  // wrong after benign messages were set aside, no failed worker).
+// Honest verdict: healthy only when nothing looks like a failure (no finding, no line that looks wrong after
+// benign messages were set aside, no failed worker).
+void set_verdict(diagnosis& d, decision& dec, const rules::context& ctx, const inputs& in) {
   bool any_suspicious = !in.suspicious.empty();
   bool bad_exit = std::any_of(ctx.exits.begin(), ctx.exits.end(), [](auto& e) { return e.exitcode && *e.exitcode != 0; });
-  if (root_sig) {
+  if (dec.root_sig) {
     d.verdict = verdict::failure;
-    fill_from_signature(d, *root_sig);
-    if (!root) d.priority = 0;
-  } else if (!fs.empty() || any_suspicious || bad_exit) {
+    fill_from_signature(d, *dec.root_sig);
+    if (!dec.root) d.priority = 0;
+  } else if (!ctx.fs.empty() || any_suspicious || bad_exit) {
     d.verdict = verdict::undetermined;
-    rank_rule = "no signature explains the failure";
+    dec.rank_rule = "no signature explains the failure";
   } else {
     d.verdict = verdict::healthy;
   }
-  d.initiating_rank = init_rank;
-  d.initiating_rule = rank_rule;
+  d.initiating_rank = dec.init_rank;
+  d.initiating_rule = dec.rank_rule;
   d.exits = ctx.exits;
+}
 
-  // The process-group backend of this run, for code that names it: gloo when only gloo lines were seen,
-  // else NCCL, PyTorch's backend for GPU training
-  // (https://pytorch.org/docs/stable/distributed.html#which-backend-to-use).
-  auto backend = [&]() -> std::string {
-    bool gloo = false, nccl = false;
-    for (const auto& f : fs) {
-      const auto& sys = sig(f).systems;
-      bool g = std::find(sys.begin(), sys.end(), "gloo") != sys.end();
-      bool n = std::find(sys.begin(), sys.end(), "nccl") != sys.end();
-      gloo = gloo || (g && !n);
-      nccl = nccl || (n && !g);
+// The process-group backend of this run, for code that names it: gloo when only gloo lines were seen, else
+// NCCL, PyTorch's backend for GPU training (https://pytorch.org/docs/stable/distributed.html#which-backend-to-use).
+std::string backend_of(const rules::context& ctx) {
+  bool gloo = false, nccl = false;
+  for (const auto& f : ctx.fs) {
+    const auto& sys = ctx.sig(f).systems;
+    bool g = std::find(sys.begin(), sys.end(), "gloo") != sys.end();
+    bool n = std::find(sys.begin(), sys.end(), "nccl") != sys.end();
+    gloo = gloo || (g && !n);
+    nccl = nccl || (n && !g);
+  }
+  return gloo && !nccl ? "\"gloo\"" : "\"nccl\"";
+}
+
+// A fix, verify or confirm step is shown with its placeholders filled; a step that needs a value this run
+// does not have (an Xid with no catalogue row) is left out rather than shown unfilled.
+void fill_steps(diagnosis& d, const std::function<std::string(const std::string&)>& value) {
+  for (auto* list : {&d.fix, &d.verify, &d.confirm}) {
+    std::vector<std::string> out;
+    for (const auto& line : *list) {
+      bool all = true;
+      auto filled = text::fill_template(line, [&](const std::string& name) {
+        auto v = value(name);
+        all = all && !v.empty();
+        return v;
+      });
+      if (all) out.push_back(std::move(filled));
     }
-    return gloo && !nccl ? "\"gloo\"" : "\"nccl\"";
+    *list = std::move(out);
+  }
+}
+
+// The line whose own fields fill the sentence: the lead line, or the first evidence line that has any of
+// them. Never one field from one line and the next from another (a pid of one kill with the name of
+// another process).
+const finding* fields_source(const kb::signature& s, const finding* lead, const std::vector<const finding*>& ev) {
+  std::vector<std::string> names;
+  std::string_view t = s.root_cause;
+  for (auto open = t.find('{'); open != std::string_view::npos; open = t.find('{', open + 1))
+    if (auto close = t.find('}', open); close != std::string_view::npos) names.emplace_back(t.substr(open + 1, close - open - 1));
+  auto has_any = [&](const finding& f) {
+    return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return !field(f, n).empty(); });
   };
-  // Code keeps its own braces (f-strings, dicts): only the run facts meant for code are filled.
-  for (auto& c : d.fix_code)
-    for (std::size_t at; (at = c.code.find("{backend}")) != std::string::npos;) c.code.replace(at, 9, backend());
+  if (has_any(*lead)) return lead;
+  for (const auto* f : ev)
+    if (has_any(*f)) return f;
+  return lead;
+}
 
-  // evidence: the root lines, earliest first, one per rank, at most limits::kEvidenceLines
-  if (!root_sig) root_findings.clear();
-  if (!root_findings.empty()) {
-    std::vector<const finding*> ev = root_findings;
-    std::stable_sort(ev.begin(), ev.end(), [](const finding* a, const finding* b) { return before(a->ts, b->ts); });
-    if (init_rank)  // the initiating rank's line first
-      std::stable_partition(ev.begin(), ev.end(), [&](const finding* f) { return f->rank == init_rank; });
-    std::set<std::string> used;
-    for (const auto* f : ev) {
-      std::string k = f->rank ? std::to_string(*f->rank) : f->source + f->text;
-      if (used.count(k)) continue;
-      used.insert(k);
-      d.evidence_lines.push_back(to_evidence(*f, f->rank));  // after a rule's own evidence (a silent rank's last line)
-      if (used.size() >= limits::kEvidenceLines) break;
+// Evidence (the root lines, earliest first, one per rank, the initiating rank's first), the first failing
+// host, the kind (a lookup table row or a kind rule may refine it), and the summary and steps filled from
+// the lines' fields.
+void explain_root(diagnosis& d, decision& dec, const rules::context& ctx, const kb::library& lib) {
+  const auto& root_sig = *dec.root_sig;
+  const auto& init_rank = dec.init_rank;
+  std::vector<const finding*> ev = dec.root_findings;
+  std::stable_sort(ev.begin(), ev.end(), [](const finding* a, const finding* b) { return before(a->ts, b->ts); });
+  if (init_rank) std::stable_partition(ev.begin(), ev.end(), [&](const finding* f) { return f->rank == init_rank; });
+  std::set<std::string> used;
+  for (const auto* f : ev) {
+    std::string k = f->rank ? std::to_string(*f->rank) : f->source + f->text;
+    if (!used.insert(k).second) continue;
+    d.evidence_lines.push_back(to_evidence(*f, f->rank));  // after a rule's own evidence (a silent rank's last line)
+    if (used.size() >= limits::kEvidenceLines) break;
+  }
+  const finding* lead = ev.front();
+  if (!d.initiating_host && init_rank)
+    for (const auto* f : ev)
+      if (f->rank == init_rank && f->host) {
+        d.initiating_host = f->host;
+        break;
+      }
+  if (!d.initiating_host && lead->host && (!init_rank || lead->rank == init_rank)) d.initiating_host = lead->host;
+  // a lookup table (Xid number -> NVIDIA's meaning) adds facts and may set the kind
+  std::string key = root_sig.lookup_field.empty() ? "" : field(*lead, root_sig.lookup_field);
+  if (key.empty() && !root_sig.lookup_field.empty())
+    for (const auto* f : ev)
+      if (!(key = field(*f, root_sig.lookup_field)).empty()) break;
+  if (!key.empty()) {
+    auto k = lib.lookup(root_sig, key, "kind");
+    if (const auto* ki = k.empty() ? nullptr : lib.kind(k)) {
+      d.kind = ki->kind;
+      d.category = ki->category;
     }
-    const finding* lead = ev.front();
-    if (!d.initiating_host && init_rank)
-      for (const auto* f : ev)
-        if (f->rank == init_rank && f->host) { d.initiating_host = f->host; break; }
-    if (!d.initiating_host && lead->host && (!init_rank || lead->rank == init_rank)) d.initiating_host = lead->host;
-    // summary and fix from the templates; a lookup table (Xid number -> NVIDIA's meaning) adds facts
-    std::string key = root_sig->lookup_field.empty() ? "" : field(*lead, root_sig->lookup_field);
-    if (key.empty() && !root_sig->lookup_field.empty())
-      for (const auto* f : ev)
-        if (!(key = field(*f, root_sig->lookup_field)).empty()) break;
-    if (!key.empty()) {
-      auto k = lib.lookup(*root_sig, key, "kind");
-      if (const auto* ki = k.empty() ? nullptr : lib.kind(k)) {
+  }
+  std::string summary_suffix;  // a kind rule's reason, when it changed the kind
+  for (const auto& kr : rules::kind_rules())
+    if (auto k = kr.fn(ctx, dec.root_findings, d.kind))
+      if (const auto* ki = lib.kind(k->first)) {
         d.kind = ki->kind;
         d.category = ki->category;
+        d.rule = std::string(kr.name);
+        d.kind_reason = k->second;
+        summary_suffix = " However, " + k->second + ".";
+        break;
       }
-    }
-    std::string summary_suffix;  // a kind rule's reason, when it changed the kind
-    for (const auto& kr : rules::kind_rules())
-      if (auto k = kr.fn(ctx, root_findings, d.kind))
-        if (const auto* ki = lib.kind(k->first)) {
-          d.kind = ki->kind;
-          d.category = ki->category;
-          d.rule = std::string(kr.name);
-          d.kind_reason = k->second;
-          summary_suffix = " However, " + k->second + ".";
-          break;
-        }
-    // The line's own fields fill the sentence: the lead line, or the first evidence line that has any of
-    // them. Never one field from one line and the next from another (a pid of one kill with the name of
-    // another process).
-    const finding* fields_from = lead;
-    {
-      std::vector<std::string> names;
-      std::string_view t = root_sig->root_cause;
-      for (auto open = t.find('{'); open != std::string_view::npos; open = t.find('{', open + 1))
-        if (auto close = t.find('}', open); close != std::string_view::npos) names.emplace_back(t.substr(open + 1, close - open - 1));
-      auto has_any = [&](const finding& f) {
-        return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return !field(f, n).empty(); });
-      };
-      if (!has_any(*lead))
-        for (const auto* f : ev)
-          if (has_any(*f)) { fields_from = f; break; }
-    }
-    auto value = [&](const std::string& name) -> std::string {
-      if (name == "backend") return backend();
-      if (name == "rank") return init_rank ? std::to_string(*init_rank) : (lead->rank ? std::to_string(*lead->rank) : "");
-      if (name == "host") return d.initiating_host.value_or(lead->host.value_or(""));
-      if (name == "ts") return format_time(lead->ts);
-      if (name.rfind("lookup.", 0) == 0) return key.empty() ? "" : lib.lookup(*root_sig, key, name.substr(7));
-      return field(*fields_from, name);
-    };
-    // A value this run does not have is not shown as "(unknown)": the sentence is said without it.
-    d.summary = text::fill_sentence(root_sig->root_cause, value);
-    d.summary += summary_suffix;
-    // A fix, verify or confirm step is shown with its placeholders filled; a step that needs a value
-    // this run does not have (an Xid with no catalogue row) is left out rather than shown unfilled.
-    auto fill_list = [&](std::vector<std::string>& list) {
-      std::vector<std::string> out;
-      for (const auto& line : list) {
-        bool all = true;
-        auto filled = text::fill_template(line, [&](const std::string& name) {
-          auto v = value(name);
-          all = all && !v.empty();
-          return v;
-        });
-        if (all) out.push_back(std::move(filled));
-      }
-      list = std::move(out);
-    };
-    fill_list(d.fix);
-    fill_list(d.verify);
-    fill_list(d.confirm);
-  } else if (root_sig) {
-    d.summary = text::fill_sentence(root_sig->root_cause, [&](const std::string& name) -> std::string {
-      return name == "rank" && init_rank ? std::to_string(*init_rank) : "";
-    });
-    // Steps are shown filled or not at all (see above): here only {rank} can have a value.
-    for (auto* list : {&d.fix, &d.verify, &d.confirm}) {
-      std::vector<std::string> out;
-      for (const auto& line : *list) {
-        bool all = true;
-        auto filled = text::fill_template(line, [&](const std::string& name) -> std::string {
-          if (name == "rank" && init_rank) return std::to_string(*init_rank);
-          all = false;
-          return "";
-        });
-        if (all) out.push_back(std::move(filled));
-      }
-      *list = std::move(out);
-    }
-  }
-  // confidence
-  if (d.verdict == verdict::failure) {
-    if (root && root_sig->priority >= kb::kStrongCausePriority) d.confidence = (init_rank || root_findings.size() <= 1 || !root->rank) ? confidence::high : confidence::medium;
-    else if (root) d.confidence = confidence::medium;
-    else d.confidence = confidence::low;
-  }
+  const finding* fields_from = fields_source(root_sig, lead, ev);
+  auto value = [&](const std::string& name) -> std::string {
+    if (name == "backend") return backend_of(ctx);
+    if (name == "rank") return init_rank ? std::to_string(*init_rank) : (lead->rank ? std::to_string(*lead->rank) : "");
+    if (name == "host") return d.initiating_host.value_or(lead->host.value_or(""));
+    if (name == "ts") return format_time(lead->ts);
+    if (name.rfind("lookup.", 0) == 0) return key.empty() ? "" : lib.lookup(root_sig, key, name.substr(7));
+    return field(*fields_from, name);
+  };
+  // A value this run does not have is not shown as "(unknown)": the sentence is said without it.
+  d.summary = text::fill_sentence(root_sig.root_cause, value) + summary_suffix;
+  fill_steps(d, value);
+}
 
-  // --- collateral and alternatives -------------------------------------------------------------
+// An inferred verdict with no line of its own: only {rank} can have a value.
+void explain_inferred(diagnosis& d, const decision& dec) {
+  auto value = [&](const std::string& name) -> std::string {
+    return name == "rank" && dec.init_rank ? std::to_string(*dec.init_rank) : "";
+  };
+  d.summary = text::fill_sentence(dec.root_sig->root_cause, value);
+  fill_steps(d, value);
+}
+
+void set_confidence(diagnosis& d, const decision& dec) {
+  if (d.verdict != verdict::failure) return;
+  if (dec.root && dec.root_sig->priority >= kb::kStrongCausePriority)
+    d.confidence = (dec.init_rank || dec.root_findings.size() <= 1 || !dec.root->rank) ? confidence::high : confidence::medium;
+  else if (dec.root) d.confidence = confidence::medium;
+  else d.confidence = confidence::low;
+}
+
+// Every other signature's lines, one group per signature (most lines first), each explained against the
+// root cause; other causes of another kind are also listed as alternatives (highest priority first).
+void group_collateral(diagnosis& d, const decision& dec, const rules::context& ctx) {
   std::map<int, collateral_group> groups;
   std::map<std::string, alternative> alts;
-  for (const auto& f : fs) {
-    if (root && f.signature == root->signature) continue;
-    const auto& s = sig(f);
-    if (s.is_cause() && (!root_sig || s.kind != root_sig->kind)) {
+  for (const auto& f : ctx.fs) {
+    if (dec.root && f.signature == dec.root->signature) continue;
+    const auto& s = ctx.sig(f);
+    if (s.is_cause() && (!dec.root_sig || s.kind != dec.root_sig->kind)) {
       auto& a = alts[s.name];
       if (a.signature.empty()) a = {s.name, s.kind, s.title, s.priority, to_evidence(f, f.rank)};
     }
@@ -299,7 +300,7 @@ diagnosis correlate(inputs in, const kb::library& lib) {
     std::sort(g.ranks.begin(), g.ranks.end());
     g.ranks.erase(std::unique(g.ranks.begin(), g.ranks.end()), g.ranks.end());
     if (d.verdict == verdict::failure) {
-      std::string of = init_rank ? "rank " + std::to_string(*init_rank) + "'s " + d.title : d.title;
+      std::string of = dec.init_rank ? "rank " + std::to_string(*dec.init_rank) + "'s " + d.title : d.title;
       g.explanation = g.role == kb::role::symptom ? "collateral of " + of : "secondary error, likely a consequence of " + of;
     } else {
       g.explanation = g.role == kb::role::symptom ? "a consequence of a failure elsewhere" : "possible cause";
@@ -311,64 +312,96 @@ diagnosis correlate(inputs in, const kb::library& lib) {
   for (auto& [_, a] : alts) d.alternatives.push_back(std::move(a));
   std::stable_sort(d.alternatives.begin(), d.alternatives.end(),
                    [](const alternative& a, const alternative& b) { return a.priority > b.priority; });
-  if (d.verdict != verdict::healthy) {
-    // Severity first, then rarity across ranks (the odd rank out first), then order of appearance.
-    d.suspicious = in.suspicious;
-    std::stable_sort(d.suspicious.begin(), d.suspicious.end(), [](const suspicious_line& a, const suspicious_line& b) {
-      if (a.strong != b.strong) return a.strong;
-      return std::max<std::size_t>(1, a.ranks.size()) < std::max<std::size_t>(1, b.ranks.size());
-    });
-    if (d.suspicious.size() > in.max_suspicious_shown) d.suspicious.resize(in.max_suspicious_shown);
-  }
-  // torchrun's own verdict: its "Root Cause (first observed failure)" is the first worker the agent saw
-  // exit (https://pytorch.org/docs/stable/elastic/errors.html), which need not be the first to fail (a rank
-  // that hung or was killed by a peer's failure can exit first). When it names another rank, say so.
-  if (d.initiating_rank && d.verdict != verdict::healthy)
-    for (const auto& e : ctx.exits)
-      if (e.root_cause && e.rank && *e.rank != *d.initiating_rank) {
-        d.launcher_note = "torchrun's \"Root Cause (first observed failure)\" names rank " + std::to_string(*e.rank) +
-                          (e.exitcode ? " (exitcode " + std::to_string(*e.exitcode) + ")" : std::string()) + " at " + e.source + ":" +
-                          std::to_string(e.line_no) + ": the first worker the agent saw exit, which is not the first to fail here (rank " +
-                          std::to_string(*d.initiating_rank) + ", decided above)";
-        break;
-      }
-  // The run's Slurm job id, when the logs name it (a jobid field of a slurmstepd/sacct line, or the default
-  // output name slurm-%j.out / slurm-%A_%a.out: https://slurm.schedmd.com/sbatch.html#OPT_output), fills
-  // $SLURM_JOB_ID in the verify commands, which then run as printed.
-  {
-    static const re2::RE2 id_re(R"(^(\d+(?:_\d+)?))");
-    static const re2::RE2 name_re(R"((?:^|/)slurm-(\d+(?:_\d+)?)\.out$)");
-    std::string job_id;
-    // A job id the log text states wins over a file name; the file of the root-cause evidence wins over others.
-    for (const auto& f : fs) {
-      for (const char* k : {"jobid", "job_id", "stepid", "step_id"})
-        if (auto v = field(f, k); !v.empty() && re2::RE2::PartialMatch(v, id_re, &job_id)) break;
-      if (!job_id.empty()) break;
+}
+
+// Lines that look wrong: severity first, then rarity across ranks (the odd rank out first), then order of
+// appearance.
+void rank_suspicious(diagnosis& d, const inputs& in) {
+  if (d.verdict == verdict::healthy) return;
+  d.suspicious = in.suspicious;
+  std::stable_sort(d.suspicious.begin(), d.suspicious.end(), [](const suspicious_line& a, const suspicious_line& b) {
+    if (a.strong != b.strong) return a.strong;
+    return std::max<std::size_t>(1, a.ranks.size()) < std::max<std::size_t>(1, b.ranks.size());
+  });
+  if (d.suspicious.size() > in.max_suspicious_shown) d.suspicious.resize(in.max_suspicious_shown);
+}
+
+// torchrun's own verdict: its "Root Cause (first observed failure)" is the first worker the agent saw
+// exit (https://pytorch.org/docs/stable/elastic/errors.html), which need not be the first to fail (a rank
+// that hung or was killed by a peer's failure can exit first). When it names another rank, say so.
+void note_launcher_root_cause(diagnosis& d, const rules::context& ctx) {
+  if (!d.initiating_rank || d.verdict == verdict::healthy) return;
+  for (const auto& e : ctx.exits)
+    if (e.root_cause && e.rank && *e.rank != *d.initiating_rank) {
+      d.launcher_note = "torchrun's \"Root Cause (first observed failure)\" names rank " + std::to_string(*e.rank) +
+                        (e.exitcode ? " (exitcode " + std::to_string(*e.exitcode) + ")" : std::string()) + " at " + e.source + ":" +
+                        std::to_string(e.line_no) + ": the first worker the agent saw exit, which is not the first to fail here (rank " +
+                        std::to_string(*d.initiating_rank) + ", decided above)";
+      return;
     }
-    if (job_id.empty() && !d.evidence_lines.empty()) re2::RE2::PartialMatch(d.evidence_lines.front().source, name_re, &job_id);
-    for (const auto& n : in.source_names)
-      if (job_id.empty()) re2::RE2::PartialMatch(n, name_re, &job_id);
-    if (!job_id.empty())
-      for (auto& v : d.verify)
-        for (const char* var : {"${SLURM_JOB_ID}", "$SLURM_JOB_ID"})
-          for (std::size_t at; (at = v.find(var)) != std::string::npos;) v.replace(at, std::strlen(var), job_id);
+}
+
+// The run's Slurm job id, when the logs name it (a jobid field of a slurmstepd/sacct line, or the default
+// output name slurm-%j.out / slurm-%A_%a.out: https://slurm.schedmd.com/sbatch.html#OPT_output), fills
+// $SLURM_JOB_ID in the verify commands, which then run as printed.
+void fill_slurm_job_id(diagnosis& d, const rules::context& ctx, const inputs& in) {
+  static const re2::RE2 id_re(R"(^(\d+(?:_\d+)?))");
+  static const re2::RE2 name_re(R"((?:^|/)slurm-(\d+(?:_\d+)?)\.out$)");
+  std::string job_id;
+  // A job id the log text states wins over a file name; the file of the root-cause evidence wins over others.
+  for (const auto& f : ctx.fs) {
+    for (const char* k : {"jobid", "job_id", "stepid", "step_id"})
+      if (auto v = field(f, k); !v.empty() && re2::RE2::PartialMatch(v, id_re, &job_id)) break;
+    if (!job_id.empty()) break;
   }
-  // What each variable of the verify commands stands for (kb/_tables/verify_vars.tsv, the `user` ones), with
-  // this run's value where it has one: the commands then run as printed once those are set.
-  if (auto tv = lib.tables.find("verify_vars"); tv != lib.tables.end()) {
-    static const re2::RE2 var_re(R"(\$\{?([A-Za-z_][A-Za-z0-9_]*))");
-    std::set<std::string> seen;
-    for (const auto& v : d.verify) {
-      re2::StringPiece cmd(v.data(), std::min(v.size(), v.find("  #")));
-      std::string var;
-      while (re2::RE2::FindAndConsume(&cmd, var_re, &var)) {
-        if (tv->second.get(var, "set") != "user" || !seen.insert(var).second) continue;
-        std::string line = "$" + var + ": " + tv->second.get(var, "meaning");
-        if ((var == "NODE" || var == "HOST_A") && d.initiating_host) line += " (here " + *d.initiating_host + ")";
-        d.verify_where.push_back(std::move(line));
-      }
+  if (job_id.empty() && !d.evidence_lines.empty()) re2::RE2::PartialMatch(d.evidence_lines.front().source, name_re, &job_id);
+  for (const auto& n : in.source_names)
+    if (job_id.empty()) re2::RE2::PartialMatch(n, name_re, &job_id);
+  if (job_id.empty()) return;
+  for (auto& v : d.verify)
+    for (const char* var : {"${SLURM_JOB_ID}", "$SLURM_JOB_ID"})
+      for (std::size_t at; (at = v.find(var)) != std::string::npos;) v.replace(at, std::strlen(var), job_id);
+}
+
+// What each variable of the verify commands stands for (kb/_tables/verify_vars.tsv, the `user` ones), with
+// this run's value where it has one: the commands then run as printed once those are set.
+void explain_verify_vars(diagnosis& d, const kb::library& lib) {
+  auto tv = lib.tables.find("verify_vars");
+  if (tv == lib.tables.end()) return;
+  static const re2::RE2 var_re(R"(\$\{?([A-Za-z_][A-Za-z0-9_]*))");
+  std::set<std::string> seen;
+  for (const auto& v : d.verify) {
+    re2::StringPiece cmd(v.data(), std::min(v.size(), v.find("  #")));
+    std::string var;
+    while (re2::RE2::FindAndConsume(&cmd, var_re, &var)) {
+      if (tv->second.get(var, "set") != "user" || !seen.insert(var).second) continue;
+      std::string line = "$" + var + ": " + tv->second.get(var, "meaning");
+      if ((var == "NODE" || var == "HOST_A") && d.initiating_host) line += " (here " + *d.initiating_host + ")";
+      d.verify_where.push_back(std::move(line));
     }
   }
+}
+
+}  // namespace
+
+// The stages in order; each names the rule that decided (docs/ARCHITECTURE.md, "Correlation rules").
+diagnosis correlate(inputs in, const kb::library& lib) {
+  diagnosis d;
+  const auto ctx = rules::make_context(in, lib);
+  auto dec = decide_root(ctx, lib, d);
+  set_verdict(d, dec, ctx, in);
+  // Code keeps its own braces (f-strings, dicts): only the run facts meant for code are filled.
+  for (auto& c : d.fix_code)
+    for (std::size_t at; (at = c.code.find("{backend}")) != std::string::npos;) c.code.replace(at, 9, backend_of(ctx));
+  if (!dec.root_sig) dec.root_findings.clear();
+  if (!dec.root_findings.empty()) explain_root(d, dec, ctx, lib);
+  else if (dec.root_sig) explain_inferred(d, dec);
+  set_confidence(d, dec);
+  group_collateral(d, dec, ctx);
+  rank_suspicious(d, in);
+  note_launcher_root_cause(d, ctx);
+  fill_slurm_job_id(d, ctx, in);
+  explain_verify_vars(d, lib);
   return d;
 }
 
