@@ -132,10 +132,11 @@ std::string field(const finding& f, const std::string& name) {
   return "";
 }
 
-context make_context(const inputs& in, const kb::library& lib) {
-  context c;
-  c.in = &in;
-  c.lib = &lib;
+namespace {
+
+// Exits and ranks: a local rank maps to a global one when lines or exit records pair them, or on a single
+// node; exit records get their global rank that way.
+void resolve_exits(context& c, const inputs& in) {
   c.resolve.local_to_rank = in.local_to_rank;
   std::set<std::string> exit_hosts;
   c.exits = in.exits;
@@ -146,14 +147,17 @@ context make_context(const inputs& in, const kb::library& lib) {
   c.resolve.single_node = in.hosts.size() <= 1 && exit_hosts.size() <= 1;
   for (auto& e : c.exits)
     if (!e.rank) e.rank = c.resolve(std::nullopt, e.local_rank);
+}
+
+// Per-rank activity by resolved rank. One rank can have several keys (its global rank and its local rank on
+// a single node): merge them, field by field, the later line winning where both have one.
+void merge_activity(context& c, const inputs& in) {
   for (const auto& [key, act] : in.activity) {
     // an attempt not known is kept for every attempt
     if (key.attempt && in.only_attempt && *key.attempt != *in.only_attempt) continue;
     auto r = key.kind == rank_key::scope::global ? std::optional<int>(key.number) : c.resolve(std::nullopt, key.number);
     if (!r) continue;
     c.all_ranks.insert(*r);
-    // One rank can have several keys (its global rank and its local rank on a single node): merge them,
-    // field by field, the later line winning where both have one.
     auto& a = c.activity[*r];
     bool later = a.lines == 0 || before(a.last_ts, act.last_ts) || !a.last_ts;
     a.lines += act.lines;
@@ -175,20 +179,14 @@ context make_context(const inputs& in, const kb::library& lib) {
   }
   for (const auto& e : c.exits)
     if (e.rank) c.all_ranks.insert(*e.rank);
+}
 
-  // De-duplicate: a console log repeats the per-rank files. Key: signature, rank, text and restart attempt
-  // (a struct key, so no character of a line can collide with a separator).
-  std::vector<finding> all = in.findings;
-  for (auto& f : all) {
-    auto r = c.resolve(f.rank, f.local_rank);
-    if (!r) r = to_int(field(f, "rank"));  // the message itself says which rank printed it
-    if (!r) r = to_int(field(f, "task"));  // Slurm task id (srun starts one task per rank)
-    if (!r) r = to_int(field(f, "tasks"));
-    f.rank = r;
-  }
-  // A console line of no known attempt that repeats a per-rank file's line takes that line's attempt; when
-  // the same line is in the files several times, the console's k-th copy is the k-th file line's attempt
-  // (both in order: an attempt that printed it twice takes two copies).
+// Findings without an attempt get one where the evidence says which. A console line that repeats a per-rank
+// file's line takes that line's attempt; when the same line is in the files several times, the console's
+// k-th copy is the k-th file line's attempt (both in order: an attempt that printed it twice takes two
+// copies). Any other line with a wall-clock time (an agent line of the console) belongs to the attempt that
+// had started by then: the latest attempt whose first timed line is not after it.
+void assign_attempts(std::vector<finding>& all) {
   using twin_key = std::tuple<int, int, std::string>;
   std::map<twin_key, std::vector<int>> attempts_of;
   for (const auto& f : all)
@@ -204,20 +202,33 @@ context make_context(const inputs& in, const kb::library& lib) {
     std::size_t n = copies[k]++;
     f.attempt = v[std::min(n, v.size() - 1)];
   }
-  // Any other line of no attempt with a wall-clock time (an agent line of the console) belongs to the
-  // attempt that had started by then: the latest attempt whose first timed line is not after it.
   std::map<int, double> attempt_start;
   for (const auto& f : all)
     if (f.attempt && f.ts && f.ts->kind == timestamp::clock::wall) {
       auto [it, fresh] = attempt_start.emplace(*f.attempt, f.ts->seconds);
       if (!fresh) it->second = std::min(it->second, f.ts->seconds);
     }
-  if (attempt_start.size() >= 2)
-    for (auto& f : all) {
-      if (f.attempt || !f.ts || f.ts->kind != timestamp::clock::wall) continue;
-      for (const auto& [a, start] : attempt_start)
-        if (start <= f.ts->seconds + 0.001) f.attempt = a;
-    }
+  if (attempt_start.size() < 2) return;
+  for (auto& f : all) {
+    if (f.attempt || !f.ts || f.ts->kind != timestamp::clock::wall) continue;
+    for (const auto& [a, start] : attempt_start)
+      if (start <= f.ts->seconds + 0.001) f.attempt = a;
+  }
+}
+
+// Findings with ranks resolved (the line's prefix, else the rank, task or tasks the message names),
+// attempts assigned, and duplicates merged: a console log repeats the per-rank files. Key: signature, rank,
+// text and attempt (a struct key, so no character of a line can collide with a separator).
+void merge_findings(context& c, const inputs& in) {
+  std::vector<finding> all = in.findings;
+  for (auto& f : all) {
+    auto r = c.resolve(f.rank, f.local_rank);
+    if (!r) r = to_int(field(f, "rank"));  // the message itself says which rank printed it
+    if (!r) r = to_int(field(f, "task"));  // Slurm task id (srun starts one task per rank)
+    if (!r) r = to_int(field(f, "tasks"));
+    f.rank = r;
+  }
+  assign_attempts(all);
   std::map<std::tuple<int, int, std::string, int>, std::size_t> seen;
   for (auto& f : all) {
     auto key = std::make_tuple(f.signature, f.rank.value_or(-1), f.text, f.attempt.value_or(-1));
@@ -235,35 +246,50 @@ context make_context(const inputs& in, const kb::library& lib) {
   }
   if (in.only_attempt) {
     auto other = [&](const std::optional<int>& a) { return a && *a != *in.only_attempt; };
-    c.fs.erase(std::remove_if(c.fs.begin(), c.fs.end(), [&](const finding& f) { return other(f.attempt); }), c.fs.end());
-    c.exits.erase(std::remove_if(c.exits.begin(), c.exits.end(), [&](const auto& e) { return other(e.attempt); }),
-                  c.exits.end());
+    std::erase_if(c.fs, [&](const finding& f) { return other(f.attempt); });
+    std::erase_if(c.exits, [&](const auto& e) { return other(e.attempt); });
   }
+}
 
-  // Year-less stamps (c10 "[E1206 18:44:12...]", glog, syslog) take the year of the run's dated stamps:
-  // of the same day in the year before, the same and the next, the one nearest the dated stamps.
+// Year-less stamps (c10 "[E1206 18:44:12...]", glog, syslog) take the year of the run's dated stamps:
+// of the same day in the year before, the same and the next, the one nearest the dated stamps.
+void rebase_yearless(context& c) {
   std::optional<double> ref;
   auto consider = [&](const std::optional<timestamp>& t) {
     if (t && t->kind == timestamp::clock::wall && t->has_date) ref = ref ? std::min(*ref, t->seconds) : t->seconds;
   };
   for (const auto& f : c.fs) consider(f.ts);
   for (const auto& [_, a] : c.activity) consider(a.last_ts);
-  if (ref) {
-    c.year = year_of(*ref);
-    auto rebase = [&](std::optional<timestamp>& t) {
-      if (!t || t->kind != timestamp::clock::wall || t->has_date) return;
-      double best = t->seconds;
-      double best_gap = -1;
-      for (int y : {*c.year - 1, *c.year, *c.year + 1}) {
-        double s = with_year(t->seconds, y);
-        double gap = std::fabs(s - *ref);
-        if (best_gap < 0 || gap < best_gap) { best = s; best_gap = gap; }
+  if (!ref) return;
+  c.year = year_of(*ref);
+  auto rebase = [&](std::optional<timestamp>& t) {
+    if (!t || t->kind != timestamp::clock::wall || t->has_date) return;
+    double best = t->seconds;
+    double best_gap = -1;
+    for (int y : {*c.year - 1, *c.year, *c.year + 1}) {
+      double s = with_year(t->seconds, y);
+      double gap = std::fabs(s - *ref);
+      if (best_gap < 0 || gap < best_gap) {
+        best = s;
+        best_gap = gap;
       }
-      t->seconds = best;
-    };
-    for (auto& f : c.fs) rebase(f.ts);
-    for (auto& [_, a] : c.activity) rebase(a.last_ts);
-  }
+    }
+    t->seconds = best;
+  };
+  for (auto& f : c.fs) rebase(f.ts);
+  for (auto& [_, a] : c.activity) rebase(a.last_ts);
+}
+
+}  // namespace
+
+context make_context(const inputs& in, const kb::library& lib) {
+  context c;
+  c.in = &in;
+  c.lib = &lib;
+  resolve_exits(c, in);
+  merge_activity(c, in);
+  merge_findings(c, in);
+  rebase_yearless(c);
   return c;
 }
 

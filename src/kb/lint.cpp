@@ -2,6 +2,7 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "firstfault/kb.hpp"
@@ -55,149 +56,179 @@ std::string check_area(const library& lib, const signature& s) {
 bool one_of(const std::string& v, std::initializer_list<const char*> xs) {
   return std::any_of(xs.begin(), xs.end(), [&](const char* x) { return v == x; });
 }
+using add_fn = const std::function<void(const std::string&)>&;
+
+// Fields known, in the documented order, the required ones present; the name's form and file stem.
+void lint_layout(const signature& s, add_fn add) {
+  static const re2::RE2 name_re("[a-z0-9_]{8,64}");
+  for (const auto& f : s.field_order)
+    if (std::find(kOrder.begin(), kOrder.end(), f) == kOrder.end()) add("unknown field '" + f + "'");
+  std::vector<std::size_t> pos;
+  for (const auto& f : s.field_order) {
+    auto it = std::find(kOrder.begin(), kOrder.end(), f);
+    if (it != kOrder.end()) pos.push_back(static_cast<std::size_t>(it - kOrder.begin()));
+  }
+  if (!std::is_sorted(pos.begin(), pos.end())) add("fields are not in the documented order (docs/signatures.md)");
+  for (const auto& r : kRequired)
+    if (std::find(s.field_order.begin(), s.field_order.end(), r) == s.field_order.end()) add("missing field '" + r + "'");
+  if (!re2::RE2::FullMatch(s.name, name_re)) add("name must match [a-z0-9_]{8,64}");
+  auto stem = s.file.substr(s.file.find_last_of('/') + 1);
+  stem = stem.substr(0, stem.find('.'));
+  if (stem != s.name) add("name differs from the file stem '" + stem + "'");
+}
+
+void lint_env_vars(const library& lib, const signature& s, add_fn add) {
+  // Every NCCL/torch environment variable named in the text must be a real one (kb/_tables/env_vars.tsv,
+  // each row with its upstream source): a made-up name in a fix costs an engineer a rerun.
+  if (auto tv = lib.tables.find("env_vars"); tv != lib.tables.end()) {
+    static const re2::RE2 var_re(R"(\b((?:NCCL|TORCH|PYTORCH)_[A-Z0-9_]*[A-Z0-9]))");
+    std::vector<std::string> texts = {s.title, s.description, s.root_cause};
+    for (const auto* list : {&s.fix, &s.verify, &s.confirm, &s.prevention, &s.falsepositives}) texts.insert(texts.end(), list->begin(), list->end());
+    for (const auto& c : s.fix_code) texts.push_back(c.code);
+    std::set<std::string> unknown;
+    for (const auto& t : texts) {
+      re2::StringPiece in(t);
+      std::string v;
+      while (re2::RE2::FindAndConsume(&in, var_re, &v))
+        if (!tv->second.rows.count(v)) unknown.insert(v);
+    }
+    for (const auto& v : unknown) add("names environment variable " + v + ", which kb/_tables/env_vars.tsv does not list (add it with its upstream source, or fix the name)");
+  }
+}
+
+void lint_verify(const library& lib, const signature& s, add_fn add) {
+  // A verify entry is a command, runnable as printed once its variables are set (kb/_tables/verify_vars.tsv),
+  // that proves something: prose belongs under confirm.
+  for (const auto& v : s.verify) {
+    const std::string cmd = v.substr(0, v.find("  #"));  // "  # ..." is the expected result
+    static const re2::RE2 placeholder_re(R"(<[A-Za-z_][A-Za-z0-9_ -]*>)");
+    static const re2::RE2 prose_re(R"(^[A-Z][a-z]+ )");
+    static const re2::RE2 shell_var_re(R"(\$\{?([A-Za-z_][A-Za-z0-9_]*))");
+    if (re2::RE2::PartialMatch(cmd, placeholder_re)) add("verify has a <placeholder> (use a $VARIABLE from kb/_tables/verify_vars.tsv): " + v);
+    if (re2::RE2::PartialMatch(cmd, prose_re)) add("verify is prose, not a command (move it to confirm): " + v);
+    if (cmd.find("...") != std::string::npos || cmd.find("\u2026") != std::string::npos)
+      add("verify has '...' where an argument belongs: it is not runnable as printed: " + v);
+    if (auto tv = lib.tables.find("verify_vars"); tv != lib.tables.end()) {
+      re2::StringPiece in(cmd);
+      std::string var;
+      while (re2::RE2::FindAndConsume(&in, shell_var_re, &var))
+        if (!tv->second.rows.count(var)) add("verify uses $" + var + ", which kb/_tables/verify_vars.tsv does not list: " + v);
+    }
+    // nccl-tests with one GPU per process only crosses the network when a launcher spreads it over hosts
+    // (https://github.com/NVIDIA/nccl-tests#usage)
+    if (cmd.find("_perf") != std::string::npos && cmd.find("-g 1") != std::string::npos && cmd.find("mpirun") == std::string::npos &&
+        cmd.find("srun") == std::string::npos)
+      add("verify runs nccl-tests with -g 1 in one process: it never touches the network (launch it with mpirun or srun across hosts): " + v);
+    if (cmd.find("--show-all") != std::string::npos) add("verify uses kubectl --show-all, which kubectl no longer has: " + v);
+    if (cmd.find("python -c") != std::string::npos && cmd.find("max_memory_allocated") != std::string::npos)
+      add("verify reads torch.cuda.max_memory_allocated() in a fresh process, where it is always 0: " + v);
+  }
+}
+
+void lint_root_cause_sentence(const signature& s, add_fn add) {
+  // The root-cause sentence must read well when the run has none of its values (text::fill_sentence):
+  // no placeholder, no "(unknown)", no word left dangling before the full stop.
+  if (s.root_cause.find('{') != std::string::npos) {
+    static const re2::RE2 dangling(R"((?i)\b(?:on|at|for|in|of|to|with|from|and|or|than|while|a|an|the|is|was)[.,:;]|\(unknown|\{)");
+    std::string bare = text::fill_sentence(s.root_cause, [](const std::string&) { return std::string(); });
+    std::string full = text::fill_sentence(s.root_cause, [](const std::string&) { return std::string("X"); });
+    auto count = [&](const std::string& t) {
+      re2::StringPiece in(t);
+      int n = 0;
+      while (re2::RE2::FindAndConsume(&in, dangling)) ++n;
+      return n;
+    };
+    if (count(bare) > count(full)) add("root_cause without its values reads badly: '" + bare + "' (write it so each placeholder can go)");
+  }
+}
+
+// The values of the enumerated fields and what must go together (role, kind, priority, examples).
+void lint_values(const library& lib, const signature& s, add_fn add) {
+  if (!one_of(s.status, {"experimental", "test", "stable", "deprecated"})) add("bad status '" + s.status + "'");
+  if (!one_of(s.level, {"informational", "low", "medium", "high", "critical"})) add("bad level '" + s.level + "'");
+  if (s.role == role::unknown) add("role must be cause, symptom or benign");
+  if (s.layer == layer::unknown) add("layer must be specific, family or generic");
+  if (s.is_benign() && s.kind != "healthy") add("a benign signature has kind healthy");
+  if (s.is_benign() && s.priority != 0) add("a benign signature has no priority");
+  if (!s.is_benign() && s.kind == "healthy") add("kind healthy is only for role: benign");
+  const auto* k = lib.kind(s.kind);
+  if (!k) add("kind '" + s.kind + "' is not in kinds.tsv");
+  else if (k->category != s.category) add("category should be '" + k->category + "' for kind " + s.kind);
+  if (s.is_cause() && (s.priority < 1 || s.priority > 100)) add("a cause needs priority 1-100");
+  if (s.initiator.kind == initiator::how::unknown)
+    add("initiator must be printing_rank, named_rank, rank_zero or exit_code:N");
+  if (s.references.empty()) add("no references");
+  if (s.fix.empty() || s.verify.empty() || s.confirm.empty()) add("fix, verify and confirm must not be empty");
+  if (s.fingerprints.empty() && s.inferred_by.empty()) add("no fingerprints and no inferred_by rule");
+  if (s.positive.empty()) add("no positive example");
+  if (s.negative.empty() && s.inferred_by.empty()) add("no negative example");
+}
+
+// Every pattern in the common subset of RE2 and Vectorscan and compiling in both; the lookup table and every
+// placeholder of the root-cause sentence backed by an extract group, a table column or a built-in.
+void lint_patterns(const library& lib, const signature& s, add_fn add) {
+  static const re2::RE2 group_re(R"(\(\?P<(\w+)>)");
+  static const re2::RE2 bad_syntax_re(R"(\(\?[=!]|\(\?<[=!]|\(\?<\w|\(\?>|\\[1-9]|\\Q|[*+?]\+|\\['"])");  // \' is not an escape in rg or grep -E
+  std::set<std::string> groups;
+  auto check = [&](const std::string& p, bool vs) {
+    if (re2::RE2::PartialMatch(p, bad_syntax_re)) add("pattern uses syntax outside RE2/Vectorscan's common subset: " + p);
+    auto err = match::check_pattern(p, vs);
+    if (!err.empty()) add(err + ": " + p);
+  };
+  for (const auto& p : s.fingerprints) check(p, true);
+  for (const auto& p : s.extract) {
+    check(p, false);
+    re2::StringPiece in(p);
+    std::string g;
+    while (re2::RE2::FindAndConsume(&in, group_re, &g)) groups.insert(g);
+  }
+  const table* lt = nullptr;
+  if (!s.lookup_table.empty()) {
+    auto t = lib.tables.find(s.lookup_table);
+    if (t == lib.tables.end()) add("lookup table '" + s.lookup_table + "' is not in _tables/");
+    else lt = &t->second;
+    // An inferred entry's fields come from the findings its rule rests on, not from its own patterns.
+    if (!groups.count(s.lookup_field) && s.inferred_by.empty()) add("lookup field '" + s.lookup_field + "' is not an extract group");
+    if (lt && lt->has_column("kind"))
+      for (const auto& [key, cells] : lt->rows) {
+        auto k2 = lt->get(key, "kind");
+        if (!k2.empty() && !lib.kind(k2)) add("table " + lt->name + " row " + key + ": kind '" + k2 + "' is not in kinds.tsv");
+      }
+  }
+  static const re2::RE2 placeholder_any(R"(\{([\w.]+)\})");
+  auto check_placeholders = [&](const std::string& tpl) {
+    re2::StringPiece in(tpl);
+    std::string ph;
+    while (re2::RE2::FindAndConsume(&in, placeholder_any, &ph)) {
+      if (ph.rfind("lookup.", 0) == 0) {
+        if (!lt) add("placeholder {" + ph + "} needs a lookup table");
+        else if (!lt->has_column(ph.substr(7))) add("placeholder {" + ph + "}: table " + lt->name + " has no such column");
+      } else if (!groups.count(ph) && ph != "rank" && ph != "host" && ph != "ts" && s.inferred_by.empty()) {
+        add("placeholder {" + ph + "} is not an extract group or built-in");
+      }
+    }
+  };
+  check_placeholders(s.root_cause);
+}
+
 }  // namespace
 
 std::vector<lint_issue> lint(const library& lib) {
   std::vector<lint_issue> out;
   std::set<std::string> ids, names;
-  static const re2::RE2 name_re("[a-z0-9_]{8,64}");
   static const re2::RE2 uuid_re("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
-  static const re2::RE2 group_re(R"(\(\?P<(\w+)>)");
-  static const re2::RE2 bad_syntax_re(R"(\(\?[=!]|\(\?<[=!]|\(\?<\w|\(\?>|\\[1-9]|\\Q|[*+?]\+|\\['"])");  // \' is not an escape in rg or grep -E
   for (const auto& s : lib.signatures) {
     auto add = [&](const std::string& m) { out.push_back({s.file, s.name, m}); };
-    for (const auto& f : s.field_order)
-      if (std::find(kOrder.begin(), kOrder.end(), f) == kOrder.end()) add("unknown field '" + f + "'");
-    std::vector<std::size_t> pos;
-    for (const auto& f : s.field_order) {
-      auto it = std::find(kOrder.begin(), kOrder.end(), f);
-      if (it != kOrder.end()) pos.push_back(static_cast<std::size_t>(it - kOrder.begin()));
-    }
-    if (!std::is_sorted(pos.begin(), pos.end())) add("fields are not in the documented order (docs/signatures.md)");
-    for (const auto& r : kRequired)
-      if (std::find(s.field_order.begin(), s.field_order.end(), r) == s.field_order.end()) add("missing field '" + r + "'");
-    if (!re2::RE2::FullMatch(s.name, name_re)) add("name must match [a-z0-9_]{8,64}");
-    // Every NCCL/torch environment variable named in the text must be a real one (kb/_tables/env_vars.tsv,
-    // each row with its upstream source): a made-up name in a fix costs an engineer a rerun.
-    if (auto tv = lib.tables.find("env_vars"); tv != lib.tables.end()) {
-      static const re2::RE2 var_re(R"(\b((?:NCCL|TORCH|PYTORCH)_[A-Z0-9_]*[A-Z0-9]))");
-      std::vector<std::string> texts = {s.title, s.description, s.root_cause};
-      for (const auto* list : {&s.fix, &s.verify, &s.confirm, &s.prevention, &s.falsepositives}) texts.insert(texts.end(), list->begin(), list->end());
-      for (const auto& c : s.fix_code) texts.push_back(c.code);
-      std::set<std::string> unknown;
-      for (const auto& t : texts) {
-        re2::StringPiece in(t);
-        std::string v;
-        while (re2::RE2::FindAndConsume(&in, var_re, &v))
-          if (!tv->second.rows.count(v)) unknown.insert(v);
-      }
-      for (const auto& v : unknown) add("names environment variable " + v + ", which kb/_tables/env_vars.tsv does not list (add it with its upstream source, or fix the name)");
-    }
-    // A verify entry is a command, runnable as printed once its variables are set (kb/_tables/verify_vars.tsv),
-    // that proves something: prose belongs under confirm.
-    for (const auto& v : s.verify) {
-      const std::string cmd = v.substr(0, v.find("  #"));  // "  # ..." is the expected result
-      static const re2::RE2 placeholder_re(R"(<[A-Za-z_][A-Za-z0-9_ -]*>)");
-      static const re2::RE2 prose_re(R"(^[A-Z][a-z]+ )");
-      static const re2::RE2 shell_var_re(R"(\$\{?([A-Za-z_][A-Za-z0-9_]*))");
-      if (re2::RE2::PartialMatch(cmd, placeholder_re)) add("verify has a <placeholder> (use a $VARIABLE from kb/_tables/verify_vars.tsv): " + v);
-      if (re2::RE2::PartialMatch(cmd, prose_re)) add("verify is prose, not a command (move it to confirm): " + v);
-      if (cmd.find("...") != std::string::npos || cmd.find("\u2026") != std::string::npos)
-        add("verify has '...' where an argument belongs: it is not runnable as printed: " + v);
-      if (auto tv = lib.tables.find("verify_vars"); tv != lib.tables.end()) {
-        re2::StringPiece in(cmd);
-        std::string var;
-        while (re2::RE2::FindAndConsume(&in, shell_var_re, &var))
-          if (!tv->second.rows.count(var)) add("verify uses $" + var + ", which kb/_tables/verify_vars.tsv does not list: " + v);
-      }
-      // nccl-tests with one GPU per process only crosses the network when a launcher spreads it over hosts
-      // (https://github.com/NVIDIA/nccl-tests#usage)
-      if (cmd.find("_perf") != std::string::npos && cmd.find("-g 1") != std::string::npos && cmd.find("mpirun") == std::string::npos &&
-          cmd.find("srun") == std::string::npos)
-        add("verify runs nccl-tests with -g 1 in one process: it never touches the network (launch it with mpirun or srun across hosts): " + v);
-      if (cmd.find("--show-all") != std::string::npos) add("verify uses kubectl --show-all, which kubectl no longer has: " + v);
-      if (cmd.find("python -c") != std::string::npos && cmd.find("max_memory_allocated") != std::string::npos)
-        add("verify reads torch.cuda.max_memory_allocated() in a fresh process, where it is always 0: " + v);
-    }
-    // The root-cause sentence must read well when the run has none of its values (text::fill_sentence):
-    // no placeholder, no "(unknown)", no word left dangling before the full stop.
-    if (s.root_cause.find('{') != std::string::npos) {
-      static const re2::RE2 dangling(R"((?i)\b(?:on|at|for|in|of|to|with|from|and|or|than|while|a|an|the|is|was)[.,:;]|\(unknown|\{)");
-      std::string bare = text::fill_sentence(s.root_cause, [](const std::string&) { return std::string(); });
-      std::string full = text::fill_sentence(s.root_cause, [](const std::string&) { return std::string("X"); });
-      auto count = [&](const std::string& t) {
-        re2::StringPiece in(t);
-        int n = 0;
-        while (re2::RE2::FindAndConsume(&in, dangling)) ++n;
-        return n;
-      };
-      if (count(bare) > count(full)) add("root_cause without its values reads badly: '" + bare + "' (write it so each placeholder can go)");
-    }
+    lint_layout(s, add);
+    lint_env_vars(lib, s, add);
+    lint_verify(lib, s, add);
+    lint_root_cause_sentence(s, add);
     if (auto area = check_area(lib, s); !area.empty()) add(area);
-    auto stem = s.file.substr(s.file.find_last_of('/') + 1);
-    stem = stem.substr(0, stem.find('.'));
-    if (stem != s.name) add("name differs from the file stem '" + stem + "'");
     if (!re2::RE2::FullMatch(s.id, uuid_re)) add("id is not a UUIDv4");
     if (!ids.insert(s.id).second) add("duplicate id " + s.id);
     if (!names.insert(s.name).second) add("duplicate name");
-    if (!one_of(s.status, {"experimental", "test", "stable", "deprecated"})) add("bad status '" + s.status + "'");
-    if (!one_of(s.level, {"informational", "low", "medium", "high", "critical"})) add("bad level '" + s.level + "'");
-    if (s.role == role::unknown) add("role must be cause, symptom or benign");
-    if (s.layer == layer::unknown) add("layer must be specific, family or generic");
-    if (s.is_benign() && s.kind != "healthy") add("a benign signature has kind healthy");
-    if (s.is_benign() && s.priority != 0) add("a benign signature has no priority");
-    if (!s.is_benign() && s.kind == "healthy") add("kind healthy is only for role: benign");
-    const auto* k = lib.kind(s.kind);
-    if (!k) add("kind '" + s.kind + "' is not in kinds.tsv");
-    else if (k->category != s.category) add("category should be '" + k->category + "' for kind " + s.kind);
-    if (s.is_cause() && (s.priority < 1 || s.priority > 100)) add("a cause needs priority 1-100");
-    if (s.initiator.kind == initiator::how::unknown)
-      add("initiator must be printing_rank, named_rank, rank_zero or exit_code:N");
-    if (s.references.empty()) add("no references");
-    if (s.fix.empty() || s.verify.empty() || s.confirm.empty()) add("fix, verify and confirm must not be empty");
-    if (s.fingerprints.empty() && s.inferred_by.empty()) add("no fingerprints and no inferred_by rule");
-    if (s.positive.empty()) add("no positive example");
-    if (s.negative.empty() && s.inferred_by.empty()) add("no negative example");
-    std::set<std::string> groups;
-    auto check = [&](const std::string& p, bool vs) {
-      if (re2::RE2::PartialMatch(p, bad_syntax_re)) add("pattern uses syntax outside RE2/Vectorscan's common subset: " + p);
-      auto err = match::check_pattern(p, vs);
-      if (!err.empty()) add(err + ": " + p);
-    };
-    for (const auto& p : s.fingerprints) check(p, true);
-    for (const auto& p : s.extract) {
-      check(p, false);
-      re2::StringPiece in(p);
-      std::string g;
-      while (re2::RE2::FindAndConsume(&in, group_re, &g)) groups.insert(g);
-    }
-    const table* lt = nullptr;
-    if (!s.lookup_table.empty()) {
-      auto t = lib.tables.find(s.lookup_table);
-      if (t == lib.tables.end()) add("lookup table '" + s.lookup_table + "' is not in _tables/");
-      else lt = &t->second;
-      // An inferred entry's fields come from the findings its rule rests on, not from its own patterns.
-      if (!groups.count(s.lookup_field) && s.inferred_by.empty()) add("lookup field '" + s.lookup_field + "' is not an extract group");
-      if (lt && lt->has_column("kind"))
-        for (const auto& [key, cells] : lt->rows) {
-          auto k2 = lt->get(key, "kind");
-          if (!k2.empty() && !lib.kind(k2)) add("table " + lt->name + " row " + key + ": kind '" + k2 + "' is not in kinds.tsv");
-        }
-    }
-    static const re2::RE2 placeholder_any(R"(\{([\w.]+)\})");
-    auto check_placeholders = [&](const std::string& tpl) {
-      re2::StringPiece in(tpl);
-      std::string ph;
-      while (re2::RE2::FindAndConsume(&in, placeholder_any, &ph)) {
-        if (ph.rfind("lookup.", 0) == 0) {
-          if (!lt) add("placeholder {" + ph + "} needs a lookup table");
-          else if (!lt->has_column(ph.substr(7))) add("placeholder {" + ph + "}: table " + lt->name + " has no such column");
-        } else if (!groups.count(ph) && ph != "rank" && ph != "host" && ph != "ts" && s.inferred_by.empty()) {
-          add("placeholder {" + ph + "} is not an extract group or built-in");
-        }
-      }
-    };
-    check_placeholders(s.root_cause);
+    lint_values(lib, s, add);
+    lint_patterns(lib, s, add);
   }
   for (auto& i : lint_macros(lib)) out.push_back(std::move(i));
   return out;
