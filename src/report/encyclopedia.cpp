@@ -123,155 +123,179 @@ struct writer {
 
 }  // namespace
 
-std::vector<page> render_site(const kb::library& lib, format f) {
-  std::vector<page> pages;
-  auto scale = scale_texts(lib);
-  std::vector<const kb::signature*> sigs;
-  for (const auto& s : lib.signatures) sigs.push_back(&s);
-  std::sort(sigs.begin(), sigs.end(), [](auto* a, auto* b) { return a->name < b->name; });
-  const std::string ext = f == format::html ? ".html" : ".md";
-  auto entry_href = [&](const kb::signature& s, const std::string& root) { return root + "entries/" + s.name + ext; };
+namespace {
 
-  // --- one page per entry -----------------------------------------------------------------------
-  for (const auto* sp : sigs) {
-    const auto& s = *sp;
-    writer w{f, {}};
-    w.begin(s.title, "../");
-    w.h(1, s.title);
-    w.raw_p("<span class=\"meta\">" + esc(s.name) + " &middot; kind " + esc(s.kind) + " (" + esc(s.category) + ") &middot; " +
-                esc(std::string(kb::to_string(s.role))) + (s.is_cause() ? " &middot; priority " + std::to_string(s.priority) : "") + " &middot; level " +
-                esc(s.level) + " &middot; status " + esc(s.status) + "</span>",
-            "`" + s.name + "` · kind `" + s.kind + "` (" + s.category + ") · " + std::string(kb::to_string(s.role)) +
-                (s.is_cause() ? " · priority " + std::to_string(s.priority) : "") + " · level " + s.level + " · status " + s.status);
-    w.h(2, "What it is", "what");
-    w.p(s.description);
-    if (!s.inferred_by.empty())
-      w.p("This verdict is not printed by any single line: firstfault reasons it across ranks (rule " + s.inferred_by + ").");
-    w.h(2, "What you will observe", "observe");
-    for (const auto& e : s.positive) w.pre(e.line);
-    if (!s.fingerprints.empty()) {
-      w.p("Patterns that recognise it (RE2 syntax):");
-      w.list(s.fingerprints, true);
-    }
-    w.h(2, "Symptoms and what they mean", "symptoms");
-    if (s.is_cause()) {
-      std::vector<std::string> items;
-      for (const auto* o : sigs)
-        if (!o->is_cause() && std::find(o->collateral_of.begin(), o->collateral_of.end(), s.kind) != o->collateral_of.end())
-          items.push_back(w.link(entry_href(*o, "../"), o->title) + (f == format::html ? " &mdash; " + esc(first_sentence(o->description)) : " - " + first_sentence(o->description)));
-      if (items.empty()) w.p("No collateral signature is recorded for this kind yet.");
-      else {
-        w.p("Other ranks usually print these after this failure; they are collateral, not causes:");
-        w.list(items, false, f == format::html);
-      }
-    } else {
-      std::vector<std::string> items;
-      for (const auto& k : s.collateral_of) {
-        const kb::signature* cause = nullptr;
-        for (const auto* o : sigs)
-          if (o->is_cause() && o->kind == k && (!cause || o->priority > cause->priority)) cause = o;
-        items.push_back(cause ? w.link(entry_href(*cause, "../"), k) : (f == format::html ? esc(k) : k));
-      }
-      w.p("This line is a symptom: it is printed because something else failed. It usually follows:");
+// What every page of the site needs: the format, the entries by name, the link to an entry.
+struct site {
+  format f;
+  std::vector<const kb::signature*> sigs;  // by name
+  std::map<std::string, std::string> scale;
+  std::string ext;
+  std::string entry_href(const kb::signature& s, const std::string& root) const { return root + "entries/" + s.name + ext; }
+};
+
+// One entry: what it is, what you will observe, symptoms (or what it follows), how to confirm, root cause,
+// fix, verification, prevention, false positives, scaling, related entries and references.
+page entry_page(const site& site_, const kb::signature& s) {
+  const format f = site_.f;
+  const auto& sigs = site_.sigs;
+  auto entry_href = [&](const kb::signature& e, const std::string& root) { return site_.entry_href(e, root); };
+  const auto* sp = &s;  // this entry, to leave it out of its own related list
+  auto& scale = site_.scale;
+  writer w{f, {}};
+  w.begin(s.title, "../");
+  w.h(1, s.title);
+  w.raw_p("<span class=\"meta\">" + esc(s.name) + " &middot; kind " + esc(s.kind) + " (" + esc(s.category) + ") &middot; " +
+              esc(std::string(kb::to_string(s.role))) + (s.is_cause() ? " &middot; priority " + std::to_string(s.priority) : "") + " &middot; level " +
+              esc(s.level) + " &middot; status " + esc(s.status) + "</span>",
+          "`" + s.name + "` · kind `" + s.kind + "` (" + s.category + ") · " + std::string(kb::to_string(s.role)) +
+              (s.is_cause() ? " · priority " + std::to_string(s.priority) : "") + " · level " + s.level + " · status " + s.status);
+  w.h(2, "What it is", "what");
+  w.p(s.description);
+  if (!s.inferred_by.empty())
+    w.p("This verdict is not printed by any single line: firstfault reasons it across ranks (rule " + s.inferred_by + ").");
+  w.h(2, "What you will observe", "observe");
+  for (const auto& e : s.positive) w.pre(e.line);
+  if (!s.fingerprints.empty()) {
+    w.p("Patterns that recognise it (RE2 syntax):");
+    w.list(s.fingerprints, true);
+  }
+  w.h(2, "Symptoms and what they mean", "symptoms");
+  if (s.is_cause()) {
+    std::vector<std::string> items;
+    for (const auto* o : sigs)
+      if (!o->is_cause() && std::find(o->collateral_of.begin(), o->collateral_of.end(), s.kind) != o->collateral_of.end())
+        items.push_back(w.link(entry_href(*o, "../"), o->title) + (f == format::html ? " &mdash; " + esc(first_sentence(o->description)) : " - " + first_sentence(o->description)));
+    if (items.empty()) w.p("No collateral signature is recorded for this kind yet.");
+    else {
+      w.p("Other ranks usually print these after this failure; they are collateral, not causes:");
       w.list(items, false, f == format::html);
     }
-    w.h(2, "How to confirm", "confirm");
-    w.list(s.confirm);
-    w.h(2, "Root cause", "root-cause");
-    w.p(s.root_cause);
-    w.h(2, "Fix", "fix");
-    w.list(s.fix);
-    for (const auto& c : s.fix_code) {
-      w.p(c.stack + ":");
-      w.pre(c.code, c.stack == "shell" || c.stack == "slurm" ? "sh" : "python");
+  } else {
+    std::vector<std::string> items;
+    for (const auto& k : s.collateral_of) {
+      const kb::signature* cause = nullptr;
+      for (const auto* o : sigs)
+        if (o->is_cause() && o->kind == k && (!cause || o->priority > cause->priority)) cause = o;
+      items.push_back(cause ? w.link(entry_href(*cause, "../"), k) : (f == format::html ? esc(k) : k));
     }
-    w.h(2, "Verification", "verify");
-    w.list(s.verify, true);
-    if (!s.prevention.empty()) {
-      w.h(2, "Prevention", "prevention");
-      w.list(s.prevention);
-    }
-    if (!s.falsepositives.empty()) {
-      w.h(2, "When this is not the cause", "false-positives");
-      w.list(s.falsepositives);
-    }
-    w.h(2, "How it scales from 1 to 1,000 GPUs", "scale");
-    w.p(scale.count(s.category) ? scale[s.category] : "No scaling notes for this category yet.");
-    w.h(2, "Related entries", "related");
-    std::vector<std::string> rel;
-    for (const auto* o : sigs)
-      if (o != sp && (o->kind == s.kind || std::find(s.related.begin(), s.related.end(), o->name) != s.related.end()))
-        rel.push_back(w.link(entry_href(*o, "../"), o->title + " (" + o->name + ")"));
-    if (rel.empty()) w.p("None.");
-    else w.list(rel, false, f == format::html);
-    w.h(2, "References", "references");
-    std::vector<std::string> refs;
-    for (const auto& r : s.references) refs.push_back(f == format::html ? "<a href=\"" + esc(r) + "\">" + esc(r) + "</a>" : r);
-    w.list(refs, false, f == format::html);
-    w.end();
-    pages.push_back({"entries/" + s.name + ext, std::move(w.out)});
+    w.p("This line is a symptom: it is printed because something else failed. It usually follows:");
+    w.list(items, false, f == format::html);
   }
+  w.h(2, "How to confirm", "confirm");
+  w.list(s.confirm);
+  w.h(2, "Root cause", "root-cause");
+  w.p(s.root_cause);
+  w.h(2, "Fix", "fix");
+  w.list(s.fix);
+  for (const auto& c : s.fix_code) {
+    w.p(c.stack + ":");
+    w.pre(c.code, c.stack == "shell" || c.stack == "slurm" ? "sh" : "python");
+  }
+  w.h(2, "Verification", "verify");
+  w.list(s.verify, true);
+  if (!s.prevention.empty()) {
+    w.h(2, "Prevention", "prevention");
+    w.list(s.prevention);
+  }
+  if (!s.falsepositives.empty()) {
+    w.h(2, "When this is not the cause", "false-positives");
+    w.list(s.falsepositives);
+  }
+  w.h(2, "How it scales from 1 to 1,000 GPUs", "scale");
+  w.p(scale.count(s.category) ? scale.at(s.category) : "No scaling notes for this category yet.");
+  w.h(2, "Related entries", "related");
+  std::vector<std::string> rel;
+  for (const auto* o : sigs)
+    if (o != sp && (o->kind == s.kind || std::find(s.related.begin(), s.related.end(), o->name) != s.related.end()))
+      rel.push_back(w.link(entry_href(*o, "../"), o->title + " (" + o->name + ")"));
+  if (rel.empty()) w.p("None.");
+  else w.list(rel, false, f == format::html);
+  w.h(2, "References", "references");
+  std::vector<std::string> refs;
+  for (const auto& r : s.references) refs.push_back(f == format::html ? "<a href=\"" + esc(r) + "\">" + esc(r) + "</a>" : r);
+  w.list(refs, false, f == format::html);
+  w.end();
+  return {"entries/" + s.name + site_.ext, std::move(w.out)};
+}
 
-  // --- index: by category, tag, system, severity ----------------------------------------------------
-  {
-    writer w{f, {}};
-    w.begin("Index", "");
-    w.h(1, "firstfault encyclopedia of training failures");
-    w.p(std::to_string(sigs.size()) + " entries. Causes name a root cause; symptoms are what the other ranks print afterwards.");
-    auto section = [&](const std::string& title, const std::string& id, auto key_fn) {
-      w.h(2, title, id);
-      std::map<std::string, std::vector<const kb::signature*>> groups;
-      for (const auto* s : sigs)
-        for (const auto& k : key_fn(*s)) groups[k].push_back(s);
-      for (const auto& [k, list] : groups) {
-        w.h(3, k + " (" + std::to_string(list.size()) + ")", id + "-" + slug(k));
-        std::vector<std::string> items;
-        for (const auto* s : list) items.push_back(w.link(entry_href(*s, ""), s->title) + (f == format::html ? " <span class=\"meta\">" + esc(std::string(kb::to_string(s->role))) + "</span>" : " *" + std::string(kb::to_string(s->role)) + "*"));
-        w.list(items, false, f == format::html);
-      }
-    };
-    section("By category", "category", [](const kb::signature& s) { return std::vector<std::string>{s.category}; });
-    section("By severity", "severity", [](const kb::signature& s) { return std::vector<std::string>{s.level}; });
-    section("By system", "system", [](const kb::signature& s) { return s.systems; });
-    section("By tag", "tag", [](const kb::signature& s) { return s.tags; });
-    w.end();
-    pages.push_back({"index" + ext, std::move(w.out)});
-  }
-
-  // --- NCCL hub ----------------------------------------------------------------------------------
-  {
-    writer w{f, {}};
-    w.begin("NCCL errors", "");
-    w.h(1, "NCCL errors side by side");
-    w.p("NCCL reports every failure through a few result codes, so very different faults look alike. The final "
-        "\"-> N\" in an NCCL return chain is the ncclResult_t: 1 unhandled CUDA error, 2 system error (socket, "
-        "memory, external library), 3 internal error, 4 invalid argument, 5 invalid usage, 6 remote error (a peer "
-        "died or the network failed), 7 in progress. The WARN line printed just before it says which fault it is. "
-        "NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS are diagnostics that make those lines appear; they never fix anything.");
-    if (f == format::html) {
-      w.out += "<table><tr><th>Entry</th><th>Role</th><th>Kind</th><th>What it really indicates</th><th>Variables that tell it apart</th></tr>\n";
-      for (const auto* s : sigs) {
-        if (!is_nccl(*s)) continue;
-        std::string vars;
-        for (const auto& v : env_vars(*s)) vars += (vars.empty() ? "" : ", ") + std::string("<code>") + v + "</code>";
-        w.out += "<tr><td>" + w.link(entry_href(*s, ""), s->title) + "</td><td>" + esc(std::string(kb::to_string(s->role))) + "</td><td>" + esc(s->kind) +
-                 "</td><td>" + esc(first_sentence(s->description)) + "</td><td>" + vars + "</td></tr>\n";
-      }
-      w.out += "</table>\n";
-    } else {
-      w.out += "| Entry | Role | Kind | What it really indicates | Variables that tell it apart |\n|---|---|---|---|---|\n";
-      for (const auto* s : sigs) {
-        if (!is_nccl(*s)) continue;
-        std::string vars;
-        for (const auto& v : env_vars(*s)) vars += (vars.empty() ? "" : ", ") + std::string("`") + v + "`";
-        std::string what = first_sentence(s->description);
-        std::replace(what.begin(), what.end(), '|', '/');
-        w.out += "| " + w.link(entry_href(*s, ""), s->title) + " | " + std::string(kb::to_string(s->role)) + " | " + s->kind + " | " + what + " | " + vars + " |\n";
-      }
+// The index: every entry by category, severity, system and tag.
+page index_page(const site& site_) {
+  const format f = site_.f;
+  const auto& sigs = site_.sigs;
+  auto entry_href = [&](const kb::signature& e, const std::string& root) { return site_.entry_href(e, root); };
+  writer w{f, {}};
+  w.begin("Index", "");
+  w.h(1, "firstfault encyclopedia of training failures");
+  w.p(std::to_string(sigs.size()) + " entries. Causes name a root cause; symptoms are what the other ranks print afterwards.");
+  auto section = [&](const std::string& title, const std::string& id, auto key_fn) {
+    w.h(2, title, id);
+    std::map<std::string, std::vector<const kb::signature*>> groups;
+    for (const auto* s : sigs)
+      for (const auto& k : key_fn(*s)) groups[k].push_back(s);
+    for (const auto& [k, list] : groups) {
+      w.h(3, k + " (" + std::to_string(list.size()) + ")", id + "-" + slug(k));
+      std::vector<std::string> items;
+      for (const auto* s : list) items.push_back(w.link(entry_href(*s, ""), s->title) + (f == format::html ? " <span class=\"meta\">" + esc(std::string(kb::to_string(s->role))) + "</span>" : " *" + std::string(kb::to_string(s->role)) + "*"));
+      w.list(items, false, f == format::html);
     }
-    w.end();
-    pages.push_back({"nccl" + ext, std::move(w.out)});
+  };
+  section("By category", "category", [](const kb::signature& s) { return std::vector<std::string>{s.category}; });
+  section("By severity", "severity", [](const kb::signature& s) { return std::vector<std::string>{s.level}; });
+  section("By system", "system", [](const kb::signature& s) { return s.systems; });
+  section("By tag", "tag", [](const kb::signature& s) { return s.tags; });
+  w.end();
+  return {"index" + site_.ext, std::move(w.out)};
+}
+
+// The NCCL hub: every NCCL entry side by side, with what it indicates and the variables that tell it apart.
+page nccl_page(const site& site_) {
+  const format f = site_.f;
+  const auto& sigs = site_.sigs;
+  auto entry_href = [&](const kb::signature& e, const std::string& root) { return site_.entry_href(e, root); };
+  writer w{f, {}};
+  w.begin("NCCL errors", "");
+  w.h(1, "NCCL errors side by side");
+  w.p("NCCL reports every failure through a few result codes, so very different faults look alike. The final "
+      "\"-> N\" in an NCCL return chain is the ncclResult_t: 1 unhandled CUDA error, 2 system error (socket, "
+      "memory, external library), 3 internal error, 4 invalid argument, 5 invalid usage, 6 remote error (a peer "
+      "died or the network failed), 7 in progress. The WARN line printed just before it says which fault it is. "
+      "NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS are diagnostics that make those lines appear; they never fix anything.");
+  if (f == format::html) {
+    w.out += "<table><tr><th>Entry</th><th>Role</th><th>Kind</th><th>What it really indicates</th><th>Variables that tell it apart</th></tr>\n";
+    for (const auto* s : sigs) {
+      if (!is_nccl(*s)) continue;
+      std::string vars;
+      for (const auto& v : env_vars(*s)) vars += (vars.empty() ? "" : ", ") + std::string("<code>") + v + "</code>";
+      w.out += "<tr><td>" + w.link(entry_href(*s, ""), s->title) + "</td><td>" + esc(std::string(kb::to_string(s->role))) + "</td><td>" + esc(s->kind) +
+               "</td><td>" + esc(first_sentence(s->description)) + "</td><td>" + vars + "</td></tr>\n";
+    }
+    w.out += "</table>\n";
+  } else {
+    w.out += "| Entry | Role | Kind | What it really indicates | Variables that tell it apart |\n|---|---|---|---|---|\n";
+    for (const auto* s : sigs) {
+      if (!is_nccl(*s)) continue;
+      std::string vars;
+      for (const auto& v : env_vars(*s)) vars += (vars.empty() ? "" : ", ") + std::string("`") + v + "`";
+      std::string what = first_sentence(s->description);
+      std::replace(what.begin(), what.end(), '|', '/');
+      w.out += "| " + w.link(entry_href(*s, ""), s->title) + " | " + std::string(kb::to_string(s->role)) + " | " + s->kind + " | " + what + " | " + vars + " |\n";
+    }
   }
+  w.end();
+  return {"nccl" + site_.ext, std::move(w.out)};
+}
+
+}  // namespace
+
+std::vector<page> render_site(const kb::library& lib, format f) {
+  site s{f, {}, scale_texts(lib), f == format::html ? ".html" : ".md"};
+  for (const auto& sig : lib.signatures) s.sigs.push_back(&sig);
+  std::sort(s.sigs.begin(), s.sigs.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  std::vector<page> pages;
+  for (const auto* sig : s.sigs) pages.push_back(entry_page(s, *sig));
+  pages.push_back(index_page(s));
+  pages.push_back(nccl_page(s));
   return pages;
 }
 
