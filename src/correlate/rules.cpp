@@ -411,6 +411,9 @@ const std::vector<root_rule>& root_rules() {
   return rules;
 }
 
+// Longer than the ~120-line guideline on purpose: this is a table, one entry per rule (name, what it
+// decides, its source, its function), in the order they are tried; the order is part of the behaviour and
+// is read in one place. Each rule is tested on its own (tests/unit/rules_test.cpp).
 const std::vector<rank_rule>& rank_rules() {
   static const std::vector<rank_rule> rules = {
       {"initiator_field", "the root-cause signature says which rank its line names (printing rank, named peer, rank 0, an exit code)",
@@ -572,6 +575,8 @@ const std::vector<kind_rule>& kind_rules() {
   return rules;
 }
 
+// Longer than the ~120-line guideline on purpose: a table of rules in the order they are tried (see
+// rank_rules()); kb lint checks that each rule's outputs have knowledge-base entries and back.
 const std::vector<inference_rule>& inference_rules() {
   static const std::vector<inference_rule> rules = {
       {"numel_differs_at_seq", "watchdog lines at the same SeqNum with different NumelIn: ranks passed different sizes",
