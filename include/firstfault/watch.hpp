@@ -68,6 +68,7 @@ struct metrics {
   std::map<hit_key, std::uint64_t> hits;        ///< matched lines by signature, kind, rank ("" if none), host
   std::map<writer, double> last_line_at;        ///< unix seconds of each writer's last line
   std::size_t files = 0;                        ///< log files followed
+  std::uint64_t rotations = 0, truncations = 0; ///< followed files renamed away (then reopened) or cut in place
   bool ready = false;                           ///< the first scan has opened the files (readiness signal)
 };
 

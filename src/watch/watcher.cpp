@@ -60,6 +60,9 @@ std::string to_prometheus(const metrics& m, double now) {
     o += "# HELP firstfault_files_followed Log files followed (present once the watcher has opened them).\n# TYPE firstfault_files_followed gauge\n";
     o += "firstfault_files_followed " + std::to_string(m.files) + "\n";
   }
+  o += "# HELP firstfault_file_restarts_total Followed files that started over, by reason (rotated: renamed and recreated; truncated: cut in place, copytruncate).\n# TYPE firstfault_file_restarts_total counter\n";
+  o += "firstfault_file_restarts_total{reason=\"rotated\"} " + std::to_string(m.rotations) + "\n";
+  o += "firstfault_file_restarts_total{reason=\"truncated\"} " + std::to_string(m.truncations) + "\n";
   o += "# HELP firstfault_bytes_read_total Log bytes read by firstfault watch.\n# TYPE firstfault_bytes_read_total counter\n";
   o += "firstfault_bytes_read_total " + std::to_string(m.bytes) + "\n";
   o += "# HELP firstfault_alerts_total Alerts raised, by type (failure, update, hang).\n# TYPE firstfault_alerts_total counter\n";
@@ -317,10 +320,16 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
         t.old_ino = t.ino;
         t.ino = sb.st_ino;
         t.offset = 0;
+        {
+          std::lock_guard<std::mutex> g(mu);
+          ++mx.rotations;
+        }
         if (t.fd < 0) continue;
       } else if (exists && sb.st_size < t.offset) {
         t.offset = 0;  // truncated in place (copytruncate): read what was written since
         t.partial.clear();
+        std::lock_guard<std::mutex> g(mu);
+        ++mx.truncations;
       }
       if (t.fd >= 0) read_file(t, t.fd, false);
     }

@@ -39,7 +39,7 @@ for i in $(seq 21 25); do echo "[rank1]: step $i loss 0.9" >>"$tmp/job/rank1.log
 wait_metric_ge firstfault_lines_read_total "$written"  # copytruncate loses what was not read yet: wait for it
 # copytruncate: rank3.log is truncated in place, then written again
 : >"$tmp/job/rank3.log"
-sleep 0.3
+check "copytruncate is noticed before the file is written again" wait_metric_ge 'firstfault_file_restarts_total{reason="truncated"}' 1
 for i in $(seq 21 25); do echo "[rank3]: step $i loss 0.9" >>"$tmp/job/rank3.log"; written=$((written + 1)); done
 wait_metric_ge firstfault_lines_read_total "$written"
 # the decisive line
