@@ -1,6 +1,7 @@
 // Wires the stages together for `firstfault diagnose`. No printing here.
 #include "firstfault/pipeline.hpp"
 
+#include <fmt/format.h>
 #include <re2/re2.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -90,6 +91,11 @@ struct collector::impl {
   // tables stay under ~40 MiB whatever the input (the masker's own tables: mask.hpp).
   static constexpr std::size_t kMaxFindings = 8192;
   static constexpr std::size_t kMaxPairs = 65536;  // host -> rank and local rank -> rank pairs, each table
+  // Stack tops (the innermost frame of each traceback or py-spy dump) kept per rank and ranks with any: the
+  // odd-rank-out rule needs a few dumps per rank, not every one of a hang that was dumped every second.
+  static constexpr std::size_t kMaxStackTopRanks = 65536, kMaxStackTopsPerRank = 64;
+  // A restart line's "K/M attempts left" spans at most this many attempts (a larger M is a garbled line).
+  static constexpr long kMaxRestartSpan = 100000;
   std::size_t host_rank_pairs = 0, local_rank_pairs = 0;
   std::map<int, std::size_t> first_of_signature;  // signature -> index of its first finding
   bool rank_bound_hit = false, findings_bound_hit = false, pairs_bound_hit = false;
@@ -162,11 +168,11 @@ correlate::diagnosis collector::diagnose() const {
 
 std::vector<std::string> collector::bound_notes() const {
   std::vector<std::string> out;
-  if (impl_->rank_bound_hit) out.push_back("more than 16384 distinct ranks: the ranks past that bound share one per-rank table");
+  if (impl_->rank_bound_hit) out.push_back(fmt::format("more than {} distinct ranks: the ranks past that bound share one per-rank table", impl::kMaxRanks));
   if (impl_->findings_bound_hit)
-    out.push_back("more than 8192 findings: later ones are counted as repeats of their signature's first finding, their ranks are not kept");
+    out.push_back(fmt::format("more than {} findings: later ones are counted as repeats of their signature's first finding, their ranks are not kept", impl::kMaxFindings));
   if (impl_->pairs_bound_hit)
-    out.push_back("more than 65536 host/rank or local-rank/rank pairs: later pairs are not kept for host and rank attribution");
+    out.push_back(fmt::format("more than {} host/rank or local-rank/rank pairs: later pairs are not kept for host and rank attribution", impl::kMaxPairs));
   return out;
 }
 
@@ -456,9 +462,9 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
   if (!f.rank && note.rank) f.rank = note.rank;
   if (note.top) {
     auto r = f.rank ? f.rank : (f.local_rank && in.hosts.size() <= 1 ? f.local_rank : std::nullopt);
-    if (r && in.stack_tops.size() < 65536) {
+    if (r && in.stack_tops.size() < impl::kMaxStackTopRanks) {
       auto& v = in.stack_tops[*r];
-      if (v.size() < 64) v.push_back({*note.top, st.display, line_no});
+      if (v.size() < impl::kMaxStackTopsPerRank) v.push_back({*note.top, st.display, line_no});
     }
   }
   f.body = text::trim(meta.body);
@@ -653,7 +659,7 @@ std::optional<int> collector::restart_attempt(const stream& st, const std::vecto
       if (k == "max_restarts") max = v;
     }
     long l = std::strtol(left.c_str(), nullptr, 10), m = std::strtol(max.c_str(), nullptr, 10);
-    return !left.empty() && !max.empty() && m >= l && m - l < 100000 ? static_cast<int>(m - l + 1) : st.attempt.value_or(0) + 1;
+    return !left.empty() && !max.empty() && m >= l && m - l < impl::kMaxRestartSpan ? static_cast<int>(m - l + 1) : st.attempt.value_or(0) + 1;
   }
   return std::nullopt;
 }
