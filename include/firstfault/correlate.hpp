@@ -179,6 +179,7 @@ struct inputs {
 };
 
 /// Decides the diagnosis. Pure: no I/O.
-diagnosis correlate(inputs in, const kb::library& lib);  // takes a copy: callers may keep adding
+/// Pure: reads `in` (no copy; the caller must not change it meanwhile, which one thread guarantees).
+diagnosis correlate(const inputs& in, const kb::library& lib);
 
 }  // namespace ff::correlate

@@ -385,7 +385,7 @@ void explain_verify_vars(diagnosis& d, const kb::library& lib) {
 }  // namespace
 
 // The stages in order; each names the rule that decided (docs/ARCHITECTURE.md, "Correlation rules").
-diagnosis correlate(inputs in, const kb::library& lib) {
+diagnosis correlate(const inputs& in, const kb::library& lib) {
   diagnosis d;
   const auto ctx = rules::make_context(in, lib);
   auto dec = decide_root(ctx, lib, d);

@@ -166,7 +166,20 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
   bool pending_update = false;
   double last_update = 0;
   std::map<writer, double> last_line_at;  // unix time
-  std::map<writer, std::string> last_line_of;
+  // Each writer's last line; a line the gated path kept raw is masked only when an alert shows it.
+  struct last_line {
+    std::string text;
+    bool raw = false;
+  };
+  std::map<writer, last_line> last_line_of;
+  auto shown = [&](last_line& l) -> const std::string& {
+    if (l.raw) {
+      l.text = col.masker().apply(l.text);
+      col.masker().reset_stream();
+      l.raw = false;
+    }
+    return l.text;
+  };
   std::set<writer> hang_reported;
   bool all_silent_reported = false;
   double last_any = 0;
@@ -221,6 +234,21 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
     return r;
   };
 
+  bool cause_pending = false;  // a cause line was read since the last diagnosis
+  auto alert_on_cause = [&]() {
+    cause_pending = false;
+    auto d = col.diagnose();
+    if (d.verdict != correlate::verdict::failure || (alerted_sig && *alerted_sig == d.signature && alerted_rank == d.initiating_rank))
+      return;
+    auto r = emit(alerted_sig ? "update" : "failure", "");
+    alerted_sig = d.signature;
+    alerted_rank = d.initiating_rank;
+    for (const auto& [p2, t2] : files) alerted_attempt = std::max(alerted_attempt, t2.st.attempt.value_or(0));
+    alerted_collateral = r.diag.collateral.size();
+    last_update = now_unix();
+    pending_update = false;
+  };
+
   auto read_file = [&](tracked& t, int fd, bool to_end_only) -> bool {
     bool any = false;
     char buf[1 << 16];
@@ -242,7 +270,8 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
         std::string_view line(t.partial.data() + start, nl - start);
         start = nl + 1;
         if (t.partial[nl] == '\r' && start < t.partial.size() && t.partial[start] == '\n') ++start;
-        std::size_t added = col.add_line(t.st, line.substr(0, opt.pipeline.ingest.max_line_bytes), ++t.line_no);
+        // The scan-first path, as diagnose: lines the gate does not hit keep only per-rank facts.
+        std::size_t added = col.add_line_gated(t.st, line.substr(0, opt.pipeline.ingest.max_line_bytes), ++t.line_no);
         double now = now_unix();
         last_any = now;
         // per-rank activity for silence detection (masked text only)
@@ -251,7 +280,9 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
                      : t.st.hint.local_rank ? writer{writer::by::local_rank, *t.st.hint.local_rank, {}}
                                             : writer{writer::by::file, 0, t.st.display};
         last_line_at[key] = now;
-        last_line_of[key] = t.st.last_body;  // masked
+        auto& ll = last_line_of[key];
+        ll.text = t.st.last_body;
+        ll.raw = t.st.last_body_raw;
         hang_reported.erase(key);
         all_silent_reported = false;
         {
@@ -266,25 +297,15 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
           }
         }
         if (added == 0) continue;
-        bool cause = false;
         const auto& fs_ = col.inputs().findings;
         for (std::size_t i = fs_.size() - added; i < fs_.size(); ++i)
-          cause |= lib.signatures[static_cast<std::size_t>(fs_[i].signature)].is_cause();
-        if (cause) {
-          auto d = col.diagnose();
-          if (d.verdict == correlate::verdict::failure && (!alerted_sig || *alerted_sig != d.signature || alerted_rank != d.initiating_rank)) {
-            auto r = emit(alerted_sig ? "update" : "failure", "");
-            alerted_sig = d.signature;
-            alerted_rank = d.initiating_rank;
-            for (const auto& [p2, t2] : files) alerted_attempt = std::max(alerted_attempt, t2.st.attempt.value_or(0));
-            alerted_collateral = r.diag.collateral.size();
-            last_update = now_unix();
-            continue;
-          }
-        }
+          cause_pending |= lib.signatures[static_cast<std::size_t>(fs_[i].signature)].is_cause();
         if (alerted_sig) pending_update = true;
       }
       t.partial.erase(0, start);
+      // One correlation per chunk read (64 KiB), not one per cause line: a storm of cause lines (every rank
+      // printing its own error) costs one diagnosis per chunk, and the alert still follows within the chunk.
+      if (cause_pending) alert_on_cause();
       if (t.partial.size() > opt.pipeline.ingest.max_line_bytes) t.partial.clear();  // a runaway line: drop it
 
     }
@@ -373,7 +394,7 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
         if (now - at > opt.silence_s && others_active && !hang_reported.count(key)) {
           hang_reported.insert(key);
           std::string extra = "possible hang: " + key.label() + " has written nothing for " + std::to_string(static_cast<int>(now - at)) +
-                              " s while other ranks go on; its last line: " + last_line_of[key] + "\n";
+                              " s while other ranks go on; its last line: " + shown(last_line_of[key]) + "\n";
           emit("hang", extra);
         }
       }
@@ -381,7 +402,7 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
     if (last_any > 0 && now - last_any > opt.silence_s && !all_silent_reported && !failure_alerted) {
       all_silent_reported = true;
       std::string extra = "possible hang: every rank has been silent for " + std::to_string(static_cast<int>(now - last_any)) + " s; last lines:\n";
-      for (const auto& [k, l] : last_line_of) extra += "  " + k.label() + ": " + l + "\n";
+      for (auto& [k, l] : last_line_of) extra += "  " + k.label() + ": " + shown(l) + "\n";
       emit("hang", extra);
     }
     if (ino_fd >= 0) {
