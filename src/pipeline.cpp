@@ -386,8 +386,8 @@ void collector::mask_deferred() {
   auto& im = *impl_;
   for (auto& [key, deferred] : im.deferred_last)
     if (auto it = im.in.activity.find(key); deferred && it != im.in.activity.end()) {
-      it->second.last_line = im.masker.apply(it->second.last_line);
-      im.masker.reset_stream();
+      // out of stream order (watch calls this mid-stream): the stream's masking state is left as it was
+      it->second.last_line = im.masker.apply_detached(it->second.last_line);
       deferred = false;
     }
 }
@@ -585,8 +585,7 @@ void collector::note_activity(stream& st, stream::rank_state& rs, const line_fac
   if (prog.step) act.last_step = prog.step;
   if (prog.planned && prog.planned != act.planned_steps) {  // rare: kept as evidence for uneven plans
     act.planned_steps = prog.planned;
-    act.planned_line = light ? im.masker.apply(act.last_line) : act.last_line;
-    if (light) im.masker.reset_stream();
+    act.planned_line = light ? im.masker.apply_detached(act.last_line) : act.last_line;
     act.planned_source = st.source_id;
     act.planned_line_no = f.line_no;
   }

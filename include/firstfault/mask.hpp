@@ -59,6 +59,10 @@ class masker {
   status check() const;
   /// Masks one line. Stateful: remembers replacements (consistency) and private-key blocks across lines.
   std::string apply(std::string_view line);
+  /// Masks one line kept out of stream order (a light-path line masked only when it is shown): the
+  /// stream's state (an open private-key block, a secret that ran to the end of the last line) is neither
+  /// used nor changed, so the lines still to come are masked as if this call had not happened.
+  std::string apply_detached(std::string_view line);
   /// Masks a path shown to the user (user names in home directories, then the line rules).
   std::string apply_path(std::string_view path);
   /// Masks one host name found by prefix peeling or in a path (node-N, consistent with the line rules).

@@ -97,6 +97,7 @@ int diagnose_command::run(const kb::library& lib) {
       return history.recurrences(key, kind, days);
     };
   }
+  history.get();  // a store that cannot be opened is said now, not in the middle of the progress line
   progress_line progress(!quiet_ && isatty(STDERR_FILENO));
   opt.progress = progress.callback();
   auto mo = mask_options(mask_config_, mask_rules_, no_mask_);

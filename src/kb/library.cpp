@@ -256,7 +256,9 @@ std::string fnv1a_hex(const std::vector<std::pair<std::string, std::string>>& fi
 }  // namespace
 
 namespace {
-bool is_macro_file(const std::string& name) { return name.find("_macros/") != std::string::npos; }
+// The built-in "builtin:_macros/..." or a --kb directory's "_macros/..." (load() adds that prefix), never a
+// path that merely has "_macros/" somewhere in it.
+bool is_macro_file(const std::string& name) { return name.rfind("builtin:_macros/", 0) == 0 || name.rfind("_macros/", 0) == 0; }
 
 bool is_signature_file(const std::string& name) {
   bool tsv = name.size() >= 4 && name.substr(name.size() - 4) == ".tsv";
@@ -274,10 +276,21 @@ status read_macros(const std::string& file, const std::string& text, macro_table
       auto key = kv.first.as<std::string>();
       if (key != "macros" && key != "lists") return error{file + ": unknown key '" + key + "' (macros, lists)", errc::knowledge_base};
     }
+    // One level: a definition naming another would stay literal text in a pattern, so it is refused.
+    auto nested = [](const std::string& v) { return v.find("%{") != std::string::npos || (!v.empty() && v[0] == '@'); };
     if (d["macros"])
-      for (const auto& kv : d["macros"]) out.macros[kv.first.as<std::string>()] = kv.second.as<std::string>();
+      for (const auto& kv : d["macros"]) {
+        auto v = kv.second.as<std::string>();
+        if (nested(v)) return error{file + ": macro " + kv.first.as<std::string>() + " names another definition (one level only)", errc::knowledge_base};
+        out.macros[kv.first.as<std::string>()] = v;
+      }
     if (d["lists"])
-      for (const auto& kv : d["lists"]) out.lists[kv.first.as<std::string>()] = str_list(kv.second);
+      for (const auto& kv : d["lists"]) {
+        auto items = str_list(kv.second);
+        if (std::any_of(items.begin(), items.end(), nested))
+          return error{file + ": list " + kv.first.as<std::string>() + " names another definition (one level only)", errc::knowledge_base};
+        out.lists[kv.first.as<std::string>()] = std::move(items);
+      }
   } catch (const YAML::Exception& e) {
     return error{file + ": " + e.what(), errc::knowledge_base};
   }

@@ -78,7 +78,6 @@ bool has(const std::string& hay, const std::string& needle) { return hay.find(ne
 std::vector<const signature*> search(const library& lib, std::string_view query) {
   const std::string q = lower(query);
   std::vector<std::pair<int, const signature*>> found;
-  if (q.empty()) return {};
   for (const auto& s : lib.signatures) {
     std::string tags;
     for (const auto& t : s.tags) tags += " " + lower(t);

@@ -354,6 +354,18 @@ status masker::check() const {
   return ok();
 }
 
+std::string masker::apply_detached(std::string_view line) {
+  auto& im = *impl_;
+  const bool key = im.in_key_block, eol = im.secret_at_eol;
+  const int key_lines = im.key_block_lines;
+  reset_stream();
+  std::string out = apply(line);
+  im.in_key_block = key;
+  im.secret_at_eol = eol;
+  im.key_block_lines = key_lines;
+  return out;
+}
+
 void masker::reset_stream() {
   impl_->in_key_block = false;
   impl_->secret_at_eol = false;

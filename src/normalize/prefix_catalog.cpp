@@ -111,16 +111,16 @@ void prefix_catalog::order_by_samples(prefix_catalog& cat, const std::vector<pre
     re2::StringPiece in(line.data() + at, line.size() - at);
     return re2::RE2::Consume(&in, *cat.impl_->pats[i].re);
   };
-  // (sample, where its own prefix's layer starts: the first offset at which that prefix matches)
+  // (sample, where its own prefix's layer starts: the leftmost match of that prefix, one linear RE2 search)
   std::vector<std::vector<std::pair<std::size_t, std::size_t>>> of(n);
   for (std::size_t k = 0; k < samples.size(); ++k)
     for (std::size_t i = 0; i < n; ++i)
-      if (cat.defs_[i].name == samples[k].prefix)
-        for (std::size_t at = 0; at < samples[k].line.size(); ++at)
-          if (matches_at(i, samples[k].line, at)) {
-            of[i].emplace_back(k, at);
-            break;
-          }
+      if (cat.defs_[i].name == samples[k].prefix) {
+        const auto& line = samples[k].line;
+        re2::StringPiece m;
+        if (cat.impl_->pats[i].re->Match(line, 0, line.size(), re2::RE2::UNANCHORED, &m, 1))
+          of[i].emplace_back(k, static_cast<std::size_t>(m.data() - line.data()));
+      }
   auto matches_any_sample_of = [&](std::size_t a, std::size_t b) {
     for (auto [k, at] : of[b])
       if (matches_at(a, samples[k].line, at)) return true;
@@ -135,8 +135,10 @@ void prefix_catalog::order_by_samples(prefix_catalog& cat, const std::vector<pre
         ++before_count[a];
       }
   // Kahn's topological sort, always taking the earliest ready prefix in file order: the file order when it
-  // already agrees with the samples. A cycle (cannot happen with the strict relation above, but a
-  // guard costs nothing) leaves the rest in file order.
+  // already agrees with the samples. The relation is not transitive, so three prefixes can form a cycle
+  // (A before B before C before A); then no prefix is ready and the earliest one left in file order is
+  // taken, as if the files had been ordered by hand. The sample check below still holds every prefix to
+  // peeling its own samples.
   std::vector<std::size_t> order;
   std::vector<bool> done(n, false);
   while (order.size() < n) {

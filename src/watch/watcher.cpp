@@ -174,8 +174,7 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
   std::map<writer, last_line> last_line_of;
   auto shown = [&](last_line& l) -> const std::string& {
     if (l.raw) {
-      l.text = col.masker().apply(l.text);
-      col.masker().reset_stream();
+      l.text = col.masker().apply_detached(l.text);
       l.raw = false;
     }
     return l.text;

@@ -314,11 +314,11 @@ TEST(kb_macros, load_and_lint) {
   auto sig = [](const std::string& name, const std::string& fp, const std::string& ex) {
     return "title: t\nname: " + name + "\nrole: cause\nfingerprints: ['" + fp + "']\nextract: [" + ex + "]\n";
   };
-  auto bad = ff::kb::library::from_files({{"x/_macros/m.yaml", macros}, {"x/a_signature.yaml", sig("a_signature", "%{nope}1", "")}});
+  auto bad = ff::kb::library::from_files({{"_macros/x/m.yaml", macros}, {"x/a_signature.yaml", sig("a_signature", "%{nope}1", "")}});
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("x/a_signature.yaml"), std::string::npos);
   EXPECT_NE(bad.error().message.find("%{nope}"), std::string::npos);
-  auto lib = ff::kb::library::from_files({{"x/_macros/m.yaml", macros},
+  auto lib = ff::kb::library::from_files({{"_macros/x/m.yaml", macros},
                                           {"x/uses_macros_ok.yaml", sig("uses_macros_ok", "%{xid_at}79", "'@two'")},
                                           {"x/copies_list_x.yaml", sig("copies_list_x", "Xid \\((?:PCI:)?[0-9A-Fa-f:.]+\\): 48", "'(?P<a>x)', '(?P<b>y)'")}});
   ASSERT_TRUE(lib) << lib.error().message;
@@ -361,5 +361,18 @@ TEST(kb_areas, folder_and_name_prefix_agree) {
   EXPECT_NE(area_issue("train_old_folder").find("folder 'numerics' is not an area"), std::string::npos);
   EXPECT_EQ(area_issue("train_user_file"), "");
   EXPECT_NE(area_issue("zzz_user_file").find("prefix of an area"), std::string::npos);
+}
+}  // namespace
+
+namespace {
+TEST(kb_macros, one_level_only_and_only_under_a_macros_folder) {
+  auto nested = ff::kb::library::from_files({{"_macros/x/m.yaml", "macros:\n  a: 'x'\n  b: '%{a}y'\n"}});
+  ASSERT_FALSE(nested);
+  EXPECT_NE(nested.error().message.find("one level only"), std::string::npos);
+  // a --kb path that merely contains "_macros/" is a signature file, not a macro file
+  auto lib = ff::kb::library::from_files(
+      {{"/home/me/team_macros/nccl_example_sig.yaml", "title: t\nname: nccl_example_sig\nrole: cause\nfingerprints: ['x']\n"}});
+  ASSERT_TRUE(lib) << lib.error().message;
+  EXPECT_TRUE(lib.value().find("nccl_example_sig"));
 }
 }  // namespace

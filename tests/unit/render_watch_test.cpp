@@ -196,3 +196,28 @@ TEST(watch_metrics, labels_by_writer_and_restart_counters) {
 }
 
 }  // namespace
+
+namespace {
+// watch finishes a run (and masks the kept raw last lines) in the middle of a stream: that must not end an
+// open private-key block, or the key's next lines take the light path unmasked.
+TEST(watch_masking, a_report_in_the_middle_of_a_key_block_does_not_unmask_the_rest) {
+  ff::pipeline::options opt;
+  opt.learn_lines = 0;
+  ff::pipeline::collector col(ff::testing::engine(), opt);
+  ff::ingest::source src;
+  src.display = "rank0.log";
+  auto st = col.open_stream(src);
+  std::uint64_t n = 0;
+  col.add_line_gated(st, "[rank0]: step 1 loss 2.0", ++n);
+  col.add_line_gated(st, "[rank0]: -----BEGIN RSA PRIVATE KEY-----", ++n);
+  ff::pipeline::run mid;
+  ff::pipeline::finish(col, mid);  // what watch's alert does
+  const std::string body = "MIIEowIBAAKCAQEAv9Hq3Zk2mXqPzL0wYt7RsNcVbF4eGh8jKlMnOpQrStUvWxYz";
+  col.add_line_gated(st, "[rank0]: " + body, ++n);
+  ff::pipeline::run end;
+  ff::pipeline::finish(col, end);
+  auto json = ff::report::to_json(end).dump();
+  EXPECT_EQ(json.find(body.substr(0, 16)), std::string::npos) << json;
+  for (const auto& [key, act] : col.inputs().activity) EXPECT_EQ(act.last_line.find(body.substr(0, 16)), std::string::npos) << act.last_line;
+}
+}  // namespace
