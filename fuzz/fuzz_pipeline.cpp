@@ -50,8 +50,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 a.diag.initiating_rank == b.diag.initiating_rank && a.diag.collateral.size() == b.diag.collateral.size() &&
                 a.diag.suspicious.size() == b.diag.suspicious.size() && a.total_lines == b.total_lines;
     if (!same) {
-      std::fprintf(stderr, "DIFF: gated %s/%s vs exact %s/%s\n", a.diag.verdict.c_str(), a.diag.signature.c_str(),
-                   b.diag.verdict.c_str(), b.diag.signature.c_str());
+      std::fprintf(stderr, "DIFF: gated %s/%s vs exact %s/%s\n", std::string(ff::correlate::to_string(a.diag.verdict)).c_str(), a.diag.signature.c_str(),
+                   std::string(ff::correlate::to_string(b.diag.verdict)).c_str(), b.diag.signature.c_str());
       std::abort();
     }
   }

@@ -248,7 +248,9 @@ std::vector<lint_issue> lint_macros(const library& lib) {
                              [&](const std::string& p) { return std::find(s.extract.begin(), s.extract.end(), p) != s.extract.end(); });
       if (all) out.push_back({s.file, s.name, "extract repeats the patterns of list " + name + ": write '@" + name + "' (kb/_macros)"});
     }
-    for (const auto& [name, text] : lib.macros.macros) {
+    for (const auto& macro : lib.macros.macros) {  // not a structured binding: clang 14 cannot capture one
+      const std::string& name = macro.first;
+      const std::string& text = macro.second;
       if (text.size() < 8 || uses("%{" + name + "}")) continue;  // a short macro can be part of other text by chance
       for (const auto* list : {&s.fingerprints, &s.extract})
         if (std::any_of(list->begin(), list->end(), [&](const std::string& p) { return p.find(text) != std::string::npos; })) {
