@@ -125,6 +125,7 @@ std::optional<std::int64_t> collector::recurrences(const std::string& host_key, 
   return impl_->opt.recurrences ? impl_->opt.recurrences(host_key, kind, days) : std::nullopt;
 }
 const correlate::inputs& collector::inputs() const { return impl_->in; }
+const kb::library& collector::library() const { return *impl_->eng.lib; }
 bool collector::gated() const { return impl_->light_ok; }
 correlate::diagnosis collector::diagnose() const {
   const auto& in = impl_->in;
@@ -575,8 +576,18 @@ void collector::note_activity(stream& st, stream::rank_state& rs, const line_fac
     rs.deferred = &im.deferred_last[*rs.key];
   }
   auto& act = *rs.act;
-  ++act.lines;
-  if (own_ts) act.last_ts = own_ts;
+  if (++act.lines == 1) {
+    act.first_source = st.source_id;
+    act.first_line_no = f.line_no;
+  }
+  if (own_ts) {
+    if (!act.first_ts) act.first_ts = own_ts;
+    else if (act.last_ts && act.last_ts->kind == own_ts->kind && own_ts->seconds - act.last_ts->seconds > act.gap_seconds) {
+      act.gap_seconds = own_ts->seconds - act.last_ts->seconds;
+      act.gap_start = act.last_ts;
+    }
+    act.last_ts = own_ts;
+  }
   act.last_line.assign(text::prefix_utf8(f.body, limits::kLastLineBytes));
   act.last_source = st.source_id;
   act.last_line_no = f.line_no;
@@ -933,6 +944,7 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
   out.errors = std::move(errors);
   if (auto st = col.check(); !st) return st.error();  // an engine error mid-run: no verdict from partial matching
   finish(col, out);
+  if (opt.on_finish) opt.on_finish(col, out);
   return out;
 }
 
@@ -949,6 +961,7 @@ void finish(collector& col, run& out) {
   out.mask_counts = masker.counts();
   for (const auto& note : col.bound_notes()) out.errors.push_back({"(all inputs)", note, false});
   out.diag = col.diagnose();
+  out.timeline = timeline::build(col.inputs(), out.diag, col.library());
   if (out.diag.initiating_host)
     out.initiating_host_key =
         col.host_key(masker.enabled() ? masker.original(*out.diag.initiating_host) : *out.diag.initiating_host);

@@ -64,6 +64,12 @@ struct rank_activity {
   std::string planned_line;           ///< the line that first stated the current `planned_steps` (masked)
   std::uint32_t planned_source = 0;   ///< its file (inputs::source_names) and line
   std::uint64_t planned_line_no = 0;
+  // For the timeline (timeline.hpp): the rank's first line and its longest silence between two timed lines.
+  std::optional<normalize::timestamp> first_ts;
+  std::uint32_t first_source = 0;
+  std::uint64_t first_line_no = 0;
+  std::optional<normalize::timestamp> gap_start;  ///< time of the line before the longest silence
+  double gap_seconds = 0;                         ///< its length (same clock only)
 };
 
 /// Lines that look wrong (error level, "Error"/"FAILED" text, an exception) but matched no signature,

@@ -59,6 +59,9 @@ struct options {
   std::uint64_t bomb_min_bytes = 16ull << 20;      ///< ...once this many bytes have come out
   std::uint64_t bomb_line_ratio = 16;              ///< lines per compressed byte that count as a bomb...
   std::uint64_t bomb_min_lines = 1ull << 20;       ///< ...once this many lines have come out
+  /// A directory prefix left out of every display name and error path ("/tmp/ff-upload-1/" + "rank3.log"
+  /// shows as "rank3.log"): `serve` diagnoses uploads from a private temporary directory. Empty: none.
+  std::string display_root;
 };
 
 struct raw_line {

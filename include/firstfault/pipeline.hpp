@@ -24,8 +24,12 @@
 #include "firstfault/match.hpp"
 #include "firstfault/normalize.hpp"
 #include "firstfault/result.hpp"
+#include "firstfault/timeline.hpp"
 
 namespace ff::pipeline {
+
+class collector;
+struct run;
 
 struct options {
   ingest::options ingest;
@@ -57,6 +61,9 @@ struct options {
   /// thread runs everything else in input order. The report is the same byte for byte (the peel is a pure
   /// function of the line; every stateful step stays on one thread, in the same order).
   unsigned threads = 0;
+  /// Called once at the end of diagnose(), after the report is made, with the collector that made it (its
+  /// masker masks any further text the caller shows the same way: `serve`'s log viewer). Empty: not called.
+  std::function<void(collector&, const run&)> on_finish;
 };
 
 struct input_stats {
@@ -76,6 +83,7 @@ struct run {
   std::vector<std::pair<std::string, std::string>> revealed;  ///< (token, real host name) with options::reveal only; never rendered
   std::optional<std::int64_t> recurrences;        ///< same kind on the same host in the last `recurrence_days`
   int recurrence_days = 7;
+  timeline::model timeline;                        ///< the per-rank picture (timeline.hpp), masked like the rest
 };
 
 /// The compiled form of a library: the prefix catalogue and the matcher. Build once, diagnose many.
@@ -158,6 +166,7 @@ class collector {
   /// Records the end of a stream (its last line) for the correlator.
   void close_stream(stream& st);
   const correlate::inputs& inputs() const;
+  const kb::library& library() const;  ///< the library the engine was built from
   bool gated() const;  ///< lines the scan gate does not hit take the light path (not --exact, a gate, no custom mask rules)
   correlate::diagnosis diagnose() const;  ///< correlate over everything so far (does not consume)
   /// The second masking pass over everything kept for the report: host names learnt after a line was

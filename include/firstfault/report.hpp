@@ -6,6 +6,7 @@
 //   std::string md = ff::report::to_markdown(run);
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -22,8 +23,23 @@ struct terminal_style {
 std::string to_terminal(const pipeline::run& r, const terminal_style& style);
 nlohmann::json to_json(const pipeline::run& r);
 std::string to_markdown(const pipeline::run& r);
-/// A self-contained HTML page (inline CSS, every log text escaped).
+/// A self-contained HTML page (inline CSS and SVG, no script, no external asset; every log text escaped):
+/// the verdict, the first failing rank and host, the per-rank timeline (timeline.hpp), evidence, collateral,
+/// fix, verify and confirm, the lines that look wrong and the input notes.
 std::string to_html(const pipeline::run& r);
+struct html_options {
+  std::string nonce;   ///< CSP nonce for the <style> element (firstfault serve); empty: none
+  std::string header;  ///< trusted HTML put before the report (the web page's navigation)
+  /// A link for "file:line" (the web page's log viewer); empty or unset: plain text.
+  std::function<std::string(const std::string& source, std::uint64_t line_no)> line_link;
+};
+std::string to_html(const pipeline::run& r, const html_options& opt);
+/// The report part of to_html (no <html>, <head> or <style>), for pages that have their own.
+std::string to_html_body(const pipeline::run& r, const html_options& opt);
+/// The stylesheet to_html inlines.
+const std::string& html_css();
+/// &, <, >, " and ' as entities.
+std::string html_escape(std::string_view s);
 
 /// The notes about inputs, one line each ("path: reason"), with a reason shared by many inputs shown for
 /// the first `keep` of them and then once as "N more input(s): reason" (300 empty stdout.log files).

@@ -11,6 +11,7 @@
 #include "firstfault/record.hpp"
 #include "firstfault/report.hpp"
 #include "firstfault/text.hpp"
+#include "firstfault/timeline.hpp"
 
 namespace ff::cli {
 namespace {
@@ -38,6 +39,7 @@ class diagnose_command final : public command {
                   "default: 2 on a machine with two cores or more)")
         ->check(CLI::Range(0u, 2u));
     d->add_option("--learn-lines", learn_lines_, "lines of each input read first to learn unknown prefixes (testing)")->group("");
+    d->add_flag("--timeline", timeline_, "after the text report, a per-rank timeline: one row per rank or group of ranks, the root cause marked");
     d->add_flag("--no-history", no_history_, "do not store this diagnosis in the local history");
     d->add_option("--history", history_path_, "history database (default $XDG_DATA_HOME/firstfault/history.db)");
     d->add_option("--mask-rule", mask_rules_, "extra RE2 pattern to mask (repeatable; group 1 if present)");
@@ -55,7 +57,7 @@ class diagnose_command final : public command {
   std::string format_ = "text", color_ = "auto", history_path_, mask_config_;
   std::size_t max_line_kib_ = 1024, learn_lines_ = 256;
   unsigned threads_ = 0;
-  bool brief_ = false, no_mask_ = false, quiet_ = false, reveal_ = false, exact_ = false, no_history_ = false;
+  bool timeline_ = false, brief_ = false, no_mask_ = false, quiet_ = false, reveal_ = false, exact_ = false, no_history_ = false;
 };
 
 // A progress line on stderr when it is a terminal, once reading takes more than a second: bytes, inputs, rate.
@@ -127,7 +129,11 @@ void diagnose_command::print_report(const pipeline::run& r) const {
   else if (format_ == "json") std::cout << report::to_json(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   else if (format_ == "markdown") std::cout << report::to_markdown(r);
   else if (format_ == "html") std::cout << report::to_html(r);
-  else std::cout << report::to_terminal(r, {use_color(color_)});
+  else {
+    bool color = use_color(color_);
+    std::cout << report::to_terminal(r, {color});
+    if (timeline_ && !r.timeline.empty()) std::cout << "\n" << timeline::to_text(r.timeline, 60, color);
+  }
 }
 
 // stderr, so that no report format (stdout, history) ever carries a real name

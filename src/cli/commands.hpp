@@ -28,5 +28,6 @@ std::unique_ptr<command> add_watch(CLI::App& app);                              
 std::unique_ptr<command> add_history(CLI::App& app);                                      // cmd_history.cpp
 std::unique_ptr<command> add_kb(CLI::App& app, std::vector<std::string>& kb_dirs);       // cmd_kb.cpp
 std::unique_ptr<command> add_explain(CLI::App& app);                                      // cmd_kb.cpp
+std::unique_ptr<command> add_serve(CLI::App& app);                                        // cmd_serve.cpp
 
 }  // namespace ff::cli

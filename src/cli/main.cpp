@@ -52,6 +52,7 @@ int run_main(int argc, char** argv) {
   commands.push_back(ff::cli::add_watch(app));
   commands.push_back(ff::cli::add_history(app));
   commands.push_back(ff::cli::add_explain(app));
+  commands.push_back(ff::cli::add_serve(app));
   auto* completion = app.add_subcommand("completion", "print a shell completion script (bash, zsh or fish)");
   std::string completion_shell;
   completion->add_option("shell", completion_shell, "bash | zsh | fish")->required()->check(CLI::IsMember({"bash", "zsh", "fish"}));

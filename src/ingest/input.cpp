@@ -571,12 +571,22 @@ source_hint hints_from_path(std::string_view path, std::string_view below) {
 std::vector<input_error> read_inputs(const std::vector<std::string>& paths, const options& opt,
                                      const visit_fn& visit) {
   std::vector<input_error> errors;
-  reader_ctx ctx{opt, visit, errors};
+  const std::string& root = opt.display_root;
+  auto strip = [&root](std::string& s) {
+    if (!root.empty() && s.compare(0, root.size(), root) == 0) s.erase(0, root.size());
+  };
+  visit_fn rooted = [&](const source& src, line_reader& r) {
+    source shown = src;
+    strip(shown.display);
+    return visit(shown, r);
+  };
+  reader_ctx ctx{opt, root.empty() ? visit : rooted, errors};
   for (const auto& p : paths) {
     if (ctx.stop) break;
     ctx.root = p;
     read_path(ctx, fs::path(p), true);
   }
+  for (auto& e : errors) strip(e.path);
   return errors;
 }
 

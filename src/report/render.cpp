@@ -6,6 +6,7 @@
 
 #include "firstfault/report.hpp"
 #include "firstfault/text.hpp"
+#include "firstfault/timeline.hpp"
 
 namespace ff::report {
 
@@ -104,59 +105,147 @@ std::string mask_summary(const pipeline::run& r) {
 
 }  // namespace
 
-std::string to_html(const pipeline::run& r) {
-  auto esc = [](const std::string& s) {
-    std::string o;
-    for (char c : s) {
-      if (c == '<') o += "&lt;";
-      else if (c == '>') o += "&gt;";
-      else if (c == '&') o += "&amp;";
-      else if (c == '"') o += "&quot;";
-      else o += c;
-    }
-    return o;
-  };
+std::string html_escape(std::string_view s) {
+  std::string o;
+  o.reserve(s.size());
+  for (char c : s) {
+    if (c == '<') o += "&lt;";
+    else if (c == '>') o += "&gt;";
+    else if (c == '&') o += "&amp;";
+    else if (c == '"') o += "&quot;";
+    else if (c == '\'') o += "&#39;";
+    else o += c;
+  }
+  return o;
+}
+
+const std::string& html_css() {
+  static const std::string css =
+      ":root{--fg:#1d2330;--muted:#5a6272;--line:#d8dce3;--bg2:#f5f6f8;--red:#c0161b;--amber:#9a5b00}"
+      "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;color:var(--fg);max-width:78rem;margin:1.5rem auto;padding:0 1rem;line-height:1.45}"
+      "h1{font-size:1.5rem;margin:.2rem 0}h2{font-size:1.1rem;margin:1.6rem 0 .5rem;border-bottom:1px solid var(--line);padding-bottom:.2rem}"
+      "pre,code{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:.85rem}"
+      "pre{background:var(--bg2);padding:.6rem;white-space:pre-wrap;word-break:break-word;border-radius:4px}"
+      "table{border-collapse:collapse;width:100%}td,th{border:1px solid var(--line);padding:.3rem .5rem;text-align:left;vertical-align:top}"
+      "th{background:var(--bg2)}.verdict{display:inline-block;padding:.15rem .6rem;border-radius:3px;font-weight:600;color:#fff}"
+      ".v-failure{background:var(--red)}.v-undetermined{background:#b7791f}.v-healthy{background:#2f7d32}"
+      ".facts{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:.8rem 0}.facts dt{color:var(--muted)}.facts dd{margin:0}"
+      ".timeline-box{overflow-x:auto;border:1px solid var(--line);border-radius:4px;padding:.4rem;background:#fff}"
+      ".ev-line{display:block;margin-bottom:.4rem}.muted{color:var(--muted)}a{color:#1a4f9c}"
+      "nav.top a{margin-right:1rem}form textarea{width:100%;min-height:14rem;font-family:ui-monospace,monospace}"
+      ".err{background:#fdecea;border:1px solid #f5c2c0;padding:.5rem;border-radius:4px}"
+      ".ctx .hit{background:#fff3c4;display:block}.ctx .ln{color:var(--muted);display:inline-block;min-width:4rem;user-select:none}";
+  return css;
+}
+
+namespace {
+
+std::string link_or_text(const html_options& opt, const std::string& source, std::uint64_t line_no, const std::string& label) {
+  std::string url = opt.line_link ? opt.line_link(source, line_no) : std::string();
+  if (url.empty()) return html_escape(label);
+  return "<a class=\"loc\" href=\"" + html_escape(url) + "\">" + html_escape(label) + "</a>";
+}
+
+}  // namespace
+
+std::string to_html_body(const pipeline::run& r, const html_options& opt) {
+  const auto esc = [](const std::string& s) { return html_escape(s); };
   const auto& d = r.diag;
-  std::string o = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>firstfault: " + esc(name(d.verdict)) +
-                  "</title><style>body{font-family:system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem}"
-                  "pre{background:#f4f4f4;padding:.5rem;white-space:pre-wrap}td,th{border:1px solid #ccc;padding:.3rem}"
-                  "table{border-collapse:collapse}</style></head><body>\n";
-  o += "<h1>firstfault: " + esc(name(d.verdict)) + (d.verdict == correlate::verdict::failure ? " &mdash; " + esc(d.title) : "") + "</h1>\n";
-  if (d.verdict == correlate::verdict::failure)
-    o += "<p><b>Kind:</b> " + esc(d.kind) + " (" + esc(d.category) + "), confidence " + esc(name(d.confidence)) + "<br><b>Root cause:</b> " + esc(d.summary) + "</p>\n";
-  o += "<p><b>First failing rank:</b> " + (d.initiating_rank ? std::to_string(*d.initiating_rank) : std::string("unknown")) +
-       (d.initiating_host ? " on " + esc(*d.initiating_host) : "") + " <i>(" + esc(d.initiating_rule) + ")</i></p>\n";
+  std::string o;
+  std::string v = name(d.verdict);
+  o += "<header><span class=\"verdict v-" + esc(v) + "\" id=\"verdict\">" + esc(v) + "</span>\n";
+  o += "<h1>" + (d.verdict == correlate::verdict::failure ? esc(d.title) : d.verdict == correlate::verdict::healthy
+                                                                              ? std::string("Nothing in these logs looks like a failure")
+                                                                              : std::string("Something failed, and no signature explains it")) +
+       "</h1></header>\n<dl class=\"facts\">";
+  if (d.verdict == correlate::verdict::failure) {
+    o += "<dt>kind</dt><dd><code id=\"kind\">" + esc(d.kind) + "</code> (" + esc(d.category) + "), confidence " + esc(name(d.confidence)) + "</dd>";
+    o += "<dt>root cause</dt><dd>" + esc(d.summary) + "</dd>";
+  }
+  o += "<dt>first failing rank</dt><dd><b id=\"initiating-rank\">" +
+       (d.initiating_rank ? std::to_string(*d.initiating_rank) : std::string("unknown")) + "</b>" +
+       (d.initiating_host ? " on host <b>" + esc(*d.initiating_host) + "</b>" : "") + " <span class=\"muted\">(" + esc(d.initiating_rule) + ")</span></dd>";
+  if (!d.signature.empty())
+    o += "<dt>decided by</dt><dd><code>" + esc(d.signature) + "</code>" + (d.rule.empty() ? "" : " (rule " + esc(d.rule) + ")") + "</dd>";
+  if (!d.launcher_note.empty()) o += "<dt>launcher</dt><dd>" + esc(d.launcher_note) + "</dd>";
+  if (r.recurrences && *r.recurrences > 0)
+    o += fmt::format("<dt>history</dt><dd>the same kind on the same host {} time(s) in the last {} days</dd>", *r.recurrences, r.recurrence_days);
+  o += fmt::format("<dt>read</dt><dd>{} line(s), {} input(s)</dd></dl>\n", r.total_lines, r.inputs.size());
+  if (!r.timeline.empty())
+    o += "<h2>Timeline</h2>\n<div class=\"timeline-box\" id=\"timeline\">" + timeline::to_svg(r.timeline) + "</div>\n";
   if (!d.evidence_lines.empty()) {
-    o += "<h2>Evidence</h2><pre>";
-    for (const auto& e : d.evidence_lines) o += esc(where(e)) + "\n    " + esc(e.text) + "\n";
+    o += "<h2>Evidence</h2><pre id=\"evidence\">";
+    for (const auto& e : d.evidence_lines)
+      o += "<span class=\"ev-line\">" + link_or_text(opt, e.source, e.line_no, where(e)) + "\n    " + esc(e.text) + "</span>";
     o += "</pre>\n";
   }
   if (!d.collateral.empty()) {
-    o += "<h2>Collateral</h2><table><tr><th>ranks</th><th>error</th><th>count</th><th>why</th><th>example</th></tr>\n";
+    o += "<h2>Collateral</h2><p class=\"muted\">Errors on the other ranks that followed from the root cause.</p>"
+         "<table id=\"collateral\"><tr><th>ranks</th><th>error</th><th>lines</th><th>why it is collateral</th><th>example</th></tr>\n";
     for (const auto& g : d.collateral)
       o += "<tr><td>" + esc(g.ranks.empty() ? "-" : text::rank_ranges(g.ranks)) + "</td><td>" + esc(g.title) + "</td><td>" +
-           std::to_string(g.count) + "</td><td>" + esc(g.explanation) + "</td><td><code>" + esc(g.example.text) + "</code></td></tr>\n";
+           std::to_string(g.count) + "</td><td>" + esc(g.explanation) + "</td><td>" +
+           link_or_text(opt, g.example.source, g.example.line_no, g.example.source + ":" + std::to_string(g.example.line_no)) +
+           "<br><code>" + esc(clip(g.example.text, 300)) + "</code></td></tr>\n";
     o += "</table>\n";
   }
   if (d.verdict == correlate::verdict::failure) {
-    o += "<h2>Fix</h2><ul>";
+    o += "<h2>Fix</h2><ul id=\"fix\">";
     for (const auto& f : d.fix) o += "<li>" + esc(f) + "</li>";
     o += "</ul>\n";
     for (const auto& c : d.fix_code) o += "<p>" + esc(c.stack) + ":</p><pre>" + esc(c.code) + "</pre>\n";
-    o += "<h2>Verify</h2><ul>";
-    for (const auto& v : d.verify) o += "<li><code>" + esc(v) + "</code></li>";
-    o += "</ul>\n<h2>Confirm</h2><ul>";
+    o += "<h2>Verify</h2><ul id=\"verify\">";
+    for (const auto& v2 : d.verify) o += "<li><code>" + esc(v2) + "</code></li>";
+    o += "</ul>\n";
+    if (!d.verify_where.empty()) {
+      o += "<p class=\"muted\">where</p><ul>";
+      for (const auto& w : d.verify_where) o += "<li><code>" + esc(w) + "</code></li>";
+      o += "</ul>\n";
+    }
+    o += "<h2>Confirm</h2><ul id=\"confirm\">";
     for (const auto& c : d.confirm) o += "<li>" + esc(c) + "</li>";
+    o += "</ul>\n";
+    if (!d.references.empty()) {
+      o += "<h2>References</h2><ul>";
+      for (const auto& ref : d.references) o += "<li>" + esc(ref) + "</li>";
+      o += "</ul>\n";
+    }
+  }
+  if (!d.alternatives.empty()) {
+    o += "<h2>Other causes seen</h2><ul>";
+    for (const auto& a : d.alternatives)
+      o += "<li>" + esc(a.title) + " <code>" + esc(a.kind) + "</code> - " +
+           link_or_text(opt, a.example.source, a.example.line_no, where(a.example)) + "</li>";
     o += "</ul>\n";
   }
   if (!d.suspicious.empty()) {
-    o += "<h2>Lines that look wrong</h2><pre>";
-    for (const auto& s : d.suspicious) o += esc(suspicious_where(s) + " " + s.text) + "\n";
+    o += "<h2>Lines that look wrong</h2><pre id=\"suspicious\">";
+    for (const auto& s2 : d.suspicious)
+      o += link_or_text(opt, s2.source, s2.line_no, suspicious_where(s2)) + " " + esc(s2.text) + "\n";
     o += "</pre>\n";
   }
-  o += "<p><small>" + esc(mask_summary(r)) + "</small></p></body></html>\n";
+  auto notes = note_lines(r.errors);
+  if (!notes.empty()) {
+    o += "<h2>Inputs</h2><ul id=\"notes\">";
+    for (const auto& n : notes) o += "<li>" + esc(n) + "</li>";
+    o += "</ul>\n";
+  }
+  o += "<p><small class=\"muted\">" + esc(mask_summary(r)) + "</small></p>\n";
   return o;
 }
+
+std::string to_html(const pipeline::run& r, const html_options& opt) {
+  std::string nonce = opt.nonce.empty() ? std::string() : " nonce=\"" + html_escape(opt.nonce) + "\"";
+  std::string o = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">"
+                  "<title>firstfault: " + html_escape(name(r.diag.verdict)) + (r.diag.verdict == correlate::verdict::failure ? " - " + html_escape(r.diag.title) : "") +
+                  "</title><style" + nonce + ">" + html_css() + "</style></head><body>\n";
+  o += opt.header;
+  o += to_html_body(r, opt);
+  o += "<p><small class=\"muted\">firstfault report; every log text in it is masked and escaped.</small></p></body></html>\n";
+  return o;
+}
+
+std::string to_html(const pipeline::run& r) { return to_html(r, html_options{}); }
 
 std::vector<std::string> attempt_lines(const correlate::diagnosis& d) {
   std::vector<std::string> out;

@@ -1,0 +1,76 @@
+// firstfault serve: the local web page (src/serve/server.hpp holds the routes and their rules).
+#include <cstdlib>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "firstfault/history.hpp"
+#include "serve/server.hpp"
+
+namespace ff::cli {
+namespace {
+
+class serve_command final : public command {
+ public:
+  explicit serve_command(CLI::App& app) {
+    sub_ = app.add_subcommand("serve", "a local web page: paste a log or upload files, see the report and timeline, browse the encyclopedia and history");
+    sub_->add_option("--listen", listen_, "ADDR:PORT to listen on (default 127.0.0.1:8765; port 0: any free port)");
+    sub_->add_flag("--allow-remote", allow_remote_, "allow a non-loopback address (a token is then required on every request)");
+    sub_->add_option("--token", token_, "the token remote clients must send (default: $FIRSTFAULT_TOKEN)");
+    sub_->add_option("--max-upload-mib", max_upload_mib_, "largest request body (MiB, 1-4096)")->check(CLI::Range(1, 4096));
+    sub_->add_option("--ready-file", ready_file_, "write the URL to this file once listening (for scripts and tests)");
+    sub_->add_flag("--no-history", no_history_, "do not store the diagnoses in the local history");
+    sub_->add_option("--history", history_path_, "history database (default $XDG_DATA_HOME/firstfault/history.db)");
+    sub_->add_flag("--no-mask", no_mask_, "do not mask addresses, host names, user names and secrets");
+    sub_->add_option("--mask-config", mask_config_, "team masking config (YAML: enabled, rules, keep_hosts)");
+  }
+  bool parsed() const override { return sub_->parsed(); }
+  int run(const kb::library& lib) override {
+    serve::options o;
+    auto colon = listen_.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      print_error("--listen wants ADDR:PORT, e.g. 127.0.0.1:8765");
+      return kExitUsage;
+    }
+    o.host = listen_.substr(0, colon);
+    if (o.host.size() > 2 && o.host.front() == '[' && o.host.back() == ']') o.host = o.host.substr(1, o.host.size() - 2);
+    std::string port = listen_.substr(colon + 1);
+    char* end = nullptr;
+    long p = std::strtol(port.c_str(), &end, 10);
+    if (port.empty() || *end != '\0' || p < 0 || p > 65535) {
+      print_error("--listen: port must be 0-65535, not '" + port + "'");
+      return kExitUsage;
+    }
+    o.port = static_cast<int>(p);
+    o.allow_remote = allow_remote_;
+    o.token = token_;
+    if (o.token.empty())
+      if (const char* t = std::getenv("FIRSTFAULT_TOKEN")) o.token = t;
+    o.max_upload_bytes = static_cast<std::uint64_t>(max_upload_mib_) << 20;
+    o.ready_file = ready_file_;
+    if (!no_history_) o.history_path = history_path_.empty() ? history::default_path() : history_path_;
+    auto mo = mask_options(mask_config_, {}, no_mask_);
+    if (!mo) {
+      print_error(mo.error().message);
+      return kExitUsage;
+    }
+    o.mask = mo.value();
+    serve::server srv(lib, o);
+    if (auto st = srv.check(); !st) {
+      print_error(st.error().message);
+      return kExitUsage;
+    }
+    return srv.run();
+  }
+
+ private:
+  CLI::App* sub_;
+  std::string listen_ = "127.0.0.1:8765", token_, ready_file_, history_path_, mask_config_;
+  unsigned max_upload_mib_ = 64;
+  bool allow_remote_ = false, no_history_ = false, no_mask_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<command> add_serve(CLI::App& app) { return std::make_unique<serve_command>(app); }
+
+}  // namespace ff::cli

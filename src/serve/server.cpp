@@ -1,0 +1,559 @@
+// firstfault serve (server.hpp): cpp-httplib routes over the same pipeline, renderers and encyclopedia as
+// the CLI.
+#include "server.hpp"
+
+#include <httplib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "firstfault/encyclopedia.hpp"
+#include "firstfault/history.hpp"
+#include "firstfault/pipeline.hpp"
+#include "firstfault/record.hpp"
+#include "firstfault/report.hpp"
+#include "firstfault/text.hpp"
+
+namespace fs = std::filesystem;
+
+namespace ff::serve {
+
+bool is_loopback(const std::string& host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  char tail = 0;
+  if (std::sscanf(host.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4) return false;
+  return a == 127 && b < 256 && c < 256 && d < 256;
+}
+
+std::string safe_relative_path(const std::string& name) {
+  std::string out;
+  std::size_t depth = 0, i = 0;
+  std::string n = name;
+  for (char& ch : n)
+    if (ch == '\\') ch = '/';
+  while (i <= n.size()) {
+    auto j = n.find('/', i);
+    if (j == std::string::npos) j = n.size();
+    std::string part = n.substr(i, j - i);
+    i = j + 1;
+    if (part.empty() || part == "." || part == "..") continue;
+    std::string clean;
+    for (char ch : part)
+      clean += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-') ? ch : '_';
+    if (clean.size() > 120) clean.resize(120);
+    if (clean[0] == '.') clean[0] = '_';  // no hidden files (the reader skips them)
+    if (++depth > 8) break;
+    out += (out.empty() ? "" : "/") + clean;
+  }
+  return out;
+}
+
+namespace {
+
+std::string random_hex(std::size_t bytes) {
+  std::random_device rd;
+  std::string s;
+  for (std::size_t i = 0; i < bytes; ++i) s += fmt::format("{:02x}", rd() & 0xff);
+  return s;
+}
+
+std::string esc(std::string_view s) { return report::html_escape(s); }
+
+// A private directory for one request's uploads, removed with everything in it when the request ends.
+struct temp_dir {
+  std::string path;
+  temp_dir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string tpl = std::string(base && *base ? base : "/tmp") + "/firstfault-serve-XXXXXX";
+    std::vector<char> buf(tpl.begin(), tpl.end());
+    buf.push_back('\0');
+    if (::mkdtemp(buf.data())) path = buf.data();  // mkdtemp creates it 0700
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove_all(path, ec);
+  }
+};
+
+// The lines around one location of a report, masked: what the log viewer shows.
+struct excerpt {
+  std::uint64_t first = 0;
+  std::vector<std::string> lines;
+};
+
+struct stored_report {
+  std::string id, title, body_html, json;
+  std::map<std::pair<std::string, std::uint64_t>, excerpt> excerpts;
+};
+
+constexpr std::uint64_t kContextLines = 12;
+constexpr std::size_t kMaxExcerpts = 64;
+
+}  // namespace
+
+struct server::impl {
+  const kb::library& lib;
+  options opt;
+  std::optional<pipeline::engine> eng;
+  std::string engine_error;
+  httplib::Server http;
+  std::string csrf = random_hex(16);
+  std::map<std::string, std::string> kb_pages;  // encyclopedia path -> HTML
+  std::mutex diagnose_mu;                        // one diagnosis at a time (CPU and memory stay bounded)
+  std::mutex reports_mu;
+  std::deque<stored_report> reports;
+  std::string origin;                            // "http://127.0.0.1:8765"
+  std::vector<std::string> allowed_hosts;        // Host header values accepted
+
+  impl(const kb::library& l, options o) : lib(l), opt(std::move(o)) {
+    auto e = pipeline::engine::build(lib);
+    if (e) eng.emplace(std::move(e.value()));
+    else engine_error = e.error().message;
+    for (auto& p : encyclopedia::render_site(lib, encyclopedia::format::html)) kb_pages[p.path] = std::move(p.content);
+  }
+
+  // ---- page frame -------------------------------------------------------------------------------------
+  std::string page(const std::string& nonce, const std::string& title, const std::string& body) const {
+    return "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">"
+           "<title>" + esc(title) + " - firstfault</title><style nonce=\"" + nonce + "\">" + report::html_css() +
+           "</style></head><body>\n" + nav() + body + "\n</body></html>\n";
+  }
+  static std::string nav() {
+    return "<nav class=\"top\"><a href=\"/\"><b>firstfault</b></a><a href=\"/\">diagnose</a><a href=\"/kb/index.html\">encyclopedia</a>"
+           "<a href=\"/kb/nccl.html\">NCCL errors</a><a href=\"/history\">history</a></nav>\n";
+  }
+  void send_page(httplib::Response& res, const std::string& nonce, const std::string& title, const std::string& body, int status = 200) {
+    res.status = status;
+    res.set_content(page(nonce, title, body), "text/html; charset=utf-8");
+  }
+  void send_error(httplib::Response& res, const std::string& nonce, int status, const std::string& why) {
+    send_page(res, nonce, "error", "<h1>" + std::to_string(status) + "</h1><p class=\"err\" id=\"error\">" + esc(why) + "</p>", status);
+  }
+
+  // ---- the form ---------------------------------------------------------------------------------------
+  std::string form_page() const {
+    return fmt::format(
+        "<h1>Why did the run die?</h1>\n<p>Paste a log, or choose the job's files (per-rank logs, the launcher console, dmesg), a "
+        "directory, or a <code>.tar.gz</code>/<code>.zip</code> bundle. Nothing leaves this machine; uploads are deleted when the "
+        "diagnosis is done, and what is kept is masked.</p>\n"
+        "<form method=\"post\" action=\"/diagnose\" enctype=\"multipart/form-data\" id=\"diagnose-form\">"
+        "<input type=\"hidden\" name=\"csrf\" value=\"{}\">"
+        "<p><label for=\"log\">Log text</label><br><textarea id=\"log\" name=\"log\" spellcheck=\"false\" "
+        "placeholder=\"[rank3]: torch.OutOfMemoryError: CUDA out of memory ...\"></textarea></p>"
+        "<p><label>Files or bundle <input type=\"file\" id=\"files\" name=\"files\" multiple></label></p>"
+        "<p><label>A directory <input type=\"file\" id=\"dir\" name=\"files\" webkitdirectory multiple></label></p>"
+        "<p><button type=\"submit\" id=\"submit\">Diagnose</button> <span class=\"muted\">at most {} MiB</span></p></form>\n",
+        csrf, opt.max_upload_bytes >> 20);
+  }
+
+  // ---- security checks --------------------------------------------------------------------------------
+  // nullopt: go on; else the status and reason the request is refused with.
+  std::optional<std::pair<int, std::string>> refuse(const httplib::Request& req, httplib::Response& res) const {
+    std::string host = req.get_header_value("Host");
+    if (!allowed_hosts.empty() && std::find(allowed_hosts.begin(), allowed_hosts.end(), host) == allowed_hosts.end())
+      return std::make_pair(421, "this server answers only for " + allowed_hosts.front());
+    if (!opt.token.empty()) {
+      std::string auth = req.get_header_value("Authorization");
+      std::string cookie = req.get_header_value("Cookie");
+      bool ok = auth == "Bearer " + opt.token || cookie.find("ff_token=" + opt.token) != std::string::npos ||
+                (req.has_param("token") && req.get_param_value("token") == opt.token);
+      if (!ok) return std::make_pair(401, "a token is required (Authorization: Bearer TOKEN, or ?token=TOKEN once)");
+      if (req.has_param("token"))
+        res.set_header("Set-Cookie", "ff_token=" + opt.token + "; HttpOnly; SameSite=Strict; Path=/");
+    }
+    if (req.method == "POST") {
+      std::string site = req.get_header_value("Sec-Fetch-Site");
+      if (!site.empty() && site != "same-origin" && site != "none") return std::make_pair(403, "cross-site request refused");
+      std::string from = req.get_header_value("Origin");
+      if (!from.empty() && from != origin && !(allowed_hosts.size() > 1 && from == "http://" + allowed_hosts[1]))
+        return std::make_pair(403, "request from another origin refused");
+    }
+    return std::nullopt;
+  }
+
+  // ---- diagnosis --------------------------------------------------------------------------------------
+  struct upload {
+    std::string name, content;
+  };
+
+  // Writes the uploads into `dir`; returns the error to show, or "".
+  static std::string write_uploads(const std::string& dir, const std::vector<upload>& ups) {
+    std::size_t n = 0;
+    for (const auto& u : ups) {
+      if (u.content.empty()) continue;
+      std::string rel = safe_relative_path(u.name);
+      if (rel.empty()) rel = "upload-" + std::to_string(n) + ".log";
+      fs::path p = fs::path(dir) / rel;
+      std::error_code ec;
+      fs::create_directories(p.parent_path(), ec);
+      if (fs::exists(p)) p += "." + std::to_string(n);
+      std::ofstream f(p, std::ios::binary);
+      f.write(u.content.data(), static_cast<std::streamsize>(u.content.size()));
+      if (!f) return "cannot write the upload to a temporary directory";
+      ++n;
+    }
+    return n == 0 ? "nothing to diagnose: paste a log or choose files" : "";
+  }
+
+  // Runs the pipeline over the uploads; fills `out` (report kept for /report/ID). Returns "" or the error.
+  std::string diagnose(const std::vector<upload>& ups, stored_report& out, pipeline::run& run_out) {
+    if (!eng) return "the knowledge base did not compile: " + engine_error;
+    std::lock_guard<std::mutex> lock(diagnose_mu);
+    temp_dir tmp;
+    if (tmp.path.empty()) return "cannot create a temporary directory";
+    if (auto e = write_uploads(tmp.path, ups); !e.empty()) return e;
+    pipeline::options po;
+    po.mask = opt.mask;
+    po.ingest.display_root = tmp.path + "/";
+    std::optional<history::store> store;
+    if (!opt.history_path.empty()) {
+      auto h = history::store::open(opt.history_path);
+      if (h) store.emplace(std::move(h.value()));
+    }
+    if (store) {
+      po.host_keyer = [this](const std::string& real) { return history::host_key(opt.history_path, real); };
+      po.recurrences = [&store](const std::string& key, const std::string& kind, int days) -> std::optional<std::int64_t> {
+        auto r = store->recurrences(key, kind, days);
+        return r ? std::optional<std::int64_t>(r.value()) : std::nullopt;
+      };
+    }
+    po.on_finish = [&](pipeline::collector& col, const pipeline::run& r) { keep_excerpts(col, r, tmp.path, out); };
+    auto r = pipeline::diagnose({tmp.path}, *eng, po);
+    if (!r) return r.error().message;
+    run_out = std::move(r.value());
+    out.json = report::to_json(run_out).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (store && run_out.any_readable) {
+      auto e = history::entry_of(run_out, "serve");
+      (void)store->add(e);
+    }
+    return "";
+  }
+
+  // The log viewer's lines: around every location the report links to, read again from the upload and
+  // masked with the masker that masked the report (the same host tokens).
+  void keep_excerpts(pipeline::collector& col, const pipeline::run& r, const std::string& dir, stored_report& out) {
+    std::vector<std::pair<std::string, std::uint64_t>> want;
+    const auto& d = r.diag;
+    for (const auto& e : d.evidence_lines) want.emplace_back(e.source, e.line_no);
+    for (const auto& g : d.collateral) want.emplace_back(g.example.source, g.example.line_no);
+    for (const auto& a : d.alternatives) want.emplace_back(a.example.source, a.example.line_no);
+    for (const auto& s : d.suspicious) want.emplace_back(s.source, s.line_no);
+    // masked display name -> file in the upload directory
+    std::map<std::string, std::string> real;
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      if (!it->is_regular_file()) continue;
+      std::string rel = it->path().string().substr(dir.size() + 1);
+      real[col.masker().apply_path(text::sanitize(rel))] = it->path().string();
+    }
+    auto& masker = col.masker();
+    for (const auto& [src, line] : want) {
+      if (out.excerpts.size() >= kMaxExcerpts) break;
+      if (line == 0 || out.excerpts.count({src, line})) continue;
+      auto it = real.find(src);
+      if (it == real.end()) continue;  // an archive member or stdin: no viewer
+      std::ifstream f(it->second, std::ios::binary);
+      excerpt ex;
+      ex.first = line > kContextLines ? line - kContextLines : 1;
+      std::string l;
+      for (std::uint64_t no = 1; no <= line + kContextLines && std::getline(f, l); ++no) {
+        if (no < ex.first) continue;
+        if (l.size() > 2000) l.resize(2000);
+        ex.lines.push_back(masker.enabled() ? masker.apply_detached(text::sanitize(l)) : text::sanitize(l));
+      }
+      out.excerpts[{src, line}] = std::move(ex);
+    }
+  }
+
+  std::string keep(stored_report rep) {
+    std::lock_guard<std::mutex> lock(reports_mu);
+    rep.id = random_hex(12);
+    reports.push_back(std::move(rep));
+    while (reports.size() > opt.keep_reports) reports.pop_front();
+    return reports.back().id;
+  }
+  std::optional<stored_report> find(const std::string& id) {
+    std::lock_guard<std::mutex> lock(reports_mu);
+    for (const auto& r : reports)
+      if (r.id == id) return r;
+    return std::nullopt;
+  }
+
+  static std::vector<upload> uploads_of(const httplib::Request& req) {
+    std::vector<upload> ups;
+    if (req.is_multipart_form_data()) {
+      for (const auto& [field, f] : req.files) {
+        if (field == "log" && f.filename.empty()) ups.push_back({"pasted.log", f.content});
+        else if (field == "files" || (!f.filename.empty() && field != "csrf")) ups.push_back({f.filename, f.content});
+      }
+    } else if (!req.body.empty()) {
+      ups.push_back({"pasted.log", req.body});
+    }
+    return ups;
+  }
+
+  // ---- routes -----------------------------------------------------------------------------------------
+  void routes() {
+    http.Get("/", [this](const httplib::Request& req, httplib::Response& res) { send_page(res, nonce_of(req), "diagnose", form_page()); });
+    http.Post("/diagnose", [this](const httplib::Request& req, httplib::Response& res) { post_diagnose(req, res); });
+    http.Post("/api/diagnose", [this](const httplib::Request& req, httplib::Response& res) { api_diagnose(req, res); });
+    http.Get(R"(/report/([0-9a-f]+))", [this](const httplib::Request& req, httplib::Response& res) { get_report(req, res); });
+    http.Get(R"(/report/([0-9a-f]+)/log)", [this](const httplib::Request& req, httplib::Response& res) { get_log(req, res); });
+    http.Get(R"(/report/([0-9a-f]+)/json)", [this](const httplib::Request& req, httplib::Response& res) {
+      auto rep = find(req.matches[1]);
+      if (!rep) return send_error(res, nonce_of(req), 404, "no such report (reports are kept while the server runs)");
+      res.set_content(rep->json, "application/json");
+    });
+    http.Get("/kb/search", [this](const httplib::Request& req, httplib::Response& res) { kb_search(req, res); });
+    http.Get(R"(/kb/(.*))", [this](const httplib::Request& req, httplib::Response& res) { kb_page(req, res); });
+    http.Get("/kb", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/kb/index.html", 303); });
+    http.Get("/api/kb", [this](const httplib::Request&, httplib::Response& res) {
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto& s : lib.signatures) j.push_back({{"name", s.name}, {"kind", s.kind}, {"title", s.title}, {"role", role_word(s.role)}});
+      res.set_content(j.dump(), "application/json");
+    });
+    http.Get(R"(/api/kb/([A-Za-z0-9_.-]+))", [this](const httplib::Request& req, httplib::Response& res) { api_kb_entry(req, res); });
+    http.Get("/history", [this](const httplib::Request& req, httplib::Response& res) { history_list(req, res); });
+    http.Get(R"(/history/(\d+))", [this](const httplib::Request& req, httplib::Response& res) { history_show(req, res); });
+  }
+
+  static std::string role_word(kb::role r) {
+    switch (r) {
+      case kb::role::cause: return "cause";
+      case kb::role::symptom: return "symptom";
+      case kb::role::benign: return "benign";
+      default: return "unknown";
+    }
+  }
+
+  // Each response gets its own style nonce (set by the pre-routing handler into this header).
+  static std::string nonce_of(const httplib::Request& req) { return req.get_header_value("X-Firstfault-Nonce"); }
+
+  void post_diagnose(const httplib::Request& req, httplib::Response& res) {
+    const std::string nonce = nonce_of(req);
+    if (!req.is_multipart_form_data()) return send_error(res, nonce, 400, "the form must be sent as multipart/form-data");
+    std::string token = req.has_file("csrf") ? req.get_file_value("csrf").content : std::string();
+    if (token != csrf) return send_error(res, nonce, 403, "the form's CSRF token is missing or stale: reload the page");
+    stored_report rep;
+    pipeline::run run;
+    if (auto e = diagnose(uploads_of(req), rep, run); !e.empty()) return send_error(res, nonce, 400, e);
+    std::string id_placeholder = "\x01ID\x01";
+    report::html_options ho;
+    ho.line_link = [&](const std::string& src, std::uint64_t line) {
+      if (!rep.excerpts.count({src, line})) return std::string();
+      return "/report/" + id_placeholder + "/log?src=" + httplib::detail::encode_query_param(src) + "&line=" + std::to_string(line);
+    };
+    rep.body_html = report::to_html_body(run, ho);
+    rep.title = std::string(correlate::to_string(run.diag.verdict)) + (run.diag.title.empty() ? "" : ": " + run.diag.title);
+    std::string id = keep(std::move(rep));
+    {
+      std::lock_guard<std::mutex> lock(reports_mu);  // the id is known only now: fill it into the links
+      for (auto& r : reports)
+        if (r.id == id)
+          for (std::size_t p = r.body_html.find(id_placeholder); p != std::string::npos; p = r.body_html.find(id_placeholder, p))
+            r.body_html.replace(p, id_placeholder.size(), id);
+    }
+    res.set_redirect("/report/" + id, 303);
+  }
+
+  void api_diagnose(const httplib::Request& req, httplib::Response& res) {
+    stored_report rep;
+    pipeline::run run;
+    if (auto e = diagnose(uploads_of(req), rep, run); !e.empty()) {
+      res.status = 400;
+      res.set_content(nlohmann::json{{"error", e}}.dump() + "\n", "application/json");
+      return;
+    }
+    res.set_content(rep.json + "\n", "application/json");
+  }
+
+  void get_report(const httplib::Request& req, httplib::Response& res) {
+    auto rep = find(req.matches[1]);
+    if (!rep) return send_error(res, nonce_of(req), 404, "no such report (reports are kept while the server runs)");
+    send_page(res, nonce_of(req), rep->title,
+              rep->body_html + "<p><a href=\"/report/" + rep->id + "/json\">JSON report</a> &middot; <a href=\"/\">diagnose another</a></p>");
+  }
+
+  void get_log(const httplib::Request& req, httplib::Response& res) {
+    const std::string nonce = nonce_of(req);
+    auto rep = find(req.matches[1]);
+    if (!rep) return send_error(res, nonce, 404, "no such report");
+    std::string src = req.get_param_value("src");
+    std::uint64_t line = std::strtoull(req.get_param_value("line").c_str(), nullptr, 10);
+    auto it = rep->excerpts.find({src, line});
+    if (it == rep->excerpts.end()) return send_error(res, nonce, 404, "no lines kept for that location");
+    std::string body = "<h1>" + esc(src) + ":" + std::to_string(line) + "</h1><pre class=\"ctx\" id=\"context\">";
+    std::uint64_t no = it->second.first;
+    for (const auto& l : it->second.lines) {
+      bool hit = no == line;
+      body += std::string(hit ? "<span class=\"hit\" id=\"hit\">" : "<span>") + "<span class=\"ln\">" + std::to_string(no) + "</span>" + esc(l) + "</span>";
+      if (!hit) body += "\n";
+      ++no;
+    }
+    body += "</pre><p><a href=\"/report/" + rep->id + "\">back to the report</a></p>";
+    send_page(res, nonce, src, body);
+  }
+
+  void kb_page(const httplib::Request& req, httplib::Response& res) {
+    std::string path = req.matches[1];
+    if (path.empty()) path = "index.html";
+    auto it = kb_pages.find(path);
+    if (it == kb_pages.end()) return send_error(res, nonce_of(req), 404, "no such encyclopedia page");
+    std::string html = it->second;  // the exported site's pages, with this response's nonce on their styles
+    const std::string tag = "<style>";
+    for (std::size_t p = html.find(tag); p != std::string::npos; p = html.find(tag, p + 1))
+      html.replace(p, tag.size(), "<style nonce=\"" + nonce_of(req) + "\">");
+    const std::string body = "<body>";
+    if (auto p = html.find(body); p != std::string::npos)
+      html.insert(p + body.size(), nav() + "<form method=\"get\" action=\"/kb/search\"><input name=\"q\" placeholder=\"search the encyclopedia\"> "
+                                          "<button>search</button></form>");
+    res.set_content(html, "text/html; charset=utf-8");
+  }
+
+  void kb_search(const httplib::Request& req, httplib::Response& res) {
+    std::string q = req.get_param_value("q");
+    if (q.size() > 200) q.resize(200);
+    auto hits = kb::search(lib, q);
+    std::string body = "<h1>Encyclopedia: " + esc(q) + "</h1><form method=\"get\" action=\"/kb/search\"><input name=\"q\" value=\"" + esc(q) +
+                       "\"> <button>search</button></form><ul id=\"results\">";
+    for (const auto* s : hits)
+      body += "<li><a href=\"/kb/entries/" + esc(s->name) + ".html\">" + esc(s->title) + "</a> <code>" + esc(s->kind) + "</code></li>";
+    body += "</ul>";
+    if (hits.empty()) body += "<p>Nothing mentions that.</p>";
+    send_page(res, nonce_of(req), "search", body);
+  }
+
+  void api_kb_entry(const httplib::Request& req, httplib::Response& res) {
+    std::string name = kb::resolve_name(lib, req.matches[1]);
+    for (const auto& s : lib.signatures)
+      if (s.name == name) {
+        nlohmann::json j = {{"name", s.name}, {"id", s.id}, {"title", s.title}, {"kind", s.kind}, {"category", s.category},
+                            {"role", role_word(s.role)}, {"root_cause", s.root_cause}, {"fix", s.fix}, {"verify", s.verify},
+                            {"confirm", s.confirm}, {"references", s.references}, {"fingerprints", s.fingerprints}};
+        res.set_content(j.dump(2), "application/json");
+        return;
+      }
+    res.status = 404;
+    res.set_content(nlohmann::json{{"error", "no such entry"}}.dump(), "application/json");
+  }
+
+  void history_list(const httplib::Request& req, httplib::Response& res) {
+    const std::string nonce = nonce_of(req);
+    if (opt.history_path.empty()) return send_page(res, nonce, "history", "<h1>History</h1><p>The history is off (--no-history).</p>");
+    auto h = history::store::open(opt.history_path);
+    if (!h) return send_error(res, nonce, 500, "history: " + h.error().message);
+    auto rows = h.value().list(100);
+    if (!rows) return send_error(res, nonce, 500, "history: " + rows.error().message);
+    std::string body = "<h1>History</h1><table id=\"history\"><tr><th>id</th><th>when (UTC)</th><th>from</th><th>verdict</th><th>kind</th><th>rank</th><th>host</th><th>inputs</th></tr>";
+    for (const auto& e : rows.value())
+      body += fmt::format("<tr><td><a href=\"/history/{0}\">{0}</a></td><td>{1}</td><td>{2}</td><td>{3}</td><td><code>{4}</code></td><td>{5}</td><td>{6}</td><td>{7}</td></tr>",
+                          e.id, esc(history::format_utc(e.created_at)), esc(e.source), esc(e.verdict), esc(e.kind),
+                          e.initiating_rank ? std::to_string(*e.initiating_rank) : "-", esc(e.initiating_host),
+                          esc(history::summarize_inputs(e.inputs, 60)));
+    body += "</table>";
+    send_page(res, nonce, "history", body);
+  }
+
+  void history_show(const httplib::Request& req, httplib::Response& res) {
+    const std::string nonce = nonce_of(req);
+    if (opt.history_path.empty()) return send_error(res, nonce, 404, "the history is off");
+    auto h = history::store::open(opt.history_path);
+    if (!h) return send_error(res, nonce, 500, "history: " + h.error().message);
+    auto e = h.value().get(std::strtoll(req.matches[1].str().c_str(), nullptr, 10));
+    if (!e || !e.value()) return send_error(res, nonce, 404, "no such history entry");
+    auto j = nlohmann::json::parse(e.value()->report_json, nullptr, false);
+    std::string text = j.is_discarded() ? std::string("(the stored report is not valid JSON)") : report::from_stored_json(j);
+    send_page(res, nonce, "history " + std::to_string(e.value()->id),
+              "<h1>History entry " + std::to_string(e.value()->id) + "</h1><p class=\"muted\">" + esc(history::format_utc(e.value()->created_at)) +
+                  "</p><pre id=\"stored\">" + esc(text) + "</pre>");
+  }
+};
+
+server::server(const kb::library& lib, options opt) : impl_(std::make_unique<impl>(lib, std::move(opt))) {}
+server::~server() = default;
+
+status server::check() const {
+  const auto& o = impl_->opt;
+  if (!impl_->eng) return error{"the knowledge base did not compile: " + impl_->engine_error};
+  if (!is_loopback(o.host) && !o.allow_remote)
+    return error{"refusing to listen on " + o.host + ", which is not a loopback address: pass --allow-remote (a token is then required)"};
+  if (o.allow_remote && o.token.empty()) return error{"--allow-remote needs a token (--token, or FIRSTFAULT_TOKEN)"};
+  if (o.port < 0 || o.port > 65535) return error{"port must be 0-65535"};
+  return ok();
+}
+
+int server::run() {
+  auto& im = *impl_;
+  auto& http = im.http;
+  http.set_payload_max_length(im.opt.max_upload_bytes);
+  http.set_read_timeout(im.opt.read_timeout_seconds, 0);
+  http.set_write_timeout(im.opt.read_timeout_seconds, 0);
+  http.set_keep_alive_max_count(20);
+  http.set_pre_routing_handler([&im](const httplib::Request& req, httplib::Response& res) {
+    std::string nonce = random_hex(12);
+    const_cast<httplib::Request&>(req).set_header("X-Firstfault-Nonce", nonce);
+    res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'nonce-" + nonce +
+                                                  "'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("Referrer-Policy", "no-referrer");
+    res.set_header("X-Frame-Options", "DENY");
+    res.set_header("Cache-Control", "no-store");
+    if (auto why = im.refuse(req, res)) {
+      im.send_error(res, nonce, why->first, why->second);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  http.set_error_handler([&im](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    std::string nonce = req.get_header_value("X-Firstfault-Nonce");
+    std::string why = res.status == 413 ? fmt::format("the upload is larger than {} MiB", im.opt.max_upload_bytes >> 20)
+                      : res.status == 404 ? "no such page"
+                      : res.status == 400 ? "malformed request"
+                                          : "request failed";
+    im.send_error(res, nonce, res.status, why);
+  });
+  http.set_exception_handler([&im](const httplib::Request& req, httplib::Response& res, std::exception_ptr) {
+    im.send_error(res, req.get_header_value("X-Firstfault-Nonce"), 500, "internal error");
+  });
+  im.routes();
+  int port = im.opt.port;
+  if (port == 0) port = http.bind_to_any_port(im.opt.host);
+  else if (!http.bind_to_port(im.opt.host, port)) port = -1;
+  if (port <= 0) {
+    std::fprintf(stderr, "firstfault: cannot listen on %s:%d\n", text::sanitize(im.opt.host).c_str(), im.opt.port);
+    return 2;
+  }
+  std::string host_for_url = im.opt.host.find(':') != std::string::npos ? "[" + im.opt.host + "]" : im.opt.host;
+  im.origin = "http://" + host_for_url + ":" + std::to_string(port);
+  if (is_loopback(im.opt.host)) {
+    im.allowed_hosts = {host_for_url + ":" + std::to_string(port), "localhost:" + std::to_string(port)};
+  }
+  std::string url = im.origin + "/";
+  std::fprintf(stderr, "firstfault: serving on %s (Ctrl-C stops)\n", url.c_str());
+  if (!im.opt.ready_file.empty()) {
+    std::string tmp = im.opt.ready_file + ".tmp";
+    if (std::FILE* f = std::fopen(tmp.c_str(), "w")) {
+      std::fprintf(f, "%s\n", url.c_str());
+      std::fclose(f);
+      std::rename(tmp.c_str(), im.opt.ready_file.c_str());
+    }
+  }
+  bool ok = http.listen_after_bind();
+  return ok ? 0 : 2;
+}
+
+void server::stop() { impl_->http.stop(); }
+
+}  // namespace ff::serve
