@@ -97,7 +97,12 @@ lane lane_of(const std::vector<const row*>& rows) {
     l.gap_from = r.gap_from;
     l.gap_to = r.gap_to;
   } else {
-    l.label = "ranks " + text::rank_ranges(l.ranks) + " (" + std::to_string(rows.size()) + ")";
+    std::vector<int> locals;
+    for (const auto* r : rows)
+      if (r->local) locals.push_back(r->number);
+    l.label = l.ranks.empty() ? "local ranks " + text::rank_ranges(locals)
+                              : "ranks " + text::rank_ranges(l.ranks) + (locals.empty() ? "" : " +" + std::to_string(locals.size()) + " local");
+    l.label += " (" + std::to_string(rows.size()) + ")";
   }
   cap_events(l.events, kMaxEventsPerLane);
   return l;
@@ -115,10 +120,27 @@ struct builder {
   bool wall = false;
   model m;
 
+  // A local rank's global rank: the one the lines paired it with; or, when no line pairs any and every
+  // global rank seen is below the number of local ranks (one node: torchrun's standalone layout, where
+  // LOCAL_RANK == RANK), the same number.
   std::optional<int> global_of_local(int l) const {
     auto it = in.local_to_rank.find(l);
     if (it != in.local_to_rank.end() && it->second.size() == 1) return *it->second.begin();
+    if (in.local_to_rank.empty() && single_node) return l;
     return std::nullopt;
+  }
+  bool single_node = false;
+  void decide_single_node() {
+    std::set<int> locals;
+    int max_global = -1;
+    for (const auto& [k, a] : in.activity)
+      (k.kind == correlate::rank_key::scope::local ? (void)locals.insert(k.number) : (void)(max_global = std::max(max_global, k.number)));
+    for (const auto& f : in.findings) {
+      if (f.local_rank && !f.rank) locals.insert(*f.local_rank);
+      if (f.rank) max_global = std::max(max_global, *f.rank);
+    }
+    single_node = !locals.empty() && max_global < static_cast<int>(locals.size()) && *locals.rbegin() < static_cast<int>(locals.size()) &&
+                  in.hosts.size() <= 1;
   }
   row& row_for(std::optional<int> rank, std::optional<int> local) {
     if (!rank && local) rank = global_of_local(*local);
@@ -449,8 +471,13 @@ std::string where(const event& e) {
 model build(const correlate::inputs& in, const correlate::diagnosis& d, const kb::library& lib, std::size_t max_lanes) {
   builder b{in, d, lib, {}, {}, {}, {}, {}, false, {}};
   b.index_sources();
+  b.decide_single_node();
   b.add_activity();
   b.add_findings();
+  // A rank with neither a time nor an error (lines of a local rank without times on the wall axis) has
+  // nothing to draw.
+  for (auto it = b.rows.begin(); it != b.rows.end();)
+    it = !it->second.first && !it->second.last && it->second.events.empty() ? b.rows.erase(it) : std::next(it);
   b.set_range();
   b.m.ranks = b.rows.size();
   b.mark_interesting();
