@@ -7,12 +7,30 @@ pkgs=(
   libvectorscan-dev libre2-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   zlib1g-dev libzstd-dev libarchive-dev libgtest-dev libgmock-dev
   clang libclang-rt-14-dev libsqlite3-dev libcpp-httplib-dev libssl-dev curl prometheus
+  chromium nodejs npm
 )
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# The browser tests' driver (playwright-core) comes from tests/browser/package-lock.json; it drives Debian's
+# /usr/bin/chromium and downloads no browser.
+npm_deps() {
+  local d
+  d="$(cd "$(dirname "$0")/.." && pwd)/tests/browser"
+  if [ ! -d "$d/node_modules/playwright-core" ]; then
+    echo "install-deps: npm ci in tests/browser" >&2
+    (cd "$d" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  fi
+}
+# node and npm may come from elsewhere than Debian (NodeSource): a working `npm` is enough.
+if command -v npm >/dev/null 2>&1; then
+  kept=()
+  for p in "${missing[@]}"; do [ "$p" = nodejs ] || [ "$p" = npm ] || kept+=("$p"); done
+  missing=("${kept[@]}")
+fi
 if [ ${#missing[@]} -eq 0 ]; then
+  npm_deps
   exit 0
 fi
 echo "install-deps: installing ${missing[*]}" >&2
@@ -21,3 +39,4 @@ if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+npm_deps

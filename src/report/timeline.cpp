@@ -325,6 +325,7 @@ struct builder {
     std::vector<std::string> host_order;
     auto& hosts_rows = by_host;
     for (auto& [k, r] : rows) {
+      if (r.host.empty() && !r.local && d.initiating_rank && d.initiating_host && r.number == *d.initiating_rank) r.host = *d.initiating_host;
       if (r.host.empty() && !r.local) {
         auto it = host_of_rank.find(r.number);
         if (it != host_of_rank.end()) r.host = it->second;

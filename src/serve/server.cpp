@@ -506,7 +506,7 @@ int server::run() {
     res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'nonce-" + nonce +
                                                   "'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
     res.set_header("X-Content-Type-Options", "nosniff");
-    res.set_header("Referrer-Policy", "no-referrer");
+    res.set_header("Referrer-Policy", "same-origin");  // no-referrer would make the form's Origin "null"
     res.set_header("X-Frame-Options", "DENY");
     res.set_header("Cache-Control", "no-store");
     if (auto why = im.refuse(req, res)) {

@@ -15,7 +15,7 @@
 //  - the Host header must name the address served (DNS rebinding);
 //  - a POST with a cross-site Origin or Sec-Fetch-Site is refused (OWASP CSRF cheat sheet, "verifying origin
 //    with standard headers"), and a form POST carries this server's CSRF token;
-//  - Content-Security-Policy default-src 'none' with a per-response style nonce, nosniff, no-referrer,
+//  - Content-Security-Policy default-src 'none' with a per-response style nonce, nosniff, referrer same-origin only,
 //    frame-ancestors 'none', no-store;
 //  - request bodies at most max_upload_bytes (413), a read timeout for slow clients, one diagnosis at a time;
 //  - uploads go to a private temporary directory that is removed when the diagnosis ends; what is kept (the
