@@ -543,7 +543,7 @@ std::string event_text(const model& m, const event& e, const lane& l) {
 }  // namespace
 
 std::string to_svg(const model& m, int width) {
-  const int left = 200, right = 24, top = 46, lane_h = 18, host_h = 18, legend_h = 34;
+  const int left = 200, right = 56, top = 46, lane_h = 18, host_h = 18, legend_h = 34;
   const double plot = std::max(200, width - left - right);
   auto x = [&](double at) { return left + (at - m.start) / (m.end - m.start) * plot; };
   int rows_h = 0;
