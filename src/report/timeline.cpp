@@ -308,8 +308,9 @@ struct builder {
         if (e.what == mark::root || e.what == mark::cause) r.interesting = true;
       if (r.last && *r.last < median_last - 0.1 * span) r.interesting = true;
       if (rows.size() >= 4)
-        for (const auto& [kd, n] : kind_ranks) {
-          if (n * 4 < rows.size() * 3 || n == rows.size()) continue;
+        for (const auto& kn : kind_ranks) {
+          const std::string& kd = kn.first;  // not a structured binding: clang 14 cannot capture one in a lambda
+          if (kn.second * 4 < rows.size() * 3 || kn.second == rows.size()) continue;
           bool has = std::any_of(r.events.begin(), r.events.end(), [&](const event& e) { return e.kind == kd; });
           if (!has) r.interesting = true;
         }
