@@ -38,8 +38,7 @@ std::string to_html(const pipeline::run& r, const html_options& opt);
 std::string to_html_body(const pipeline::run& r, const html_options& opt);
 /// The stylesheet to_html inlines.
 const std::string& html_css();
-/// &, <, >, " and ' as entities.
-std::string html_escape(std::string_view s);
+
 
 /// The notes about inputs, one line each ("path: reason"), with a reason shared by many inputs shown for
 /// the first `keep` of them and then once as "N more input(s): reason" (300 empty stdout.log files).

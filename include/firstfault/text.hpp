@@ -12,6 +12,8 @@ namespace ff::text {
 /// two-byte ESC forms) and other C0/C1 control characters except tab, and replaces bytes that are not
 /// valid UTF-8 with U+FFFD. Returns the number of invalid UTF-8 sequences replaced in *invalid.
 std::string sanitize(std::string_view raw, std::size_t* invalid = nullptr);
+/// &, <, >, " and ' as HTML entities (text and attribute values alike).
+std::string html_escape(std::string_view s);
 /// True when `raw` is printable ASCII and tabs only (then sanitize() returns it unchanged).
 bool is_plain(std::string_view raw);
 /// True exactly when sanitize() would return `raw` unchanged: is_plain(), or valid UTF-8 without ESC, other

@@ -1,5 +1,6 @@
 // The encyclopedia: the knowledge base as HTML or Markdown pages.
 #include "firstfault/encyclopedia.hpp"
+#include "firstfault/text.hpp"
 
 #include <re2/re2.h>
 #include <yaml-cpp/yaml.h>
@@ -12,20 +13,7 @@ namespace ff::encyclopedia {
 
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  o.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
+std::string esc(const std::string& s) { return text::html_escape(s); }
 
 std::string first_sentence(const std::string& s) {
   std::string t = s;

@@ -105,20 +105,6 @@ std::string mask_summary(const pipeline::run& r) {
 
 }  // namespace
 
-std::string html_escape(std::string_view s) {
-  std::string o;
-  o.reserve(s.size());
-  for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else if (c == '"') o += "&quot;";
-    else if (c == '\'') o += "&#39;";
-    else o += c;
-  }
-  return o;
-}
-
 const std::string& html_css() {
   static const std::string css =
       ":root{--fg:#1d2330;--muted:#5a6272;--line:#d8dce3;--bg2:#f5f6f8;--red:#c0161b;--amber:#9a5b00}"
@@ -140,16 +126,24 @@ const std::string& html_css() {
 
 namespace {
 
+// "<h2>title</h2><ul id=...>" with one escaped item per entry (in <code> when `code`); no heading when title is "".
+std::string html_list(const std::string& title, const std::string& id, const std::vector<std::string>& items, bool code) {
+  std::string o = title.empty() ? "" : "<h2>" + title + "</h2>";
+  o += id.empty() ? "<ul>" : "<ul id=\"" + id + "\">";
+  for (const auto& i : items) o += code ? "<li><code>" + text::html_escape(i) + "</code></li>" : "<li>" + text::html_escape(i) + "</li>";
+  return o + "</ul>\n";
+}
+
 std::string link_or_text(const html_options& opt, const std::string& source, std::uint64_t line_no, const std::string& label) {
   std::string url = opt.line_link ? opt.line_link(source, line_no) : std::string();
-  if (url.empty()) return html_escape(label);
-  return "<a class=\"loc\" href=\"" + html_escape(url) + "\">" + html_escape(label) + "</a>";
+  if (url.empty()) return text::html_escape(label);
+  return "<a class=\"loc\" href=\"" + text::html_escape(url) + "\">" + text::html_escape(label) + "</a>";
 }
 
 }  // namespace
 
 std::string to_html_body(const pipeline::run& r, const html_options& opt) {
-  const auto esc = [](const std::string& s) { return html_escape(s); };
+  const auto esc = [](const std::string& s) { return text::html_escape(s); };
   const auto& d = r.diag;
   std::string o;
   std::string v = name(d.verdict);
@@ -190,26 +184,12 @@ std::string to_html_body(const pipeline::run& r, const html_options& opt) {
     o += "</table>\n";
   }
   if (d.verdict == correlate::verdict::failure) {
-    o += "<h2>Fix</h2><ul id=\"fix\">";
-    for (const auto& f : d.fix) o += "<li>" + esc(f) + "</li>";
-    o += "</ul>\n";
+    o += html_list("Fix", "fix", d.fix, false);
     for (const auto& c : d.fix_code) o += "<p>" + esc(c.stack) + ":</p><pre>" + esc(c.code) + "</pre>\n";
-    o += "<h2>Verify</h2><ul id=\"verify\">";
-    for (const auto& v2 : d.verify) o += "<li><code>" + esc(v2) + "</code></li>";
-    o += "</ul>\n";
-    if (!d.verify_where.empty()) {
-      o += "<p class=\"muted\">where</p><ul>";
-      for (const auto& w : d.verify_where) o += "<li><code>" + esc(w) + "</code></li>";
-      o += "</ul>\n";
-    }
-    o += "<h2>Confirm</h2><ul id=\"confirm\">";
-    for (const auto& c : d.confirm) o += "<li>" + esc(c) + "</li>";
-    o += "</ul>\n";
-    if (!d.references.empty()) {
-      o += "<h2>References</h2><ul>";
-      for (const auto& ref : d.references) o += "<li>" + esc(ref) + "</li>";
-      o += "</ul>\n";
-    }
+    o += html_list("Verify", "verify", d.verify, true);
+    if (!d.verify_where.empty()) o += "<p class=\"muted\">where</p>" + html_list("", "", d.verify_where, true);
+    o += html_list("Confirm", "confirm", d.confirm, false);
+    if (!d.references.empty()) o += html_list("References", "", d.references, false);
   }
   if (!d.alternatives.empty()) {
     o += "<h2>Other causes seen</h2><ul>";
@@ -235,9 +215,9 @@ std::string to_html_body(const pipeline::run& r, const html_options& opt) {
 }
 
 std::string to_html(const pipeline::run& r, const html_options& opt) {
-  std::string nonce = opt.nonce.empty() ? std::string() : " nonce=\"" + html_escape(opt.nonce) + "\"";
+  std::string nonce = opt.nonce.empty() ? std::string() : " nonce=\"" + text::html_escape(opt.nonce) + "\"";
   std::string o = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">"
-                  "<title>firstfault: " + html_escape(name(r.diag.verdict)) + (r.diag.verdict == correlate::verdict::failure ? " - " + html_escape(r.diag.title) : "") +
+                  "<title>firstfault: " + text::html_escape(name(r.diag.verdict)) + (r.diag.verdict == correlate::verdict::failure ? " - " + text::html_escape(r.diag.title) : "") +
                   "</title><style" + nonce + ">" + html_css() + "</style></head><body>\n";
   o += opt.header;
   o += to_html_body(r, opt);

@@ -324,7 +324,6 @@ struct builder {
   void make_lanes(std::size_t max_lanes) {
     std::map<std::string, std::vector<const row*>> by_host;
     std::vector<std::string> host_order;
-    auto& hosts_rows = by_host;
     for (auto& [k, r] : rows) {
       if (r.host.empty() && !r.local && d.initiating_rank && d.initiating_host && r.number == *d.initiating_rank) r.host = *d.initiating_host;
       if (r.host.empty() && !r.local) {
@@ -399,13 +398,13 @@ struct builder {
         host_group g;
         std::vector<const row*> all;
         for (std::size_t k = i; k < j; ++k) {
-          const auto& rs = hosts_rows[groups[k].host];
+          const auto& rs = by_host[groups[k].host];
           all.insert(all.end(), rs.begin(), rs.end());
           g.host += (k == i ? "" : " ") + groups[k].host;
         }
         if (j - i > 1) g.host = groups[i].host + " .. " + groups[j - 1].host + " (" + std::to_string(j - i) + " hosts)";
         if (!all.empty()) g.lanes.push_back(lane_of(all));
-        hosts_rows[g.host] = all;
+        by_host[g.host] = all;
         merged.push_back(std::move(g));
         merged_story.push_back(group_story[i]);
         i = j;
@@ -435,24 +434,9 @@ struct builder {
     }
     m.hosts = std::move(groups);
   }
-
 };
 
-std::string esc(std::string_view s) {
-  std::string o;
-  o.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
+std::string esc(std::string_view s) { return text::html_escape(s); }
 
 const char* colour(mark w) {
   switch (w) {

@@ -68,7 +68,7 @@ std::string random_hex(std::size_t bytes) {
   return s;
 }
 
-std::string esc(std::string_view s) { return report::html_escape(s); }
+std::string esc(std::string_view s) { return text::html_escape(s); }
 
 // A private directory for one request's uploads, removed with everything in it when the request ends.
 struct temp_dir {
