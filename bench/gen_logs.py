@@ -451,7 +451,8 @@ def gen_single_file(job, a, path):
                 rec.append(f"srun: error: {job.hosts[job.cnode]}: task {job.culprit}: {what}\n")
             out.add(rec)
             alive = [r for r in alive if r not in dead]
-        if out.total() >= target - tail_est and failed:
+        # a one-node job (8 ranks) has no rank left alive once its node failed: nothing more is printed
+        if failed and (out.total() >= target - tail_est or not alive):
             break
         out.add(step_block(job, pres, alive, step, total_steps, (step * 7919) % 1000 + 1))
         step += 1

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "firstfault/correlate.hpp"
 #include "firstfault/kb.hpp"
 
@@ -95,6 +97,12 @@ std::string to_svg(const model& m, int width = 1100);
 /// first or after its last line, '.' inside its longest silence, 'x' a collateral error, '!' a node event,
 /// 'X' the root cause (with colour: red). A header row names the axis and its ends.
 std::string to_text(const model& m, int width = 60, bool color = false);
+
+/// The model as the JSON report's "timeline" object (schemas/report-v1.schema.json), and back: a stored
+/// report (history) draws the same picture. from_json ignores what it does not know and returns an empty
+/// model for a report written before the timeline was stored (or for a value that is not an object).
+nlohmann::json to_json(const model& m);
+model from_json(const nlohmann::json& j);
 
 /// "14:03:07" (UTC) for a wall time, "37%" for a position: how the axis is labelled.
 std::string axis_label(const model& m, double at);

@@ -407,6 +407,7 @@ nlohmann::json to_json(const pipeline::run& r) {
   j["stats"] = {{"lines", r.total_lines}, {"bytes", r.total_bytes}};
   j["masking"] = {{"enabled", r.masked}, {"counts", r.mask_counts}};
   j["recurrences"] = r.recurrences ? nlohmann::json({{"count", *r.recurrences}, {"days", r.recurrence_days}}) : nlohmann::json(nullptr);
+  if (!r.timeline.empty()) j["timeline"] = timeline::to_json(r.timeline);  // history draws the picture from it
   return j;
 }
 

@@ -3,6 +3,7 @@
 #include "firstfault/timeline.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -669,6 +670,128 @@ std::string to_text(const model& m, int width, bool color) {
   }
   o += std::string(label_w + 1, ' ') + "X root cause  C other cause  x collateral  ! node event  = writing  . silent\n";
   return o;
+}
+
+// ---- the report's "timeline" object ---------------------------------------------------------------------
+
+namespace {
+
+const char* mark_word(mark w) {
+  switch (w) {
+    case mark::root: return "root";
+    case mark::cause: return "cause";
+    case mark::node: return "node";
+    case mark::collateral: break;
+  }
+  return "collateral";
+}
+
+mark mark_of(const std::string& w) {
+  if (w == "root") return mark::root;
+  if (w == "cause") return mark::cause;
+  if (w == "node") return mark::node;
+  return mark::collateral;
+}
+
+nlohmann::json opt_num(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+// A number from a stored report, or nullopt (a hand-edited or truncated entry must not throw).
+std::optional<double> num(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::string str(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool flag(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+
+const nlohmann::json& array_at(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json empty = nlohmann::json::array();
+  auto it = j.find(key);
+  return it != j.end() && it->is_array() ? *it : empty;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const model& m) {
+  nlohmann::json j = {{"axis", m.axis == axis::wall ? "wall" : "position"}, {"yearless", m.yearless}, {"start", m.start},
+                      {"end", m.end}, {"ranks", m.ranks}, {"lanes", m.lanes}, {"untimed", m.untimed}, {"root_at", opt_num(m.root_at)}};
+  j["hosts"] = nlohmann::json::array();
+  for (const auto& h : m.hosts) {
+    nlohmann::json hj = {{"host", h.host}, {"lanes", nlohmann::json::array()}};
+    for (const auto& l : h.lanes) {
+      nlohmann::json lj = {{"label", l.label}, {"ranks", l.ranks}, {"folded", l.folded}, {"initiating", l.initiating},
+                           {"node_lane", l.node_lane}, {"first", opt_num(l.first)}, {"last", opt_num(l.last)},
+                           {"gap_from", opt_num(l.gap_from)}, {"gap_to", opt_num(l.gap_to)}, {"lines", l.lines},
+                           {"events", nlohmann::json::array()}};
+      for (const auto& e : l.events)
+        lj["events"].push_back({{"at", e.at}, {"mark", mark_word(e.what)}, {"kind", e.kind}, {"title", e.title},
+                                {"seq", e.seq ? nlohmann::json(*e.seq) : nlohmann::json(nullptr)}, {"source", e.source},
+                                {"line", e.line_no}, {"count", e.count}});
+      hj["lanes"].push_back(std::move(lj));
+    }
+    j["hosts"].push_back(std::move(hj));
+  }
+  return j;
+}
+
+model from_json(const nlohmann::json& j) {
+  model m;
+  if (!j.is_object()) return m;
+  m.axis = str(j, "axis") == "wall" ? axis::wall : axis::position;
+  m.yearless = flag(j, "yearless");
+  m.start = num(j, "start").value_or(0);
+  m.end = num(j, "end").value_or(1);
+  if (!(m.end > m.start)) m.end = m.start + 1;  // to_svg divides by the range
+  m.ranks = static_cast<std::size_t>(std::max(0.0, num(j, "ranks").value_or(0)));
+  m.untimed = static_cast<std::size_t>(std::max(0.0, num(j, "untimed").value_or(0)));
+  m.root_at = num(j, "root_at");
+  std::size_t lanes = 0;
+  for (const auto& hj : array_at(j, "hosts")) {
+    if (!hj.is_object()) continue;
+    host_group h;
+    h.host = str(hj, "host");
+    for (const auto& lj : array_at(hj, "lanes")) {
+      if (!lj.is_object() || lanes >= 4 * kMaxLanes) continue;  // bounded whatever the entry says
+      lane l;
+      l.label = str(lj, "label");
+      for (const auto& r : array_at(lj, "ranks"))
+        if (r.is_number_integer()) l.ranks.push_back(r.get<int>());
+      l.folded = flag(lj, "folded");
+      l.initiating = flag(lj, "initiating");
+      l.node_lane = flag(lj, "node_lane");
+      l.first = num(lj, "first");
+      l.last = num(lj, "last");
+      l.gap_from = num(lj, "gap_from");
+      l.gap_to = num(lj, "gap_to");
+      l.lines = static_cast<std::uint64_t>(std::max(0.0, num(lj, "lines").value_or(0)));
+      for (const auto& ej : array_at(lj, "events")) {
+        if (!ej.is_object() || l.events.size() >= kMaxEventsPerLane) continue;
+        event e;
+        e.at = num(ej, "at").value_or(m.start);
+        e.what = mark_of(str(ej, "mark"));
+        e.kind = str(ej, "kind");
+        e.title = str(ej, "title");
+        if (auto s = num(ej, "seq")) e.seq = static_cast<long>(*s);
+        e.source = str(ej, "source");
+        e.line_no = static_cast<std::uint64_t>(std::max(0.0, num(ej, "line").value_or(0)));
+        e.count = static_cast<int>(std::max(1.0, num(ej, "count").value_or(1)));
+        l.events.push_back(std::move(e));
+      }
+      h.lanes.push_back(std::move(l));
+      ++lanes;
+    }
+    m.hosts.push_back(std::move(h));
+  }
+  m.lanes = lanes;
+  return m;
 }
 
 }  // namespace ff::timeline

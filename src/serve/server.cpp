@@ -13,7 +13,9 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -23,6 +25,7 @@
 #include "firstfault/record.hpp"
 #include "firstfault/report.hpp"
 #include "firstfault/text.hpp"
+#include "firstfault/timeline.hpp"
 
 namespace fs = std::filesystem;
 
@@ -86,10 +89,13 @@ struct temp_dir {
   }
 };
 
-// The lines around one location of a report, masked: what the log viewer shows.
+// The lines around one location of a report, masked: what the log viewer shows. `rank_lines` holds the
+// location's rank's own lines when the file interleaves several ranks (a torchrun or srun console), so
+// the viewer shows what that rank printed rather than whatever its neighbours printed at the same time.
 struct excerpt {
-  std::uint64_t first = 0;
-  std::vector<std::string> lines;
+  std::optional<int> rank;                                      // the location's rank, from its line's prefix
+  std::vector<std::pair<std::uint64_t, std::string>> lines;     // (line number, masked text): every line around it
+  std::vector<std::pair<std::uint64_t, std::string>> rank_lines;  // that rank's lines around it (empty: not interleaved)
 };
 
 struct stored_report {
@@ -99,6 +105,10 @@ struct stored_report {
 
 constexpr std::uint64_t kContextLines = 12;
 constexpr std::size_t kMaxExcerpts = 64;
+constexpr std::size_t kMaxExcerptLineBytes = 2000;  // a viewer line is cut here (a progress bar can be megabytes)
+// How far past a location the viewer looks for that rank's next lines: in a 64-rank console a rank's
+// dozen lines after the fault are usually within a few thousand lines; past this the viewer stops.
+constexpr std::uint64_t kRankLookahead = 200000;
 
 }  // namespace
 
@@ -241,39 +251,83 @@ struct server::impl {
   }
 
   // The log viewer's lines: around every location the report links to, read again from the upload and
-  // masked with the masker that masked the report (the same host tokens).
+  // masked with the masker that masked the report (the same host tokens). One pass per file serves all of
+  // its locations. A line's rank is its prefix's (the prefix catalogue); a line without one (a traceback's
+  // continuation) belongs to the rank of the line before it, as the pipeline attributes it.
   void keep_excerpts(pipeline::collector& col, const pipeline::run& r, const std::string& dir, stored_report& out) {
-    std::vector<std::pair<std::string, std::uint64_t>> want;
+    std::map<std::string, std::set<std::uint64_t>> want;  // masked display name -> line numbers
+    std::size_t n_want = 0;
+    auto add = [&](const std::string& src, std::uint64_t line) {
+      if (line == 0 || n_want >= kMaxExcerpts) return;
+      if (want[src].insert(line).second) ++n_want;
+    };
     const auto& d = r.diag;
-    for (const auto& e : d.evidence_lines) want.emplace_back(e.source, e.line_no);
-    for (const auto& g : d.collateral) want.emplace_back(g.example.source, g.example.line_no);
-    for (const auto& a : d.alternatives) want.emplace_back(a.example.source, a.example.line_no);
-    for (const auto& s : d.suspicious) want.emplace_back(s.source, s.line_no);
-    // masked display name -> file in the upload directory
-    std::map<std::string, std::string> real;
+    for (const auto& e : d.evidence_lines) add(e.source, e.line_no);
+    for (const auto& g : d.collateral) add(g.example.source, g.example.line_no);
+    for (const auto& a : d.alternatives) add(a.example.source, a.example.line_no);
+    for (const auto& s : d.suspicious) add(s.source, s.line_no);
     std::error_code ec;
     for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
       if (!it->is_regular_file()) continue;
       std::string rel = it->path().string().substr(dir.size() + 1);
-      real[col.masker().apply_path(text::sanitize(rel))] = it->path().string();
+      auto w = want.find(col.masker().apply_path(text::sanitize(rel)));
+      if (w == want.end()) continue;  // archive members and stdin have no viewer
+      for (auto& [line, ex] : excerpts_of_file(col, it->path().string(), w->second)) out.excerpts[{w->first, line}] = std::move(ex);
+    }
+  }
+
+  // Lines are kept sanitised but unmasked while the file is read, and masked once at the end (only the
+  // few dozen lines shown pay for masking).
+  std::map<std::uint64_t, excerpt> excerpts_of_file(pipeline::collector& col, const std::string& path, const std::set<std::uint64_t>& lines) {
+    using row = std::pair<std::uint64_t, std::string>;
+    std::map<std::uint64_t, excerpt> out;
+    std::map<int, std::deque<row>> recent;  // per rank: its last kContextLines lines
+    std::deque<row> recent_all;
+    std::set<int> ranks_seen;
+    std::optional<int> cur;  // the rank of the line before
+    const std::uint64_t first = *lines.begin(), last = *lines.rbegin();
+    std::ifstream f(path, std::ios::binary);
+    std::string l;
+    for (std::uint64_t no = 1; no <= last + kRankLookahead && std::getline(f, l); ++no) {
+      if (l.size() > kMaxExcerptLineBytes) l.resize(kMaxExcerptLineBytes);
+      row r{no, text::sanitize(l)};
+      normalize::line_meta m;
+      if (eng && eng->prefixes.normalize(r.second, m) && m.rank) cur = m.rank;
+      if (cur) ranks_seen.insert(*cur);
+      for (auto& [at, ex] : out) {  // after a location: every line within kContextLines, that rank's next lines
+        if (no <= at + kContextLines) ex.lines.push_back(r);
+        if (ex.rank && cur == ex.rank && ex.rank_lines.size() < 2 * kContextLines + 1) ex.rank_lines.push_back(r);
+      }
+      if (lines.count(no)) {
+        excerpt& ex = out[no];
+        ex.rank = cur;
+        ex.lines.assign(recent_all.begin(), recent_all.end());
+        ex.lines.push_back(r);
+        if (cur) {
+          const auto& rq = recent[*cur];
+          ex.rank_lines.assign(rq.begin(), rq.end());
+          ex.rank_lines.push_back(r);
+        }
+      }
+      if (no > last) continue;
+      if (cur) {
+        auto& rq = recent[*cur];
+        rq.push_back(r);
+        if (rq.size() > kContextLines) rq.pop_front();
+      }
+      if (no + kContextLines >= first) {
+        recent_all.push_back(std::move(r));
+        if (recent_all.size() > kContextLines) recent_all.pop_front();
+      }
     }
     auto& masker = col.masker();
-    for (const auto& [src, line] : want) {
-      if (out.excerpts.size() >= kMaxExcerpts) break;
-      if (line == 0 || out.excerpts.count({src, line})) continue;
-      auto it = real.find(src);
-      if (it == real.end()) continue;  // an archive member or stdin: no viewer
-      std::ifstream f(it->second, std::ios::binary);
-      excerpt ex;
-      ex.first = line > kContextLines ? line - kContextLines : 1;
-      std::string l;
-      for (std::uint64_t no = 1; no <= line + kContextLines && std::getline(f, l); ++no) {
-        if (no < ex.first) continue;
-        if (l.size() > 2000) l.resize(2000);
-        ex.lines.push_back(masker.enabled() ? masker.apply_detached(text::sanitize(l)) : text::sanitize(l));
-      }
-      out.excerpts[{src, line}] = std::move(ex);
+    for (auto& [at, ex] : out) {
+      if (ranks_seen.size() < 2) ex.rank_lines.clear();  // a file of one rank needs no second view
+      for (auto* v : {&ex.lines, &ex.rank_lines})
+        for (auto& [no, text] : *v)
+          if (masker.enabled()) text = masker.apply_detached(text);
     }
+    return out;
   }
 
   std::string keep(stored_report rep) {
@@ -393,13 +447,20 @@ struct server::impl {
     std::uint64_t line = std::strtoull(req.get_param_value("line").c_str(), nullptr, 10);
     auto it = rep->excerpts.find({src, line});
     if (it == rep->excerpts.end()) return send_error(res, nonce, 404, "no lines kept for that location");
-    std::string body = "<h1>" + esc(src) + ":" + std::to_string(line) + "</h1><pre class=\"ctx\" id=\"context\">";
-    std::uint64_t no = it->second.first;
-    for (const auto& l : it->second.lines) {
+    const excerpt& ex = it->second;
+    const bool by_rank = !ex.rank_lines.empty() && req.get_param_value("all") != "1";
+    const std::string here = "/report/" + rep->id + "/log?src=" + httplib::detail::encode_query_param(src) + "&line=" + std::to_string(line);
+    std::string body = "<h1>" + esc(src) + ":" + std::to_string(line) + "</h1>";
+    if (by_rank)
+      body += fmt::format("<p class=\"muted\" id=\"view\">Lines of rank {} only: this file interleaves several ranks. "
+                          "<a href=\"{}&amp;all=1\">every line</a></p>", *ex.rank, esc(here));
+    else if (!ex.rank_lines.empty())
+      body += fmt::format("<p class=\"muted\" id=\"view\">Every line of the file around it. <a href=\"{}\">only rank {}</a></p>", esc(here), *ex.rank);
+    body += "<pre class=\"ctx\" id=\"context\">";
+    for (const auto& [no, l] : by_rank ? ex.rank_lines : ex.lines) {
       bool hit = no == line;
       body += std::string(hit ? "<span class=\"hit\" id=\"hit\">" : "<span>") + "<span class=\"ln\">" + std::to_string(no) + "</span>" + esc(l) + "</span>";
       if (!hit) body += "\n";
-      ++no;
     }
     body += "</pre><p><a href=\"/report/" + rep->id + "\">back to the report</a></p>";
     send_page(res, nonce, src, body);
@@ -474,9 +535,16 @@ struct server::impl {
     if (!e || !e.value()) return send_error(res, nonce, 404, "no such history entry");
     auto j = nlohmann::json::parse(e.value()->report_json, nullptr, false);
     std::string text = j.is_discarded() ? std::string("(the stored report is not valid JSON)") : report::from_stored_json(j);
+    // The stored report is already masked; the picture is drawn from its "timeline" object (reports stored
+    // before it was kept have none, and show the text alone).
+    std::string picture;
+    if (!j.is_discarded() && j.contains("timeline")) {
+      auto m = timeline::from_json(j["timeline"]);
+      if (!m.empty()) picture = "<h2>Timeline</h2>\n<div class=\"timeline-box\" id=\"timeline\">" + timeline::to_svg(m) + "</div>\n";
+    }
     send_page(res, nonce, "history " + std::to_string(e.value()->id),
               "<h1>History entry " + std::to_string(e.value()->id) + "</h1><p class=\"muted\">" + esc(history::format_utc(e.value()->created_at)) +
-                  "</p><pre id=\"stored\">" + esc(text) + "</pre>");
+                  " &middot; " + esc(e.value()->source) + "</p>" + picture + "<pre id=\"stored\">" + esc(text) + "</pre>");
   }
 };
 

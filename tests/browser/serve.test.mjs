@@ -1,6 +1,6 @@
 // firstfault serve in a real headless Chromium: paste a real multi-rank log, upload a bundle, follow the
 // evidence link into the log viewer, open an encyclopedia entry, check the CSP header and that the page
-// runs under it without violations, and draw the timeline of a 16-rank and a 512-rank job (screenshots kept).
+// runs under it without violations, and draw the timeline of an 8-, a 16- and a 512-rank job (screenshots kept).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
@@ -111,8 +111,8 @@ test('encyclopedia: search and open an entry', async () => {
   await page.close();
 });
 
-test('timeline at 16 and 512 ranks', { timeout: 180000 }, async () => {
-  for (const [ranks, bytes, failure] of [[16, '3M', 'cuda_oom'], [512, '6M', 'xid79']]) {
+test('timeline at 8, 16 and 512 ranks', { timeout: 180000 }, async () => {
+  for (const [ranks, bytes, failure] of [[8, '1M', 'cuda_oom'], [16, '3M', 'cuda_oom'], [512, '6M', 'xid79']]) {
     const out = path.join(work, `c${ranks}.log`);
     execFileSync('python3', [path.join(REPO, 'bench', 'gen_logs.py'), '--out', out, '--ranks', String(ranks), '--total-bytes', bytes,
       '--layout', 'console', '--failure', failure, '--position', 'middle', '--seed', '7'], { stdio: 'ignore', timeout: 120000 });

@@ -127,6 +127,33 @@ class Serve(unittest.TestCase):
         left = [d for d in os.listdir(self.tmp.name) if d.startswith("firstfault-serve-")]
         self.assertEqual(left, [])
 
+    def test_viewer_shows_the_ranks_own_lines_in_an_interleaved_console(self):
+        lines = []
+        for step in range(40):
+            for rank in range(4):
+                lines.append("[rank%d]: step %d of rank %d" % (rank, step, rank))
+            if step == 20:
+                lines.append("[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+                             "GPU 2 has a total capacity of 79.15 GiB of which 1.00 GiB is free.")
+        body, headers = self.multipart({"csrf": self.csrf()}, [("console.log", ("\n".join(lines) + "\n").encode())])
+        r, _ = self.request("POST", "/diagnose", body=body, headers=headers)
+        self.assertEqual(r.status, 303)
+        r, page = self.request("GET", r.getheader("Location"))
+        self.assertIn(b'id="initiating-rank">2<', page)
+        link = re.search(rb'class="loc" href="([^"]+)"', page).group(1).decode().replace("&amp;", "&")
+        r, viewer = self.request("GET", link)
+        self.assertEqual(r.status, 200)
+        ctx = re.search(rb'id="context">(.*?)</pre>', viewer, re.S).group(1)
+        self.assertIn(b"Lines of rank 2 only", viewer)
+        self.assertIn(b"step 19 of rank 2", ctx)
+        self.assertIn(b"step 21 of rank 2", ctx)
+        self.assertNotIn(b"of rank 1", ctx)  # the neighbours' lines are hidden ...
+        self.assertEqual(ctx.count(b"of rank 2"), 24)  # ... and the rank's 12 lines before and after are shown
+        r, every = self.request("GET", link + "&all=1")
+        ctx_all = re.search(rb'id="context">(.*?)</pre>', every, re.S).group(1)
+        self.assertIn(b"of rank 1", ctx_all)  # ... until every line is asked for
+        self.assertIn(b'id="hit"', ctx_all)
+
     def test_form_without_csrf_refused(self):
         body, headers = self.multipart({"csrf": "0" * 32}, [("x.log", b"[rank0]: RuntimeError: boom\n")])
         r, page = self.request("POST", "/diagnose", body=body, headers=headers)
@@ -227,6 +254,8 @@ class Serve(unittest.TestCase):
         r, page = self.request("GET", "/history/" + m.group(1).decode())
         self.assertEqual(r.status, 200)
         self.assertIn(b'id="stored"', page)
+        self.assertIn(b'id="timeline"', page)  # drawn from the stored report's timeline object
+        self.assertIn(b'data-ranks="1"', page)
 
 
 class Bind(unittest.TestCase):
