@@ -16,6 +16,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -92,8 +93,18 @@ struct temp_dir {
 // The lines around one location of a report, masked: what the log viewer shows. `rank_lines` holds the
 // location's rank's own lines when the file interleaves several ranks (a torchrun or srun console), so
 // the viewer shows what that rank printed rather than whatever its neighbours printed at the same time.
+// A line's stream in a console: its global rank, or its local rank when the prefix gives only that
+// (torchrun --tee's "[default3]:" on one node).
+struct stream_id {
+  bool local = false;
+  int number = 0;
+  bool operator<(const stream_id& o) const { return std::tie(local, number) < std::tie(o.local, o.number); }
+  bool operator==(const stream_id& o) const { return local == o.local && number == o.number; }
+  std::string label() const { return (local ? "local rank " : "rank ") + std::to_string(number); }
+};
+
 struct excerpt {
-  std::optional<int> rank;                                      // the location's rank, from its line's prefix
+  std::optional<stream_id> rank;                                // the location's rank, from its line's prefix
   std::vector<std::pair<std::uint64_t, std::string>> lines;     // (line number, masked text): every line around it
   std::vector<std::pair<std::uint64_t, std::string>> rank_lines;  // that rank's lines around it (empty: not interleaved)
 };
@@ -281,10 +292,10 @@ struct server::impl {
   std::map<std::uint64_t, excerpt> excerpts_of_file(pipeline::collector& col, const std::string& path, const std::set<std::uint64_t>& lines) {
     using row = std::pair<std::uint64_t, std::string>;
     std::map<std::uint64_t, excerpt> out;
-    std::map<int, std::deque<row>> recent;  // per rank: its last kContextLines lines
+    std::map<stream_id, std::deque<row>> recent;  // per rank: its last kContextLines lines
     std::deque<row> recent_all;
-    std::set<int> ranks_seen;
-    std::optional<int> cur;  // the rank of the line before
+    std::set<stream_id> ranks_seen;
+    std::optional<stream_id> cur;  // the rank of the line before
     const std::uint64_t first = *lines.begin(), last = *lines.rbegin();
     std::ifstream f(path, std::ios::binary);
     std::string l;
@@ -292,7 +303,10 @@ struct server::impl {
       if (l.size() > kMaxExcerptLineBytes) l.resize(kMaxExcerptLineBytes);
       row r{no, text::sanitize(l)};
       normalize::line_meta m;
-      if (eng && eng->prefixes.normalize(r.second, m) && m.rank) cur = m.rank;
+      if (eng && eng->prefixes.normalize(r.second, m)) {
+        if (m.rank) cur = stream_id{false, *m.rank};
+        else if (m.local_rank) cur = stream_id{true, *m.local_rank};
+      }
       if (cur) ranks_seen.insert(*cur);
       for (auto& [at, ex] : out) {  // after a location: every line within kContextLines, that rank's next lines
         if (no <= at + kContextLines) ex.lines.push_back(r);
@@ -452,10 +466,10 @@ struct server::impl {
     const std::string here = "/report/" + rep->id + "/log?src=" + httplib::detail::encode_query_param(src) + "&line=" + std::to_string(line);
     std::string body = "<h1>" + esc(src) + ":" + std::to_string(line) + "</h1>";
     if (by_rank)
-      body += fmt::format("<p class=\"muted\" id=\"view\">Lines of rank {} only: this file interleaves several ranks. "
-                          "<a href=\"{}&amp;all=1\">every line</a></p>", *ex.rank, esc(here));
+      body += fmt::format("<p class=\"muted\" id=\"view\">Lines of {} only: this file interleaves several ranks. "
+                          "<a href=\"{}&amp;all=1\">every line</a></p>", ex.rank->label(), esc(here));
     else if (!ex.rank_lines.empty())
-      body += fmt::format("<p class=\"muted\" id=\"view\">Every line of the file around it. <a href=\"{}\">only rank {}</a></p>", esc(here), *ex.rank);
+      body += fmt::format("<p class=\"muted\" id=\"view\">Every line of the file around it. <a href=\"{}\">only {}</a></p>", esc(here), ex.rank->label());
     body += "<pre class=\"ctx\" id=\"context\">";
     for (const auto& [no, l] : by_rank ? ex.rank_lines : ex.lines) {
       bool hit = no == line;

@@ -73,7 +73,14 @@ test('paste a multi-rank console log: verdict, initiating rank, evidence link, t
   assert.ok(await link.count() > 0, 'an evidence line links to the log viewer');
   await Promise.all([page.waitForURL(/\/log\?/), link.click()]);
   assert.ok(await page.isVisible('#hit'));
+  // the console interleaves four local ranks: the viewer shows rank 3's own lines, every line on request
+  assert.match(await page.textContent('#view'), /Lines of local rank 3 only/);
+  const shown = await page.textContent('#context');
+  assert.ok(!shown.includes('[default0]'), 'lines of other ranks are hidden');
   await page.screenshot({ path: path.join(ART, 'log-viewer.png') });
+  await Promise.all([page.waitForURL(/all=1/), page.click('#view a')]);
+  assert.ok((await page.textContent('#context')).includes('[default0]'));
+  await page.screenshot({ path: path.join(ART, 'log-viewer-every-line.png') });
   await page.close();
 });
 
@@ -131,6 +138,19 @@ test('timeline at 8, 16 and 512 ranks', { timeout: 180000 }, async () => {
     await box.screenshot({ path: path.join(ART, `timeline-${ranks}-ranks.png`) });
     await page.close();
   }
+});
+
+test('history: a past report opens with its timeline', async () => {
+  const page = await newPage();
+  await page.goto(url + 'history');
+  const first = page.locator('#history a').first();
+  assert.ok(await first.count() > 0, 'the diagnoses above were kept');
+  await Promise.all([page.waitForURL(/\/history\/\d+$/), first.click()]);
+  assert.ok(await page.isVisible('#timeline svg'));
+  assert.ok((await page.$$eval('#timeline svg g.lane', (g) => g.length)) > 0);
+  assert.match(await page.textContent('#stored'), /verdict/);
+  await page.screenshot({ path: path.join(ART, 'history-entry.png'), fullPage: true });
+  await page.close();
 });
 
 test('no Content-Security-Policy violation on any page', () => {
