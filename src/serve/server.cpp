@@ -90,9 +90,6 @@ struct temp_dir {
   }
 };
 
-// The lines around one location of a report, masked: what the log viewer shows. `rank_lines` holds the
-// location's rank's own lines when the file interleaves several ranks (a torchrun or srun console), so
-// the viewer shows what that rank printed rather than whatever its neighbours printed at the same time.
 // A line's stream in a console: its global rank, or its local rank when the prefix gives only that
 // (torchrun --tee's "[default3]:" on one node).
 struct stream_id {
@@ -103,6 +100,9 @@ struct stream_id {
   std::string label() const { return (local ? "local rank " : "rank ") + std::to_string(number); }
 };
 
+// The lines around one location of a report, masked: what the log viewer shows. `rank_lines` holds the
+// location's rank's own lines when the file interleaves several ranks (a torchrun or srun console), so
+// the viewer shows what that rank printed rather than whatever its neighbours printed at the same time.
 struct excerpt {
   std::optional<stream_id> rank;                                // the location's rank, from its line's prefix
   std::vector<std::pair<std::uint64_t, std::string>> lines;     // (line number, masked text): every line around it
@@ -323,7 +323,12 @@ struct server::impl {
           ex.rank_lines.push_back(r);
         }
       }
-      if (no > last) continue;
+      if (no > last) {
+        bool done = no > last + kContextLines;
+        for (const auto& [at, ex] : out) done = done && (!ex.rank || ex.rank_lines.size() >= 2 * kContextLines + 1);
+        if (done) break;
+        continue;
+      }
       if (cur) {
         auto& rq = recent[*cur];
         rq.push_back(r);
