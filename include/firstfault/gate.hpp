@@ -14,6 +14,8 @@
 //    mask::gate_patterns() (host contexts, secret keys, key blocks), both regexps.
 // A fingerprint without a rare atom of at least kMinAtom bytes is put into the gate as its own regexp
 // (Vectorscan prefilter mode, a superset of its matches), so recall never depends on the atom choice.
+// Rare means not found in healthy text: kb/_tables/healthy_lines.tsv and the benign signatures' samples.
+// The stages' patterns are gated by their literals too (down to kMinStageAtom bytes) when they have them.
 //
 //   auto g = ff::match::gate::build(lib, extra);     // result<gate>
 //   ff::match::gate_scratch s(g.value());
@@ -54,6 +56,7 @@ class gate_scratch {
 class gate {
  public:
   static constexpr int kMinAtom = 4;  ///< shortest literal the gate accepts for a fingerprint (bytes)
+  static constexpr int kMinStageAtom = 3;  ///< the same for the stages' own patterns (secret prefixes: "hf_")
   /// Builds the gate from the library's fingerprints and extra regexps (the stages' gate patterns), or
   /// loads it from the on-disk cache (then literal_count() and regex_gated() are not known: 0 and empty).
   static result<gate> build(const kb::library& lib, const std::vector<std::string>& extra);
@@ -69,8 +72,8 @@ class gate {
                    gate_scratch& s) const;
   bool enabled() const { return db_ != nullptr; }
   /// "signature: fingerprint" of each fingerprint gated by its own regexp (Vectorscan prefilter) because
-  /// it has no literal of kMinAtom bytes that is rare: none at all, or one found in a benign sample, in
-  /// its own negative examples, or in the negatives of 3 signatures. `kb lint` lists them.
+  /// it has no literal of kMinAtom bytes that is rare: none at all, or one found in healthy text
+  /// (kb/_tables/healthy_lines.tsv, another benign signature's samples). `kb lint` lists them.
   const std::vector<std::string>& regex_gated() const { return unfiltered_; }
   std::size_t literal_count() const { return literals_; }
   bool from_cache() const { return from_cache_; }

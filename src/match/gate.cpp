@@ -104,7 +104,7 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
   // Building the gate (atoms of every fingerprint, then the Vectorscan compile) costs about a second, so
   // like the matcher's database it is cached on disk, keyed by the library's content hash, the stages'
   // gate patterns and this code's version (bump kVersion when the atom selection changes).
-  constexpr const char* kVersion = "gate-v3";  // v3: MULTILINE, every match reported (hit_lines)
+  constexpr const char* kVersion = "gate-v4";  // v3: MULTILINE, every match reported; v4: own samples not common
   std::string key_text = kVersion + std::string("\n") + lib.content_hash;
   for (const auto& e : extra) key_text += "\n" + e;
   std::string cache = detail::cache_path("gate-" + std::to_string(std::hash<std::string>{}(key_text)) + "-" + std::to_string(key_text.size()));
@@ -114,29 +114,33 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
     g.from_cache_ = true;
     return g;
   }
-  // Lines known from healthy runs: every signature's negative examples and the benign signatures' own
-  // samples. An atom found in one of them is too common to gate on (it would let most lines through).
-  // A negative example is often a near miss of its own signature (same words, other numbers), so an atom
-  // counts as common when it is in a benign sample or in the negatives of at least 3 signatures.
-  std::vector<std::string> benign;
-  std::vector<std::pair<std::size_t, std::string>> negatives;  // (signature, line)
-  auto lower = [](std::string h) {
+  // Text known from healthy runs: the lines of kb/_tables/healthy_lines.tsv (progress lines, NCCL start-up
+  // chatter, framework info: what a healthy run prints by the thousand) and the benign signatures'
+  // samples. An atom found in one of them is too common to gate on (it would send most lines the full
+  // way), so that fingerprint goes into the gate as its own regexp. A signature's own samples do not
+  // count (a benign signature's atoms are in them by construction), and negative examples do not either:
+  // a negative is a near miss of some failure (same words, other numbers), about as rare in a healthy log
+  // as the failure, and the gate only decides which lines are read in full, never what they match.
+  // (Counting own samples and negatives put 161 fingerprints into the gate as prefilter regexps, about
+  // half of its cost on the bench console; `\b(?:eth|ib|en|...)\w*: Lost carrier` alone cost 3x the
+  // other 160 together.)
+  // (the signature whose sample it is, or kTable; lower case)
+  const std::size_t kTable = lib.signatures.size();
+  std::vector<std::pair<std::size_t, std::string>> healthy;
+  auto add_healthy = [&](std::size_t sig, std::string h) {
     std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return std::tolower(c); });
-    return h;
+    healthy.emplace_back(sig, std::move(h));
   };
-  for (std::size_t i = 0; i < lib.signatures.size(); ++i) {
-    const auto& s = lib.signatures[i];
-    for (const auto& e : s.negative) negatives.emplace_back(i, lower(e.line));
-    if (s.is_benign())
-      for (const auto& e : s.positive) benign.push_back(lower(e.line));
-  }
-  // An atom found in one of the signature's own negatives does not tell its lines from near misses.
+  if (auto t = lib.tables.find("healthy_lines"); t != lib.tables.end())
+    for (const auto& [line, _] : t->second.rows) add_healthy(kTable, line);
+  for (std::size_t i = 0; i < lib.signatures.size(); ++i)
+    if (lib.signatures[i].is_benign())
+      for (const auto& e : lib.signatures[i].positive) add_healthy(i, e.line);
+  const std::size_t kStage = kTable + 1;  // a stage's pattern: only the table counts
   auto common_for = [&](std::size_t sig, const std::string& atom) {
-    if (std::any_of(benign.begin(), benign.end(), [&](const std::string& h) { return h.find(atom) != std::string::npos; })) return true;
-    std::set<std::size_t> sigs;
-    for (const auto& [si, h] : negatives)
-      if (h.find(atom) != std::string::npos && (si == sig || (sigs.insert(si).second && sigs.size() >= 3))) return true;
-    return false;
+    return std::any_of(healthy.begin(), healthy.end(), [&](const auto& h) {
+      return h.first != sig && (sig != kStage || h.first == kTable) && h.second.find(atom) != std::string::npos;
+    });
   };
   std::set<std::string> atoms;
   std::vector<std::string> exprs;
@@ -156,12 +160,26 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
       atoms.insert(a.begin(), a.end());
     }
   }
+  // The stages' patterns (record anchors, error words, mask rules) are gated the same way, by their
+  // required literals, down to 3 bytes (a token prefix such as "hf_" or "sk-" is all some secrets have);
+  // those without such literals, or with one found in the healthy-lines table, stay regexps. (Benign
+  // samples do not count here: they hold error words by design, and the error words are needed anyway.)
+  std::vector<std::string> extra_regexps;
+  for (const auto& e : extra) {
+    bool filtered = false;
+    auto a = required_atoms(e, kMinStageAtom, &filtered);
+    if (!filtered || std::any_of(a.begin(), a.end(), [&](const std::string& x) { return common_for(kStage, x); })) {
+      extra_regexps.push_back(e);
+      continue;
+    }
+    atoms.insert(a.begin(), a.end());
+  }
   for (const auto& a : atoms) {
     exprs.push_back(escape_literal(a));
     flags.push_back(HS_FLAG_CASELESS | HS_FLAG_MULTILINE);
   }
   g.literals_ = atoms.size();
-  for (const auto& e : extra) {
+  for (const auto& e : extra_regexps) {
     exprs.push_back(e);
     flags.push_back(HS_FLAG_PREFILTER | HS_FLAG_MULTILINE);
   }

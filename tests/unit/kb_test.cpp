@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "firstfault/gate.hpp"
 #include "firstfault/kb.hpp"
 #include "firstfault/match.hpp"
 
@@ -212,6 +213,46 @@ TEST(kb_cache, parsed_signatures_come_back_whole_and_a_corrupt_cache_is_ignored)
   std::filesystem::remove_all(dir);
 }
 
+// Which fingerprints the gate reads by their literals: a literal found in healthy text (the healthy-lines
+// table, another benign signature's samples) is too common, one found only in negative examples is not.
+TEST(gate_atoms, common_means_found_in_healthy_text_not_in_negatives) {
+  ::setenv("FIRSTFAULT_CACHE_DIR", "off", 1);
+  auto sig = [](const std::string& name, const std::string& fp, const std::string& role, const std::string& extra) {
+    return std::pair<std::string, std::string>{
+        "a/" + name + ".yaml", "title: T\nid: 00000000-0000-4000-8000-00000000000" + std::to_string(name.size() % 10) + "\nname: " + name +
+                                   "\nkind: cuda_oom\nrole: " + role + "\nfingerprints: ['" + fp + "']\n" + extra};
+  };
+  auto lib = ff::kb::library::from_files({
+      {"kinds.tsv", "kind\tcategory\tmeaning\ncuda_oom\tresource\tout of memory\n"},
+      {"_tables/healthy_lines.tsv", "line\tsource\nstep 5 loss 2.1 lr 0.001\ttest\n"},
+      sig("loss_is_nan", "\\bloss\\s*=\\s*nan\\b", "cause", ""),
+      sig("allocator_oom", "CUDA out of memory", "cause",
+          "examples:\n    negative:\n        - line: 'CUDA out of memory was expected here'\n"),
+      sig("benign_banner", "Banner line for the healthy job", "benign",
+          "examples:\n    positive:\n        - line: 'Banner line for the healthy job'\n"),
+      sig("uses_banner", "for the healthy job.*boom", "cause", ""),
+  });
+  ASSERT_TRUE(lib) << lib.error().message;
+  auto g = ff::match::gate::build(lib.value(), {});
+  ASSERT_TRUE(g) << g.error().message;
+  std::string gated;
+  for (const auto& r : g.value().regex_gated()) gated += r + "\n";
+  EXPECT_NE(gated.find("loss_is_nan:"), std::string::npos) << gated;      // "loss" is in the table
+  EXPECT_EQ(gated.find("allocator_oom:"), std::string::npos) << gated;    // only in its negative
+  EXPECT_EQ(gated.find("benign_banner:"), std::string::npos) << gated;    // its own sample
+  EXPECT_NE(gated.find("uses_banner:"), std::string::npos) << gated;      // another benign's sample
+  ff::match::gate_scratch s(g.value());
+  for (const char* line : {"loss = nan at step 3", "[rank1]: CUDA out of memory. Tried", "Banner line for the healthy job", "a line for the healthy job, then boom"}) {
+    auto hit = g.value().hit(line, s);
+    ASSERT_TRUE(hit);
+    EXPECT_TRUE(hit.value()) << line;
+  }
+  auto quiet = g.value().hit("step 5 loss 2.1 lr 0.001", s);
+  ASSERT_TRUE(quiet);
+  EXPECT_FALSE(quiet.value());
+  ::unsetenv("FIRSTFAULT_CACHE_DIR");
+}
+
 // The block scan must hit every line the per-line scan hits (the light path relies on it), on every log
 // of the test corpus, with blocks cut at arbitrary lines.
 TEST(gate_block, hits_every_line_the_per_line_gate_hits) {
@@ -283,7 +324,9 @@ TEST(kb_fields, role_layer_and_initiator_are_parsed_once) {
                         row{"exit_code:1x", {how::unknown, 0}}, row{"exit_code:99999999999", {how::unknown, 0}},
                         row{"printing rank", {how::unknown, 0}}}) {
     EXPECT_EQ(ff::kb::parse_initiator(r.text), r.want) << r.text;
-    if (r.want.kind != how::unknown) EXPECT_EQ(ff::kb::to_string(ff::kb::parse_initiator(r.text)), r.text);
+    if (r.want.kind != how::unknown) {
+      EXPECT_EQ(ff::kb::to_string(ff::kb::parse_initiator(r.text)), r.text);
+    }
   }
 }
 }  // namespace
