@@ -8,6 +8,10 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "firstfault/extract.hpp"
 #include "firstfault/text.hpp"
@@ -57,14 +61,38 @@ std::optional<long> parse_long(std::string_view digits) {
   return v;
 }
 
+// Calls f(i) for each i, ascending, where s[i] in lower case is a, b or c (lower-case ASCII letters),
+// until f returns true; returns whether it did. 16 bytes at a time with SSE2: this runs on every line, and
+// most bytes are none of the letters. (c | 0x20 equals a letter exactly for that letter in either case.)
+template <class F>
+bool for_letters(std::string_view s, char a, char b, char c, F&& f) {
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i to_lower = _mm_set1_epi8(0x20), va = _mm_set1_epi8(a), vb = _mm_set1_epi8(b), vc = _mm_set1_epi8(c);
+  for (; i + 16 <= s.size(); i += 16) {
+    __m128i v = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i)), to_lower);
+    __m128i eq = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, va), _mm_cmpeq_epi8(v, vb)), _mm_cmpeq_epi8(v, vc));
+    for (auto m = static_cast<unsigned>(_mm_movemask_epi8(eq)); m != 0; m &= m - 1)
+      if (f(i + static_cast<std::size_t>(__builtin_ctz(m)))) return true;
+  }
+#endif
+  for (; i < s.size(); ++i) {
+    char l = static_cast<char>(s[i] | 0x20);
+    if ((l == a || l == b || l == c) && f(i)) return true;
+  }
+  return false;
+}
+
 // step_re() on a printable-ASCII body: the leftmost position where an alternative (in order) is followed
 // by \s*[=:]?\s*\d+. The three parts after the word cannot overlap, so no backtracking is needed.
 // Returns {matched, value}: matched with no value is a number too large (RE2 then returns false too).
 std::pair<bool, std::optional<long>> scan_step(std::string_view b) {
   static constexpr std::string_view alts[] = {"step", "iteration", "iter", "global_step"};
   const std::size_t n = b.size();
-  for (std::size_t pos = 0; pos < n; ++pos) {
-    if (pos > 0 && is_word(static_cast<unsigned char>(b[pos - 1]))) continue;  // \b (every word starts with \w)
+  std::pair<bool, std::optional<long>> out{false, std::nullopt};
+  // only where an alternative can start: 's', 'i' or 'g' in either case, leftmost first
+  for_letters(b, 's', 'i', 'g', [&](std::size_t pos) {
+    if (pos > 0 && is_word(static_cast<unsigned char>(b[pos - 1]))) return false;  // \b (every word starts with \w)
     for (auto alt : alts) {
       if (pos + alt.size() > n) continue;
       std::size_t k = 0;
@@ -79,10 +107,23 @@ std::pair<bool, std::optional<long>> scan_step(std::string_view b) {
       if (j >= n || !is_digit(static_cast<unsigned char>(b[j]))) continue;
       std::size_t e = j;
       while (e < n && is_digit(static_cast<unsigned char>(b[e]))) ++e;
-      return {true, parse_long(b.substr(j, e - j))};
+      out = {true, parse_long(b.substr(j, e - j))};
+      return true;
     }
-  }
-  return {false, std::nullopt};
+    return false;
+  });
+  return out;
+}
+
+// has_ci(s, "step") || has_ci(s, "iter"), looking only where an 's' or an 'i' is
+bool has_step_word(std::string_view s) {
+  auto at = [&](std::size_t i, std::string_view w) {
+    if (i + w.size() > s.size()) return false;
+    for (std::size_t k = 0; k < w.size(); ++k)
+      if (lower(static_cast<unsigned char>(s[i + k])) != static_cast<unsigned char>(w[k])) return false;
+    return true;
+  };
+  return for_letters(s, 's', 'i', 'i', [&](std::size_t i) { return at(i, "step") || at(i, "iter"); });
 }
 
 // A necessary condition for planned_re(): some '/' with a digit before it and after it (spaces between).
@@ -103,7 +144,7 @@ bool has_ratio_shape(std::string_view b) {
 progress read_progress(std::string_view body, bool plain) {
   progress out;
   re2::StringPiece bsp(body.data(), body.size());
-  const bool stepish = has_ci(body, "step") || has_ci(body, "iter");
+  const bool stepish = has_step_word(body);
   if (stepish) {
     long step = 0;
     if (plain || text::is_plain(body)) out.step = scan_step(body).second;
@@ -113,7 +154,7 @@ progress read_progress(std::string_view body, bool plain) {
   if (body.find('/') != std::string_view::npos && (stepish || has_ci(body, "batch")) && has_ratio_shape(body) &&
       re2::RE2::PartialMatch(bsp, planned_re(), &planned))
     out.planned = planned;
-  else if (body.find(" batches") != std::string_view::npos && re2::RE2::PartialMatch(bsp, batches_re(), &planned))
+  else if (::memmem(body.data(), body.size(), " batches", 8) != nullptr && re2::RE2::PartialMatch(bsp, batches_re(), &planned))
     out.planned = planned;
   return out;
 }

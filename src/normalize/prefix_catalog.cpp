@@ -7,6 +7,9 @@
 #include <atomic>
 #include <map>
 #include <unordered_map>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "firstfault/normalize.hpp"
 
@@ -678,6 +681,24 @@ bool detail::digit_blind(const std::string& re, std::vector<std::string>* words)
 }
 
 namespace {
+// `out` = `line` with every ASCII digit written '0': 16 bytes at a time with SSE2 (every x86-64 has it),
+// which made the shape key ~10x cheaper than the byte loop (it ran on every line: ~9 instructions a byte).
+void digits_to_zero(std::string_view line, std::string& out) {
+  out.resize(line.size());
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i below = _mm_set1_epi8('0' - 1), above = _mm_set1_epi8('9' + 1), zero = _mm_set1_epi8('0');
+  for (; i + 16 <= line.size(); i += 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line.data() + i));
+    // signed compares: bytes >= 0x80 are negative, so never digits
+    __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, below), _mm_cmplt_epi8(v, above));
+    v = _mm_or_si128(_mm_and_si128(digit, zero), _mm_andnot_si128(digit, v));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + i), v);
+  }
+#endif
+  for (; i < line.size(); ++i) out[i] = line[i] >= '0' && line[i] <= '9' ? '0' : line[i];
+}
+
 // Per thread: the peel of each line shape seen (the line with every ASCII digit written '0'), as layers
 // and group spans; a line of a known shape takes its fields from its own bytes at those spans.
 struct shape_memo {
@@ -711,8 +732,7 @@ bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const
   }
   // The shape key: every digit written '0', except inside an occurrence of a prefix's literal word with
   // digits ("c10d"), which a prefix reads as it is.
-  memo.key.resize(line.size());
-  for (std::size_t i = 0; i < line.size(); ++i) memo.key[i] = line[i] >= '0' && line[i] <= '9' ? '0' : line[i];
+  digits_to_zero(line, memo.key);
   for (const auto& w : impl_->digit_words)
     for (auto p = line.find(w); p != std::string_view::npos; p = line.find(w, p + 1)) memo.key.replace(p, w.size(), w);
   auto it = memo.map.find(memo.key);

@@ -82,6 +82,19 @@ double seconds_field(const std::string& s) {
 }  // namespace
 
 std::optional<timestamp> parse_timestamp(std::string_view format, std::string_view text_in, int default_year) {
+  // The common case first, on the caller's bytes (no copy: this runs on nearly every line): ISO with the
+  // usual digit counts and no UTC offset after it.
+  if ((format == "iso" || format == "elastic") && text_in.size() >= 19) {
+    int y = 0, mo = 0, d = 0, h = 0, mi = 0;
+    double secs = 0;
+    std::size_t n = fast_iso(text_in, y, mo, d, h, mi, secs);
+    if (n > 0 && (n == text_in.size() || (text_in[n] != '+' && text_in[n] != '-'))) {
+      if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || secs >= 61) return std::nullopt;
+      timestamp ts;
+      ts.seconds = epoch(y, mo - 1, d, h, mi, secs);
+      return ts;
+    }
+  }
   std::string text(text_in);
   int y = 0, mo = 0, d = 0, h = 0, mi = 0;
   char sec[40] = {0};
