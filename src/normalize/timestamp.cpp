@@ -1,5 +1,6 @@
 // Timestamp formats seen in training logs (../shared/reference/log_formats.md §0).
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -60,7 +61,19 @@ std::size_t fast_iso(std::string_view t, int& y, int& mo, int& d, int& h, int& m
     if (i == start || i - 17 > 38) return 0;
   }
   if (i < t.size() && ((t[i] >= '0' && t[i] <= '9') || t[i] == '.' || t[i] == ',')) return 0;  // an odd shape: sscanf decides
-  // the seconds as strtod reads them (the same double as the sscanf path's seconds_field)
+  // the seconds as strtod reads them (the same double as the sscanf path's seconds_field). With at most 15
+  // digits, SS.frac is the integer of its digits over a power of ten, both exact doubles, and IEEE division
+  // rounds their exact quotient correctly: the same double strtod gives, without its cost on every line.
+  if (i - 17 <= 16) {
+    std::int64_t v = ss;
+    double scale = 1;
+    for (std::size_t k = 20; k < i; ++k) {
+      v = v * 10 + (t[k] - '0');
+      scale *= 10;
+    }
+    sec = static_cast<double>(v) / scale;
+    return i;
+  }
   char buf[40];
   std::size_t n = i - 17;
   std::memcpy(buf, t.data() + 17, n);

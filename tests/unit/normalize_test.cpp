@@ -5,6 +5,8 @@
 #include "test_support.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -461,6 +463,26 @@ TEST(normalize_stack, at_most_max_layers_are_peeled) {
 }
 
 // ------------------------------------------------------------------ parse_timestamp
+
+// The ISO fast path computes SS.frac without strtod: it must give strtod's double for every digit count,
+// with '.' and ',' (the minute's epoch plus strtod of the seconds, summed as epoch() sums them).
+TEST(parse_timestamp, iso_seconds_equal_strtod_for_every_fraction_length) {
+  auto base = parse_timestamp("iso", "2026-11-30 02:09:00", 2026);
+  ASSERT_TRUE(base);
+  std::uint64_t x = 88172645463325252ull;
+  for (int n = 0; n < 20000; ++n) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    std::string secs = std::to_string(10 + x % 50);
+    int digits = static_cast<int>((x >> 8) % 19);  // 0..18: past the 15 digits of the exact path too
+    if (digits > 0) secs += '.';
+    for (int k = 0; k < digits; ++k) secs += static_cast<char>('0' + (x >> (12 + k)) % 10);
+    std::string text = "2026-11-30 02:09:" + secs;
+    if (n % 2 && digits > 0) text[19] = ',';
+    auto t = parse_timestamp("iso", text, 2026);
+    ASSERT_TRUE(t) << text;
+    EXPECT_EQ(t->seconds, base->seconds + std::strtod(secs.c_str(), nullptr)) << text;
+  }
+}
 
 TEST(parse_timestamp, iso) {
   auto t = parse_timestamp("iso", "2025-11-24T03:20:21.5Z", 2026);
