@@ -181,6 +181,10 @@ struct builder {
     m.axis = wall ? axis::wall : axis::position;
     for (const auto& [host, ranks] : in.host_ranks)
       for (int r : ranks) host_of_rank.emplace(r, host);
+    // The agent's failure block names each failed rank's host ("host : node-46", "rank : 360"): a rank
+    // that printed no host of its own (torchrun's [defaultN]: lines carry none) is drawn on it too.
+    for (const auto& e : in.exits)
+      if (e.rank && !e.host.empty()) host_of_rank.emplace(*e.rank, e.host);
   }
 
   void add_activity() {

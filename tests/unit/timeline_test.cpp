@@ -159,6 +159,35 @@ TEST(timeline, a_node_event_without_a_rank_is_drawn_for_its_host) {
   EXPECT_TRUE(node_mark);
 }
 
+// torchrun's [rankN]: lines carry no host; the agent's failure block names the host of each failed rank.
+TEST(timeline, a_rank_without_a_host_of_its_own_is_drawn_on_the_host_its_failure_block_names) {
+  job j;
+  auto failure = [](int rank, const char* exitcode) {
+    return "  time      : 2024-12-06_10:11:05\n  host      : gpu-node-7\n  rank      : " + std::to_string(rank) + " (local_rank: " +
+           std::to_string(rank) + ")\n  exitcode  : " + exitcode + "\n  error_file: <N/A>\n"
+           "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n";
+  };
+  j.file("console.log", oom_console(4, 2) +
+                            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+                            "============================================================\ntrain.py FAILED\n"
+                            "------------------------------------------------------------\nFailures:\n[1]:\n" +
+                            failure(3, "-6 (pid: 1235)") +
+                            "------------------------------------------------------------\nRoot Cause (first observed failure):\n[0]:\n" +
+                            failure(2, "1 (pid: 1234)") + "============================================================\n");
+  auto r = j.run();
+  ASSERT_EQ(r.diag.initiating_rank, 2);
+  auto host_of = [&](int rank) -> std::string {
+    for (const auto& h : r.timeline.hosts)
+      for (const auto& l : h.lanes)
+        if (std::find(l.ranks.begin(), l.ranks.end(), rank) != l.ranks.end()) return h.host.empty() ? "?" : h.host;
+    return "";
+  };
+  EXPECT_NE(host_of(3), "?");
+  EXPECT_NE(host_of(3), "");
+  EXPECT_EQ(host_of(3), host_of(2));
+  EXPECT_EQ(host_of(0), "?");  // no line and no block names its host
+}
+
 TEST(timeline, the_json_form_draws_the_same_picture) {
   job j;
   j.file("console.log", oom_console(64, 17));
