@@ -124,9 +124,8 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
   // (Counting own samples and negatives put 161 fingerprints into the gate as prefilter regexps, about
   // half of its cost on the bench console; `\b(?:eth|ib|en|...)\w*: Lost carrier` alone cost 3x the
   // other 160 together.)
-  // (the signature whose sample it is, or kTable; lower case)
   const std::size_t kTable = lib.signatures.size();
-  std::vector<std::pair<std::size_t, std::string>> healthy;
+  std::vector<std::pair<std::size_t, std::string>> healthy;  // (signature whose sample it is, or kTable; lower case)
   auto add_healthy = [&](std::size_t sig, std::string h) {
     std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return std::tolower(c); });
     healthy.emplace_back(sig, std::move(h));

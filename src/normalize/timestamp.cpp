@@ -95,49 +95,41 @@ double seconds_field(const std::string& s) {
 }  // namespace
 
 std::optional<timestamp> parse_timestamp(std::string_view format, std::string_view text_in, int default_year) {
-  // The common case first, on the caller's bytes (no copy: this runs on nearly every line): ISO with the
-  // usual digit counts and no UTC offset after it.
-  if ((format == "iso" || format == "elastic") && text_in.size() >= 19) {
-    int y = 0, mo = 0, d = 0, h = 0, mi = 0;
-    double secs = 0;
-    std::size_t n = fast_iso(text_in, y, mo, d, h, mi, secs);
-    if (n > 0 && (n == text_in.size() || (text_in[n] != '+' && text_in[n] != '-'))) {
-      if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || secs >= 61) return std::nullopt;
-      timestamp ts;
-      ts.seconds = epoch(y, mo - 1, d, h, mi, secs);
-      return ts;
-    }
-  }
-  std::string text(text_in);
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0;
-  char sec[40] = {0};
   timestamp ts;
   if (format == "iso" || format == "elastic") {
     // 2026-11-30 02:14:01,880 | 2025-11-24T03:20:21.001125857Z | 2026-09-07_13:02:58
-    int consumed = 0;
+    // The usual digit counts are read from the caller's bytes (this runs on nearly every line); sscanf, on
+    // a NUL-terminated copy, only decides the other shapes.
+    int y = 0, mo = 0, d = 0, h = 0, mi = 0;
     double secs = 0;
-    if (std::size_t n = text.size() >= 19 ? fast_iso(text, y, mo, d, h, mi, secs) : 0; n > 0) {
-      consumed = static_cast<int>(n);
-    } else {
-      if (std::sscanf(text.c_str(), "%d-%d-%d%*c%d:%d:%39[0-9.,]%n", &y, &mo, &d, &h, &mi, sec, &consumed) < 6) {
-        consumed = 0;
-        if (std::sscanf(text.c_str(), "%d-%d-%d%*c%d:%d%n", &y, &mo, &d, &h, &mi, &consumed) < 5) return std::nullopt;
+    std::size_t consumed = text_in.size() >= 19 ? fast_iso(text_in, y, mo, d, h, mi, secs) : 0;
+    if (consumed == 0) {
+      std::string text(text_in);
+      char sec[40] = {0};
+      int n = 0;
+      if (std::sscanf(text.c_str(), "%d-%d-%d%*c%d:%d:%39[0-9.,]%n", &y, &mo, &d, &h, &mi, sec, &n) < 6) {
+        n = 0;
+        if (std::sscanf(text.c_str(), "%d-%d-%d%*c%d:%d%n", &y, &mo, &d, &h, &mi, &n) < 5) return std::nullopt;
       }
+      consumed = static_cast<std::size_t>(n);
       secs = seconds_field(sec);
     }
     if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || secs >= 61) return std::nullopt;
     ts.seconds = epoch(y, mo - 1, d, h, mi, secs);
     // An explicit UTC offset (+02:00, -0700) moves the instant; "Z" or none means UTC.
-    if (consumed > 0 && static_cast<std::size_t>(consumed) < text.size()) {
-      const char* z = text.c_str() + consumed;
+    if (consumed > 0 && consumed < text_in.size() && (text_in[consumed] == '+' || text_in[consumed] == '-')) {
+      std::string z(text_in.substr(consumed + 1));
       int oh = 0, om = 0;
-      if ((*z == '+' || *z == '-') && (std::sscanf(z + 1, "%2d:%2d", &oh, &om) == 2 || std::sscanf(z + 1, "%2d%2d", &oh, &om) == 2)) {
+      if (std::sscanf(z.c_str(), "%2d:%2d", &oh, &om) == 2 || std::sscanf(z.c_str(), "%2d%2d", &oh, &om) == 2) {
         double off = oh * 3600.0 + om * 60.0;
-        ts.seconds += (*z == '+') ? -off : off;
+        ts.seconds += text_in[consumed] == '+' ? -off : off;
       }
     }
     return ts;
   }
+  std::string text(text_in);
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0;
+  char sec[40] = {0};
   if (format == "c10" || format == "glog") {
     // 1206 18:44:12.715298746  (MMDD HH:MM:SS.frac), level letter already stripped
     if (text.size() < 4) return std::nullopt;

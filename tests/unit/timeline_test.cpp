@@ -66,12 +66,15 @@ std::size_t ranks_drawn(const ff::timeline::model& m) {
   return n;
 }
 
-const ff::timeline::lane* lane_of_rank(const ff::timeline::model& m, int rank) {
+// The host group and lane that draw `rank`, or nulls.
+std::pair<const ff::timeline::host_group*, const ff::timeline::lane*> find_rank(const ff::timeline::model& m, int rank) {
   for (const auto& h : m.hosts)
     for (const auto& l : h.lanes)
-      if (std::find(l.ranks.begin(), l.ranks.end(), rank) != l.ranks.end()) return &l;
-  return nullptr;
+      if (std::find(l.ranks.begin(), l.ranks.end(), rank) != l.ranks.end()) return {&h, &l};
+  return {nullptr, nullptr};
 }
+
+const ff::timeline::lane* lane_of_rank(const ff::timeline::model& m, int rank) { return find_rank(m, rank).second; }
 
 TEST(timeline, eight_ranks_get_a_lane_each_with_the_root_on_the_failing_rank) {
   job j;
@@ -177,10 +180,8 @@ TEST(timeline, a_rank_without_a_host_of_its_own_is_drawn_on_the_host_its_failure
   auto r = j.run();
   ASSERT_EQ(r.diag.initiating_rank, 2);
   auto host_of = [&](int rank) -> std::string {
-    for (const auto& h : r.timeline.hosts)
-      for (const auto& l : h.lanes)
-        if (std::find(l.ranks.begin(), l.ranks.end(), rank) != l.ranks.end()) return h.host.empty() ? "?" : h.host;
-    return "";
+    const auto* h = find_rank(r.timeline, rank).first;
+    return !h ? "" : h->host.empty() ? "?" : h->host;
   };
   EXPECT_NE(host_of(3), "?");
   EXPECT_NE(host_of(3), "");
