@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build demo install test test-sanitize fuzz-smoke fuzz clean bench bench-quick score
+.PHONY: all deps build demo install test test-sanitize fuzz-smoke fuzz clean bench bench-quick score vsix
 
 all: build
 
@@ -58,6 +58,15 @@ score: build
 PREFIX ?= /usr/local
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# The VS Code extension (editors/vscode/README.md): $(BUILD)/firstfault.vsix, then the files in it.
+# Offline once `deps` has run npm ci there; install with: code --install-extension $(BUILD)/firstfault.vsix
+VSIX = $(abspath $(BUILD))/firstfault.vsix
+vsix: deps
+	@mkdir -p $(BUILD)
+	cd editors/vscode && npm run --silent compile && \
+	  npx --no-install vsce package --no-update-package-json --no-git-tag-version --no-rewrite-relative-links --out $(VSIX) </dev/null
+	python3 -m zipfile -l $(VSIX)
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz

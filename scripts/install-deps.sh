@@ -7,20 +7,27 @@ pkgs=(
   libvectorscan-dev libre2-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   zlib1g-dev libzstd-dev libarchive-dev libgtest-dev libgmock-dev
   clang libclang-rt-14-dev libsqlite3-dev libcpp-httplib-dev libssl-dev curl prometheus
-  chromium nodejs npm
+  chromium nodejs npm neovim
 )
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 # The browser tests' driver (playwright-core) comes from tests/browser/package-lock.json; it drives Debian's
-# /usr/bin/chromium and downloads no browser.
+# /usr/bin/chromium and downloads no browser. The VS Code extension's client library, compiler and
+# packager (vsce) come from editors/vscode/package-lock.json.
 npm_deps() {
-  local d
-  d="$(cd "$(dirname "$0")/.." && pwd)/tests/browser"
+  local d root
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  d="$root/tests/browser"
   if [ ! -d "$d/node_modules/playwright-core" ]; then
     echo "install-deps: npm ci in tests/browser" >&2
     (cd "$d" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  fi
+  d="$root/editors/vscode"
+  if [ ! -d "$d/node_modules/vscode-languageclient" ]; then
+    echo "install-deps: npm ci in editors/vscode" >&2
+    (cd "$d" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
   fi
 }
 # node and npm may come from elsewhere than Debian (NodeSource): a working `npm` is enough.

@@ -868,7 +868,11 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
   const bool peel_ahead = col.gated();  // the light path is the only user of the peels
   std::uint64_t bytes_done = 0;
   std::size_t inputs_started = 0;
+  bool stopped = false;  // options::cancelled said so
+  auto cancelled = [&] { return stopped || (opt.cancelled && (stopped = opt.cancelled())); };
   auto visit = [&](const ingest::source& src, ingest::line_reader& reader) -> bool {
+    if (cancelled()) return false;
+    if (opt.on_source && inputs_started < UINT32_MAX) opt.on_source(static_cast<std::uint32_t>(inputs_started), src.display);
     ++inputs_started;
     auto st = std::make_shared<collector::stream>();
     worker.post([&col, st, src] { *st = col.open_stream(src); });
@@ -913,6 +917,7 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
           post_block(std::move(blk));
           blk = std::make_shared<line_block>();
           if (opt.progress) opt.progress(bytes_done + reader.bytes_read(), inputs_started);
+          if (cancelled()) break;
         }
         continue;
       }
@@ -941,6 +946,7 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
   };
   auto errors = ingest::read_inputs(paths, opt.ingest, visit);
   worker.finish();
+  if (stopped) return error{"cancelled", errc::cancelled};
   out.errors = std::move(errors);
   if (auto st = col.check(); !st) return st.error();  // an engine error mid-run: no verdict from partial matching
   finish(col, out);

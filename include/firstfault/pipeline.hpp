@@ -64,6 +64,14 @@ struct options {
   /// Called once at the end of diagnose(), after the report is made, with the collector that made it (its
   /// masker masks any further text the caller shows the same way: `serve`'s log viewer). Empty: not called.
   std::function<void(collector&, const run&)> on_finish;
+  /// Called as each input is opened, with its index in correlate::inputs::source_names and its display name
+  /// as read, before masking. The language server (lsp.hpp) needs it to point a diagnostic at the real file;
+  /// nothing here may be rendered or stored. Empty: not called.
+  std::function<void(std::uint32_t source_id, const std::string& raw_display)> on_source;
+  /// Asked after each block of lines (about 256 KiB) and each input: true stops reading, and diagnose()
+  /// returns an error with errc::cancelled instead of a report (the language server drops a diagnosis
+  /// when the document changed meanwhile). Empty: never cancelled.
+  std::function<bool()> cancelled;
 };
 
 struct input_stats {

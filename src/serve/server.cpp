@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "base/temp_dir.hpp"
 #include "firstfault/encyclopedia.hpp"
 #include "firstfault/history.hpp"
 #include "firstfault/pipeline.hpp"
@@ -75,20 +76,7 @@ std::string random_hex(std::size_t bytes) {
 std::string esc(std::string_view s) { return text::html_escape(s); }
 
 // A private directory for one request's uploads, removed with everything in it when the request ends.
-struct temp_dir {
-  std::string path;
-  temp_dir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tpl = std::string(base && *base ? base : "/tmp") + "/firstfault-serve-XXXXXX";
-    std::vector<char> buf(tpl.begin(), tpl.end());
-    buf.push_back('\0');
-    if (::mkdtemp(buf.data())) path = buf.data();  // mkdtemp creates it 0700
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    if (!path.empty()) fs::remove_all(path, ec);
-  }
-};
+using temp_dir = base::temp_dir;
 
 // A line's stream in a console: its global rank, or its local rank when the prefix gives only that
 // (torchrun --tee's "[default3]:" on one node).
@@ -231,7 +219,7 @@ struct server::impl {
   std::string diagnose(const std::vector<upload>& ups, stored_report& out, pipeline::run& run_out) {
     if (!eng) return "the knowledge base did not compile: " + engine_error;
     std::lock_guard<std::mutex> lock(diagnose_mu);
-    temp_dir tmp;
+    temp_dir tmp("firstfault-serve");
     if (tmp.path.empty()) return "cannot create a temporary directory";
     if (auto e = write_uploads(tmp.path, ups); !e.empty()) return e;
     pipeline::options po;

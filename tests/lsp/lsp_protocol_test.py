@@ -1,0 +1,356 @@
+#!/usr/bin/env python3
+"""Protocol tests of `firstfault lsp`: a scripted LSP client over the binary's stdin/stdout drives
+initialize, didOpen of real corpus logs, publishDiagnostics (lines, ranges, severities, related
+information), the firstfault/verdict notification, hover, code actions, executeCommand (explain, copy fix,
+diagnose a folder of per-rank logs), debounced didChange, cancellation of a diagnosis made stale by an edit,
+error answers, shutdown and exit. Usage: lsp_protocol_test.py BIN TESTS_DIR. Every wait is for a message,
+bounded by a deadline; none is a fixed sleep."""
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.parse
+
+BIN = sys.argv[1]
+TESTS = sys.argv[2]
+OOM = os.path.join(TESTS, "corpus", "gh-funasr-2006", "logs", "pasted.log")
+PER_RANK = os.path.join(TESTS, "corpus", "run-c_rank_exception", "logs")
+WAIT = 240  # seconds: the first diagnosis may compile the knowledge base on a loaded machine
+
+
+def uri_of(path):
+    return "file://" + urllib.parse.quote(os.path.abspath(path))
+
+
+def utf16_len(s):
+    return len(s.encode("utf-16-le")) // 2
+
+
+def lines_of(text):
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+class Client:
+    def __init__(self, *args, env=None):
+        self.proc = subprocess.Popen([BIN, "lsp", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env)
+        self.inbox = queue.Queue()
+        self.seen = []  # every message, in order
+        self.next_id = 1
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        out = self.proc.stdout
+        while True:
+            headers = {}
+            while True:
+                line = out.readline()
+                if not line:
+                    self.inbox.put(None)
+                    return
+                line = line.decode("ascii").strip()
+                if not line:
+                    break
+                k, v = line.split(":", 1)
+                headers[k.strip().lower()] = v.strip()
+            body = out.read(int(headers["content-length"]))
+            self.inbox.put(json.loads(body.decode("utf-8")))
+
+    def send_raw(self, data):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, msg):
+        body = json.dumps(msg).encode("utf-8")
+        self.send_raw(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def notify(self, method, params):
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def wait_for(self, pred, what, seconds=WAIT):
+        deadline = time.monotonic() + seconds
+        for m in self.seen:
+            if pred(m):
+                self.seen.remove(m)
+                return m
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("no %s within %d s" % (what, seconds))
+            try:
+                m = self.inbox.get(timeout=left)
+            except queue.Empty:
+                continue
+            if m is None:
+                raise AssertionError("the server closed its output while waiting for %s (stderr: %s)" %
+                                     (what, self.proc.stderr.read().decode(errors="replace")[-2000:]))
+            if pred(m):
+                return m
+            self.seen.append(m)
+
+    def request(self, method, params):
+        i = self.next_id
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
+        return self.wait_for(lambda m: m.get("id") == i and "method" not in m, "answer to %s" % method)
+
+    def diagnostics(self, uri, version=None):
+        def pred(m):
+            if m.get("method") != "textDocument/publishDiagnostics" or m["params"]["uri"] != uri:
+                return False
+            return version is None or m["params"].get("version") == version
+        return self.wait_for(pred, "diagnostics for %s (version %s)" % (uri, version))["params"]
+
+    def verdict(self, uri):
+        return self.wait_for(lambda m: m.get("method") == "firstfault/verdict" and m["params"]["uri"] == uri,
+                             "verdict for %s" % uri)["params"]
+
+    def initialize(self, capabilities=None):
+        r = self.request("initialize", {"processId": os.getpid(), "rootUri": None,
+                                        "capabilities": capabilities if capabilities is not None else {}})
+        self.notify("initialized", {})
+        return r
+
+    def close(self):
+        r = self.request("shutdown", None)
+        assert r.get("result", "missing") is None, r
+        self.notify("exit", None)
+        return self.proc.wait(timeout=WAIT)
+
+
+class Session(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.log = os.path.join(cls.tmp.name, "job 1", "pasted.log")  # a space: the URI is percent-encoded
+        os.makedirs(os.path.dirname(cls.log))
+        shutil.copy(OOM, cls.log)
+        with open(cls.log, encoding="utf-8") as f:
+            cls.text = f.read()
+        cls.uri = uri_of(cls.log)
+        cls.c = Client("--debounce-ms", "200", env=dict(os.environ, TMPDIR=cls.tmp.name))
+        caps = {"textDocument": {"codeAction": {"codeActionLiteralSupport": {"codeActionKind": {"valueSet": ["quickfix"]}}}}}
+        cls.init = cls.c.initialize(caps)
+        cls.c.notify("textDocument/didOpen", {"textDocument": {"uri": cls.uri, "languageId": "log", "version": 1, "text": cls.text}})
+        cls.first = cls.c.diagnostics(cls.uri, 1)
+        cls.first_verdict = cls.c.verdict(cls.uri)
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.c.proc.poll() is None:
+            cls.c.proc.kill()
+        cls.tmp.cleanup()
+
+    def line_index(self, needle, text=None):
+        for i, l in enumerate(lines_of(text or self.text)):
+            if needle in l:
+                return i
+        raise AssertionError("no line with %r" % needle)
+
+    def test_01_capabilities(self):
+        caps = self.init["result"]["capabilities"]
+        self.assertEqual(caps["textDocumentSync"]["change"], 1)
+        self.assertTrue(caps["hoverProvider"])
+        self.assertEqual(caps["positionEncoding"], "utf-16")
+        self.assertIn("firstfault.diagnoseFolder", caps["executeCommandProvider"]["commands"])
+        self.assertEqual(self.init["result"]["serverInfo"]["name"], "firstfault")
+
+    def test_02_root_cause_is_an_error_on_the_oom_line(self):
+        diags = self.first["diagnostics"]
+        errors = [d for d in diags if d["severity"] == 1]
+        self.assertEqual(len(errors), 1, diags)
+        e = errors[0]
+        oom = self.line_index("CUDA out of memory")
+        self.assertEqual(e["range"]["start"], {"line": oom, "character": 0})
+        self.assertEqual(e["range"]["end"], {"line": oom, "character": utf16_len(lines_of(self.text)[oom])})
+        self.assertEqual(e["source"], "firstfault")
+        self.assertEqual(e["data"]["role"], "root")
+        self.assertEqual(e["data"]["kind"], "cuda_oom")
+        self.assertIn("rank 2", e["message"])
+        self.assertIn("fix:", e["message"])
+
+    def test_03_collateral_is_information_pointing_at_the_root_cause(self):
+        oom = self.line_index("CUDA out of memory")
+        infos = [d for d in self.first["diagnostics"] if d["severity"] == 3]
+        self.assertTrue(infos, self.first["diagnostics"])
+        for d in infos:
+            self.assertEqual(d["data"]["role"], "collateral")
+            self.assertNotEqual(d["range"]["start"]["line"], oom)
+            rel = d["relatedInformation"][0]["location"]
+            self.assertEqual(rel["uri"], self.uri)
+            self.assertEqual(rel["range"]["start"]["line"], oom)
+        # The watchdog timeout on rank 5 is the loudest line and only collateral.
+        on_lines = [lines_of(self.text)[d["range"]["start"]["line"]] for d in infos]
+        self.assertTrue(any("Watchdog caught collective operation timeout" in l for l in on_lines), on_lines)
+        self.assertTrue(all(d["data"]["kind"] for d in infos))
+
+    def test_04_verdict_notification(self):
+        v = self.first_verdict
+        self.assertEqual(v["verdict"], "failure")
+        self.assertEqual(v["kind"], "cuda_oom")
+        self.assertEqual(v["initiatingRank"], 2)
+
+    def test_05_hover_shows_the_encyclopedia_entry_and_nothing_elsewhere(self):
+        oom = self.line_index("CUDA out of memory")
+        r = self.c.request("textDocument/hover", {"textDocument": {"uri": self.uri}, "position": {"line": oom, "character": 5}})
+        md = r["result"]["contents"]["value"]
+        self.assertEqual(r["result"]["contents"]["kind"], "markdown")
+        self.assertTrue(md.startswith("#"), md[:200])
+        self.assertIn("out of memory", md.lower())
+        quiet = self.line_index("train, rank: 4")
+        r = self.c.request("textDocument/hover", {"textDocument": {"uri": self.uri}, "position": {"line": quiet, "character": 0}})
+        self.assertIsNone(r["result"])
+
+    def test_06_code_actions_explain_and_copy_the_fix(self):
+        oom = self.line_index("CUDA out of memory")
+        rng = {"start": {"line": oom, "character": 0}, "end": {"line": oom, "character": 3}}
+        r = self.c.request("textDocument/codeAction", {"textDocument": {"uri": self.uri}, "range": rng,
+                                                       "context": {"diagnostics": []}})
+        actions = r["result"]
+        titles = [a["title"] for a in actions]
+        self.assertTrue(any(t.startswith("firstfault: explain ") for t in titles), titles)
+        self.assertIn("firstfault: copy the fix", titles)
+        for a in actions:
+            self.assertEqual(a["kind"], "quickfix")
+            cmd = a["command"]
+            res = self.c.request("workspace/executeCommand", {"command": cmd["command"], "arguments": cmd["arguments"]})
+            self.assertNotIn("error", res, res)
+            if cmd["command"] == "firstfault.explain":
+                self.assertIn("out of memory", res["result"]["markdown"].lower())
+                self.assertTrue(res["result"]["title"])
+            else:
+                self.assertIn("# fix", res["result"]["text"])
+                self.assertIn("# verify", res["result"]["text"])
+
+    def test_07_explain_a_kind_and_an_unknown_name(self):
+        r = self.c.request("workspace/executeCommand", {"command": "firstfault.explain", "arguments": ["straggler_timeout"]})
+        self.assertIn("straggler_timeout", r["result"]["markdown"])
+        r = self.c.request("workspace/executeCommand", {"command": "firstfault.explain", "arguments": ["no_such_thing_at_all"]})
+        self.assertEqual(r["error"]["code"], -32602)
+
+    def test_08_edits_are_debounced_and_rediagnosed(self):
+        # Five quick edits: each puts one more line on top. The last version is the one diagnosed, and the
+        # Error follows the OOM line down; no publish for the document may go back to an older version.
+        texts = []
+        for v in range(2, 7):
+            t = "".join("[2024-08-12 23:04:0%d,000][root][INFO] - edit %d\n" % (v, k) for k in range(v - 1)) + self.text
+            texts.append(t)
+            self.c.notify("textDocument/didChange", {"textDocument": {"uri": self.uri, "version": v},
+                                                     "contentChanges": [{"text": t}]})
+        p = self.c.diagnostics(self.uri, 6)
+        err = [d for d in p["diagnostics"] if d["severity"] == 1]
+        self.assertEqual(len(err), 1)
+        self.assertEqual(err[0]["range"]["start"]["line"], self.line_index("CUDA out of memory", texts[-1]))
+        stale = [m for m in self.c.seen if m.get("method") == "textDocument/publishDiagnostics"
+                 and m["params"]["uri"] == self.uri and m["params"].get("version", 6) > 6]
+        self.assertEqual(stale, [])
+
+    def test_09_a_long_diagnosis_made_stale_by_an_edit_is_cancelled(self):
+        # A 40 MB document, then at once a small edit: the big version's diagnosis is dropped (cancelled
+        # mid-read or discarded) and only the small version's diagnostics arrive.
+        big_uri = uri_of(os.path.join(self.tmp.name, "big.log"))
+        line = "[rank1]: step 17 loss 0.25 lr 1e-4 tokens/s 12000 this line is filler for size\n"
+        big = line * (40_000_000 // len(line)) + self.text
+        self.c.notify("textDocument/didOpen", {"textDocument": {"uri": big_uri, "languageId": "log", "version": 1, "text": big}})
+        self.c.notify("textDocument/didChange", {"textDocument": {"uri": big_uri, "version": 2},
+                                                 "contentChanges": [{"text": self.text}]})
+        p = self.c.diagnostics(big_uri, 2)
+        self.assertTrue(any(d["severity"] == 1 for d in p["diagnostics"]))
+        old = [m for m in self.c.seen if m.get("method") == "textDocument/publishDiagnostics"
+               and m["params"]["uri"] == big_uri and m["params"].get("version") == 1]
+        self.assertEqual(old, [])
+        self.c.notify("textDocument/didClose", {"textDocument": {"uri": big_uri}})
+        cleared = self.c.diagnostics(big_uri)
+        self.assertEqual(cleared["diagnostics"], [])
+
+    def test_10_diagnose_a_folder_of_per_rank_logs(self):
+        folder = os.path.join(self.tmp.name, "run")
+        shutil.copytree(PER_RANK, folder)
+        r = self.c.request("workspace/executeCommand", {"command": "firstfault.diagnoseFolder", "arguments": [uri_of(folder)]})
+        self.assertNotIn("error", r, r)
+        report = r["result"]
+        self.assertEqual(report["verdict"], "failure", json.dumps(report)[:1000])
+        v = self.c.verdict(uri_of(folder))
+        self.assertEqual(v["verdict"], "failure")
+        # Diagnostics went to files under the folder, and each Error's line holds its evidence.
+        published = {}
+        for m in list(self.c.seen):
+            if m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"].startswith(uri_of(folder) + "/"):
+                published[m["params"]["uri"]] = m["params"]["diagnostics"]
+        errors = [(u, d) for u, ds in published.items() for d in ds if d["severity"] == 1]
+        self.assertTrue(errors, list(published))
+        for u, d in errors:
+            path = urllib.parse.unquote(urllib.parse.urlparse(u).path)
+            self.assertTrue(os.path.isfile(path), path)
+            with open(path, encoding="utf-8", errors="replace") as f:
+                lines = lines_of(f.read())
+            line = lines[d["range"]["start"]["line"]]
+            self.assertTrue(line.strip(), (u, d))
+        self.assertEqual(report["initiating_rank"] if "initiating_rank" in report else v["initiatingRank"], v["initiatingRank"])
+
+    def test_11_errors_are_answered(self):
+        r = self.c.request("textDocument/definition", {"textDocument": {"uri": self.uri}, "position": {"line": 0, "character": 0}})
+        self.assertEqual(r["error"]["code"], -32601)
+        r = self.c.request("workspace/executeCommand", {"command": "firstfault.diagnoseFolder", "arguments": ["/no/such/dir"]})
+        self.assertEqual(r["error"]["code"], -32602)
+        r = self.c.request("textDocument/hover", {"textDocument": {"uri": self.uri}})  # no position
+        self.assertEqual(r["error"]["code"], -32602)
+        body = b"{not json"
+        self.c.send_raw(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        m = self.c.wait_for(lambda m: m.get("error", {}).get("code") == -32700, "a parse error")
+        self.assertIsNone(m["id"])
+
+    def test_99_shutdown_and_exit(self):
+        self.assertEqual(self.c.close(), 0)
+
+
+class Lifecycle(unittest.TestCase):
+    def test_requests_before_initialize_are_refused(self):
+        c = Client()
+        r = c.request("textDocument/hover", {"textDocument": {"uri": "file:///x.log"}, "position": {"line": 0, "character": 0}})
+        self.assertEqual(r["error"]["code"], -32002)
+        c.initialize()
+        self.assertEqual(c.close(), 0)
+
+    def test_exit_without_shutdown_is_status_1(self):
+        c = Client()
+        c.initialize()
+        c.notify("exit", None)
+        self.assertEqual(c.proc.wait(timeout=WAIT), 1)
+
+    def test_a_broken_frame_ends_the_session_with_a_message(self):
+        c = Client()
+        c.send_raw(b"Content-Type: text/plain\r\n\r\n{}")
+        self.assertEqual(c.proc.wait(timeout=WAIT), 2)
+        self.assertIn("without a Content-Length", c.proc.stderr.read().decode())
+
+    def test_source_code_and_utf8_positions(self):
+        # A C++ file gets no diagnostics (not a log); with utf-8 offered, ranges count bytes.
+        tmp = tempfile.TemporaryDirectory()
+        c = Client()
+        r = c.initialize({"general": {"positionEncodings": ["utf-8", "utf-16"]}})
+        self.assertEqual(r["result"]["capabilities"]["positionEncoding"], "utf-8")
+        code_uri = uri_of(os.path.join(tmp.name, "main.cpp"))
+        c.notify("textDocument/didOpen", {"textDocument": {"uri": code_uri, "languageId": "cpp", "version": 1,
+                                                           "text": "int main() {\n  // error: none\n  return 1;\n}\n"}})
+        text = "[rank0]: été step 1\n[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (é)\n"
+        log_uri = uri_of(os.path.join(tmp.name, "r.txt"))
+        c.notify("textDocument/didOpen", {"textDocument": {"uri": log_uri, "languageId": "plaintext", "version": 1, "text": text}})
+        p = c.diagnostics(log_uri, 1)
+        err = [d for d in p["diagnostics"] if d["severity"] == 1]
+        self.assertEqual(len(err), 1, p)
+        self.assertEqual(err[0]["range"]["end"]["character"], len(lines_of(text)[1].encode("utf-8")))
+        self.assertEqual(c.close(), 0)
+        code = [m for m in c.seen if m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == code_uri]
+        self.assertEqual(code, [])
+        tmp.cleanup()
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])

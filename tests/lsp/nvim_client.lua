@@ -1,0 +1,81 @@
+-- A real editor as the client: headless Neovim (Debian 12's 0.7) starts `firstfault lsp` with its built-in
+-- LSP client, opens a real corpus log, and checks what vim.diagnostic.get() holds. Run by nvim_test.sh:
+--   FF_BIN=... FF_LOG=... nvim --headless --clean -u NONE -c "luafile nvim_client.lua"
+-- Exits 0 when every check passes, 1 with the failures on stderr otherwise. Every wait is vim.wait() on a
+-- condition, bounded by a deadline.
+local bin, log = os.getenv("FF_BIN"), os.getenv("FF_LOG")
+local wait_ms = 240000
+local failures = {}
+local function check(ok, what)
+  if not ok then table.insert(failures, what) end
+end
+local function finish()
+  for _, f in ipairs(failures) do io.stderr:write("nvim client: FAIL " .. f .. "\n") end
+  if #failures == 0 then io.stdout:write("nvim client: every check passed\n") end
+  vim.cmd(#failures == 0 and "qall!" or "cquit 1")
+end
+
+local ok, err = pcall(function()
+  vim.cmd("edit " .. vim.fn.fnameescape(log))
+  local buf = vim.api.nvim_get_current_buf()
+  local exited = nil
+  local client_id = vim.lsp.start_client({
+    name = "firstfault",
+    cmd = { bin, "lsp" },
+    root_dir = vim.fn.fnamemodify(log, ":h"),
+    on_exit = function(code) exited = code end,
+  })
+  check(client_id ~= nil, "start_client returned a client id")
+  vim.lsp.buf_attach_client(buf, client_id)
+
+  local got = vim.wait(wait_ms, function() return #vim.diagnostic.get(buf) > 0 end, 50)
+  check(got, "diagnostics arrived within " .. wait_ms .. " ms")
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  local oom
+  for i, l in ipairs(lines) do
+    if l:find("CUDA out of memory", 1, true) then oom = i - 1 break end
+  end
+  local errors, infos = {}, {}
+  for _, d in ipairs(vim.diagnostic.get(buf)) do
+    if d.severity == vim.diagnostic.severity.ERROR then table.insert(errors, d) end
+    if d.severity == vim.diagnostic.severity.INFO then table.insert(infos, d) end
+  end
+  check(#errors == 1, "one Error diagnostic (got " .. #errors .. ")")
+  if errors[1] then
+    check(errors[1].lnum == oom, "the Error is on the OOM line " .. tostring(oom) .. " (got " .. errors[1].lnum .. ")")
+    check(errors[1].source == "firstfault", "its source is firstfault")
+    check(errors[1].message:find("rank 2", 1, true) ~= nil, "its message names rank 2: " .. errors[1].message)
+  end
+  check(#infos >= 1, "collateral lines are Information diagnostics")
+  for _, d in ipairs(infos) do
+    check(d.lnum ~= oom, "collateral is not on the root cause's line")
+    check(d.message:find("collateral", 1, true) ~= nil, "collateral message: " .. d.message)
+  end
+
+  -- Hover on the root cause's line: the encyclopedia entry.
+  local params = { textDocument = { uri = vim.uri_from_bufnr(buf) }, position = { line = oom or 0, character = 2 } }
+  local res = vim.lsp.buf_request_sync(buf, "textDocument/hover", params, wait_ms) or {}
+  local hover = res[client_id] and res[client_id].result
+  check(hover ~= nil and hover.contents ~= nil, "hover answered")
+  if hover and hover.contents then
+    check(hover.contents.kind == "markdown", "hover is markdown")
+    check(hover.contents.value:lower():find("out of memory", 1, true) ~= nil, "hover shows the OOM entry")
+  end
+
+  -- An edit: three lines on top; the Error follows the OOM line down.
+  vim.api.nvim_buf_set_lines(buf, 0, 0, false, { "[rank0]: edit 1", "[rank0]: edit 2", "[rank0]: edit 3" })
+  local moved = vim.wait(wait_ms, function()
+    for _, d in ipairs(vim.diagnostic.get(buf, { severity = vim.diagnostic.severity.ERROR })) do
+      if d.lnum == (oom or 0) + 3 then return true end
+    end
+    return false
+  end, 50)
+  check(moved, "after an edit the Error moved to line " .. tostring((oom or 0) + 3))
+
+  vim.lsp.stop_client(client_id)
+  local stopped = vim.wait(wait_ms, function() return exited ~= nil end, 50)
+  check(stopped, "the server exited after shutdown")
+  check(exited == 0, "the server's exit status is 0 (got " .. tostring(exited) .. ")")
+end)
+check(ok, "no Lua error: " .. tostring(err))
+finish()
