@@ -579,6 +579,9 @@ class session {
 }  // namespace
 
 int serve(std::istream& in, std::ostream& out, const kb::library& lib, const options& opt) {
+  // std::cin is tied to std::cout: every read would flush the output first, from the reader thread, racing
+  // the main thread's writes (Neovim saw the initialize answer twice). Untied, only the main thread writes.
+  in.tie(nullptr);
   session s(out, lib, opt);
   return s.run(in);
 }

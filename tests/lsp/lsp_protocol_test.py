@@ -43,6 +43,8 @@ class Client:
         self.inbox = queue.Queue()
         self.seen = []  # every message, in order
         self.next_id = 1
+        self.answered = set()  # ids answered so far: a second answer, or one to no request, is a protocol error
+        self.protocol_errors = []
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -60,7 +62,12 @@ class Client:
                 k, v = line.split(":", 1)
                 headers[k.strip().lower()] = v.strip()
             body = out.read(int(headers["content-length"]))
-            self.inbox.put(json.loads(body.decode("utf-8")))
+            m = json.loads(body.decode("utf-8"))
+            if "method" not in m and m.get("id") is not None:
+                if m["id"] in self.answered or not (isinstance(m["id"], int) and 0 < m["id"] < self.next_id):
+                    self.protocol_errors.append("an answer to no open request: %r" % m)
+                self.answered.add(m["id"])
+            self.inbox.put(m)
 
     def send_raw(self, data):
         self.proc.stdin.write(data)
@@ -118,6 +125,7 @@ class Client:
         return r
 
     def close(self):
+        assert not self.protocol_errors, self.protocol_errors
         r = self.request("shutdown", None)
         assert r.get("result", "missing") is None, r
         self.notify("exit", None)

@@ -24,6 +24,8 @@ local ok, err = pcall(function()
     cmd = { bin, "lsp" },
     root_dir = vim.fn.fnamemodify(log, ":h"),
     on_exit = function(code) exited = code end,
+    -- Any client-side protocol error (an answer to no request, a duplicated answer, a bad frame) fails the test.
+    on_error = function(code, e) table.insert(failures, "client error " .. tostring(vim.lsp.client_errors[code] or code) .. ": " .. vim.inspect(e)) end,
   })
   check(client_id ~= nil, "start_client returned a client id")
   vim.lsp.buf_attach_client(buf, client_id)
