@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-30}; shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_normalize fuzz_extract fuzz_kb_loader fuzz_pipeline fuzz_mask fuzz_ingest)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_normalize fuzz_extract fuzz_kb_loader fuzz_pipeline fuzz_mask fuzz_ingest fuzz_lsp)
 if ! command -v clang++ >/dev/null; then echo "fuzz: needs clang++ (Debian packages clang, libclang-rt-14-dev)"; exit 2; fi
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFF_FUZZ=ON -DFF_DEVELOPER_MODE=OFF >/dev/null
 cmake --build build-fuzz -j"$(nproc)" >/dev/null
@@ -38,6 +38,13 @@ if [ ! -d "$seeds" ]; then
   while IFS= read -r -d '' f; do
     n=$((n + 1)); [ $n -le 60 ] && cp "$f" "$seeds/kb_loader/"
   done < <(find kb -name '*.yaml' -not -path '*/_*' -print0)
+fi
+if [ ! -d "$seeds/lsp" ]; then  # LSP frames: what an editor sends, and a log as the text
+  mkdir -p "$seeds/lsp"
+  frame() { printf 'Content-Length: %d\r\n\r\n%s' "${#1}" "$1"; }
+  frame '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}' >"$seeds/lsp/init"
+  frame '{"jsonrpc":"2.0","method":"textDocument/didOpen","params":{"textDocument":{"uri":"file:///a%20b/r.log","languageId":"log","version":1,"text":"[rank0]: x\r\n"}}}' >"$seeds/lsp/open"
+  cp tests/mask/planted.log "$seeds/lsp/log"
 fi
 export FIRSTFAULT_CACHE_DIR=off ASAN_OPTIONS=detect_leaks=0
 for t in "${targets[@]}"; do

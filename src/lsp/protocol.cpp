@@ -176,10 +176,18 @@ std::uint32_t line_length(std::string_view text, std::uint64_t line, bool utf8) 
   auto end = text.find_first_of("\r\n", pos);
   std::string_view l = text.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
   if (utf8) return static_cast<std::uint32_t>(std::min<std::size_t>(l.size(), UINT32_MAX));
-  std::uint64_t units = 0;  // UTF-16: a 4-byte UTF-8 sequence is two units, every other start byte one
-  for (unsigned char c : l) {
-    if ((c & 0xC0) == 0x80) continue;
-    units += (c >= 0xF0) ? 2 : 1;
+  // UTF-16: a whole 4-byte UTF-8 sequence is two units (a surrogate pair), a whole 2- or 3-byte one is one,
+  // and every byte of an invalid sequence is one (editors show each as U+FFFD): never more units than bytes.
+  std::uint64_t units = 0;
+  auto cont = [&l](std::size_t i) { return i < l.size() && (static_cast<unsigned char>(l[i]) & 0xC0) == 0x80; };
+  for (std::size_t i = 0; i < l.size();) {
+    auto c = static_cast<unsigned char>(l[i]);
+    std::size_t len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    bool whole = len > 0;
+    for (std::size_t k = 1; whole && k < len; ++k) whole = cont(i + k);
+    if (!whole) len = 1;
+    units += (whole && len == 4) ? 2 : 1;
+    i += len;
   }
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(units, UINT32_MAX));
 }

@@ -316,9 +316,8 @@ class session {
     const job& j = r->j;
     if (auto it = running_.find(j.uri); it != running_.end() && it->second == j.cancel) running_.erase(it);
     if (j.kind == job::what::folder) {
-      if (r->cancelled) folder_requests_.erase(j.request_id.dump());
-      if (r->cancelled) return reply_error(j.request_id, kRequestCancelled, "cancelled");
       folder_requests_.erase(j.request_id.dump());
+      if (r->cancelled) return reply_error(j.request_id, kRequestCancelled, "cancelled");
       if (!r->error.empty()) return reply_error(j.request_id, kInternalError, r->error);
       for (auto& [uri, diags] : r->diagnostics) publish(uri, std::move(diags), std::nullopt);
       fixes_[j.uri] = r->fix;

@@ -10,6 +10,7 @@
 
 #include "firstfault/extract.hpp"
 #include "firstfault/kb.hpp"
+#include "firstfault/lsp.hpp"
 #include "firstfault/normalize.hpp"
 #include "firstfault/pipeline.hpp"
 #include "firstfault/report.hpp"
@@ -76,6 +77,23 @@ TEST(fuzz_regressions, normalize_and_extract_inputs) {
     std::vector<ff::extract::terminated_pid> terms;
     ff::extract::line_note note;
     EXPECT_NO_THROW(ex.feed(clean, 1, note, exits, terms)) << p;
+  }
+}
+
+// fuzz_lsp's finds: no line is wider than the text (UTF-16 units of invalid UTF-8), and every frame reads.
+TEST(fuzz_regressions, lsp_inputs_keep_widths_within_the_text) {
+  auto inputs = artifacts("lsp");
+  ASSERT_FALSE(inputs.empty()) << "fuzz/regressions/lsp holds the crashes found so far";
+  for (const auto& p : inputs) {
+    std::string data = slurp(p);
+    for (std::uint64_t line = 0; line < 3; ++line) {
+      EXPECT_LE(ff::lsp::line_length(data, line, false), data.size()) << p;
+      EXPECT_LE(ff::lsp::line_length(data, line, true), data.size()) << p;
+    }
+    std::istringstream frames(data);
+    std::string body, err;
+    for (int i = 0; i < 64 && ff::lsp::read_message(frames, body, err, 1 << 16) == ff::lsp::read_status::message; ++i) {
+    }
   }
 }
 

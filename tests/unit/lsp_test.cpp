@@ -88,6 +88,11 @@ TEST(lsp_lines, widths_count_utf16_units_and_every_line_end_that_ingest_knows) {
   EXPECT_EQ(ff::lsp::line_length(text, 2, false), 3u);   // a 4-byte emoji is a surrogate pair
   EXPECT_EQ(ff::lsp::line_length(text, 3, false), 4u);   // '\r' alone ended line 2
   EXPECT_EQ(ff::lsp::line_length(text, 4, false), 0u);   // past the end
+  // Invalid UTF-8 (a file on disk may hold any bytes): one unit per stray byte, never more than the bytes
+  // (the fuzzer's finding: six 0xFF bytes counted as twelve units).
+  EXPECT_EQ(ff::lsp::line_length("a\xFF\xFF\xFF\xFF\xFF\xFF" "b", 0, false), 8u);
+  EXPECT_EQ(ff::lsp::line_length("\xF0\x9F\x98", 0, false), 3u);  // a cut 4-byte sequence: three strays
+  EXPECT_EQ(ff::lsp::line_length("\xE2\x82\xAC\xC3\xA9", 0, false), 2u);  // euro sign, e-acute
 }
 
 TEST(lsp_documents, logs_are_known_by_language_name_or_content_and_source_code_is_not) {
