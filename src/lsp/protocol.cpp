@@ -86,11 +86,19 @@ read_status read_message(std::istream& in, std::string& body, std::string& err, 
     err = fmt::format("a message of {} bytes, over the {} byte limit", *length, max_bytes);
     return read_status::error;
   }
-  body.resize(static_cast<std::size_t>(*length));
-  in.read(body.data(), static_cast<std::streamsize>(*length));
-  if (static_cast<std::uint64_t>(in.gcount()) != *length) {
-    err = fmt::format("the input ended inside a message ({} of {} bytes)", in.gcount(), *length);
-    return read_status::error;
+  // In pieces as the bytes arrive: a header that announces 512 MiB and sends two bytes costs two bytes.
+  body.clear();
+  constexpr std::size_t kPiece = 1u << 20;
+  while (body.size() < *length) {
+    std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(kPiece, *length - body.size()));
+    std::size_t have = body.size();
+    body.resize(have + want);
+    in.read(body.data() + have, static_cast<std::streamsize>(want));
+    body.resize(have + static_cast<std::size_t>(in.gcount()));
+    if (static_cast<std::size_t>(in.gcount()) != want) {
+      err = fmt::format("the input ended inside a message ({} of {} bytes)", body.size(), *length);
+      return read_status::error;
+    }
   }
   return read_status::message;
 }

@@ -1,6 +1,7 @@
 // firstfault lsp: the session loop (lsp.hpp). Three threads: a reader that turns stdin into messages, a
 // worker that runs one diagnosis at a time, and this one, which owns every piece of state, handles the
 // messages, starts debounced diagnoses and is the only writer of stdout.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -64,11 +65,21 @@ struct event {
 };
 
 // A queue of events for the main thread, with a wait that ends at a deadline.
+// Messages wait here at most kMaxQueued at a time (and kMaxQueuedBytes of bodies): past that the reader stops
+// reading, so a client that writes without reading the answers cannot grow the server's memory. Other events
+// (a finished diagnosis, the end of input) always get in.
 class event_queue {
  public:
+  static constexpr std::size_t kMaxQueued = 1024;
+  static constexpr std::uint64_t kMaxQueuedBytes = 1ull << 30;
   void push(event e) {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      std::unique_lock<std::mutex> l(mu_);
+      if (e.kind == event::what::message) {
+        room_.wait(l, [&] { return messages_ < kMaxQueued && (messages_ == 0 || bytes_ + e.body.size() <= kMaxQueuedBytes); });
+        ++messages_;
+        bytes_ += e.body.size();
+      }
       q_.push_back(std::move(e));
     }
     cv_.notify_one();
@@ -80,13 +91,20 @@ class event_queue {
     if (q_.empty()) return std::nullopt;
     event e = std::move(q_.front());
     q_.pop_front();
+    if (e.kind == event::what::message) {
+      --messages_;
+      bytes_ -= e.body.size();
+      room_.notify_one();
+    }
     return e;
   }
 
  private:
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_, room_;
   std::deque<event> q_;
+  std::size_t messages_ = 0;
+  std::uint64_t bytes_ = 0;
 };
 
 struct document {
@@ -127,7 +145,13 @@ class session {
         finished(std::move(ev->result));
         continue;
       }
-      if (handle(ev->body)) {
+      bool exit = false;
+      try {
+        exit = handle(ev->body);
+      } catch (const std::exception& e) {  // a bug of ours: said, and the session goes on
+        std::fprintf(stderr, "firstfault lsp: %s\n", text::sanitize(e.what()).c_str());
+      }
+      if (exit) {
         status = shutdown_ ? 0 : 1;
         break;
       }
@@ -186,6 +210,11 @@ class session {
     running_[j.uri] = j.cancel;
     {
       std::lock_guard<std::mutex> l(jobs_mu_);
+      // A document's queued older version will never be wanted: drop it (and its copy of the text) now.
+      if (j.kind == job::what::document)
+        jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(),
+                                   [&](const job& q) { return q.kind == job::what::document && q.uri == j.uri; }),
+                    jobs_.end());
       jobs_.push_back(std::move(j));
     }
     jobs_cv_.notify_one();
@@ -210,6 +239,7 @@ class session {
                {"severity", kWarning},
                {"source", "firstfault"},
                {"code", "too-large"},
+               {"data", {{"role", "too-large"}, {"signature", ""}, {"kind", ""}}},
                {"message", fmt::format("not diagnosed in the editor: {} MiB is over the {} MiB limit (run firstfault diagnose on the file)",
                                        j.text.size() >> 20, opt_.max_document_bytes >> 20)}};
         r.diagnostics[j.uri].push_back(std::move(d));
@@ -222,7 +252,9 @@ class session {
       std::string name = "document.log";
       if (auto p = uri_to_path(j.uri)) name = fs::path(*p).filename().string();
       else if (auto slash = j.uri.rfind('/'); slash != std::string::npos && slash + 1 < j.uri.size()) name = j.uri.substr(slash + 1);
-      if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) name = "document.log";
+      // A name the file system cannot take (over NAME_MAX, a NUL, a '/') becomes document.log.
+      if (name.empty() || name == "." || name == ".." || name.size() > 200 || name.find_first_of(std::string("/\0", 2)) != std::string::npos)
+        name = "document.log";
       root = tmp.path + "/";
       input = root + name;
       std::ofstream f(input, std::ios::binary);
@@ -357,14 +389,25 @@ class session {
       reply_error(nullptr, kParseError, "not a JSON object");
       return false;
     }
-    const bool is_request = msg.contains("id") && (msg["id"].is_number_integer() || msg["id"].is_string());
-    std::string method = msg.value("method", "");
-    const json params = msg.contains("params") ? msg["params"] : json::object();
+    // JSON-RPC 2.0: an id is an integer or a string; a request with any other id is answered with id null.
+    const bool has_id = msg.contains("id") && !msg["id"].is_null();
+    const bool is_request = has_id && (msg["id"].is_number_integer() || msg["id"].is_string());
+    const bool has_method = msg.contains("method");
+    if (has_method && !msg["method"].is_string()) {
+      if (has_id) reply_error(is_request ? msg["id"] : json(nullptr), kInvalidRequest, "method is not a string");
+      return false;
+    }
+    std::string method = has_method ? msg["method"].get<std::string>() : "";
     if (method.empty()) {  // a response to something we sent (we send no requests) or garbage
       if (is_request && !msg.contains("result") && !msg.contains("error")) reply_error(msg["id"], kInvalidRequest, "no method");
       return false;
     }
+    if (has_id && !is_request) {
+      reply_error(nullptr, kInvalidRequest, "the id is not an integer or a string");
+      return false;
+    }
     if (method == "exit") return true;
+    const json params = msg.contains("params") ? msg["params"] : json::object();
     try {
       if (is_request) request(msg["id"], method, params);
       else notification(method, params);
@@ -377,7 +420,10 @@ class session {
   }
 
   void request(const json& id, const std::string& method, const json& params) {
-    if (method == "initialize") return initialize(id, params);
+    if (method == "initialize") {
+      if (initialized_) return reply_error(id, kInvalidRequest, "already initialized");
+      return initialize(id, params);
+    }
     if (!initialized_) return reply_error(id, kServerNotInitialized, "initialize first");
     if (shutdown_) return reply_error(id, kInvalidRequest, "the server is shutting down");
     if (method == "shutdown") {
@@ -391,6 +437,7 @@ class session {
   }
 
   void notification(const std::string& method, const json& params) {
+    if (!initialized_ || shutdown_) return;  // LSP 3.17: notifications before initialize are dropped
     if (method == "textDocument/didOpen") {
       const auto& td = params.at("textDocument");
       std::string uri = td.at("uri").get<std::string>();
@@ -405,9 +452,13 @@ class session {
       std::string uri = params.at("textDocument").at("uri").get<std::string>();
       auto d = docs_.find(uri);
       if (d == docs_.end()) return;
+      // Everything is read before anything changes: a wrong-typed field leaves the document as it was.
+      std::int64_t version = params.at("textDocument").value("version", d->second.version + 1);
+      const std::string* text = nullptr;
       for (const auto& c : params.at("contentChanges"))
-        if (!c.contains("range")) d->second.text = c.at("text").get<std::string>();  // full sync (what we ask for)
-      d->second.version = params.at("textDocument").value("version", d->second.version + 1);
+        if (!c.contains("range")) text = c.at("text").get_ptr<const std::string*>();  // full sync (what we ask for)
+      if (text) d->second.text = *text;
+      d->second.version = version;
       if (!d->second.log) d->second.log = looks_like_log(uri, d->second.language, d->second.text, engine_prefixes());
       if (auto r = running_.find(uri); r != running_.end()) r->second->store(true);
       if (d->second.log) due_[uri] = clock::now() + std::chrono::milliseconds(opt_.debounce_ms);
@@ -427,8 +478,7 @@ class session {
   }
 
   void initialize(const json& id, const json& params) {
-    initialized_ = true;
-    const json caps = params.value("capabilities", json::object());
+    const json caps = params.value("capabilities", json::object());  // params not an object: throws, answered
     if (caps.contains("general") && caps["general"].contains("positionEncodings"))
       for (const auto& e : caps["general"]["positionEncodings"])
         if (e == "utf-8") utf8_ = true;
@@ -440,6 +490,7 @@ class session {
                      {"executeCommandProvider",
                       {{"commands", {"firstfault.explain", "firstfault.copyFix", "firstfault.diagnoseFolder"}}}},
                      {"positionEncoding", utf8_ ? "utf-8" : "utf-16"}};
+    initialized_ = true;
     reply(id, {{"capabilities", server_caps}, {"serverInfo", {{"name", "firstfault"}, {"version", opt_.version}}}});
   }
 
@@ -449,7 +500,7 @@ class session {
     auto it = published_.find(uri);
     if (it == published_.end()) return out;
     for (const auto& d : it->second) {
-      std::int64_t l = d["range"]["start"]["line"].get<std::int64_t>();
+      std::int64_t l = d.at("range").at("start").at("line").get<std::int64_t>();
       if (l >= first && l <= last) out.push_back(&d);
     }
     return out;
@@ -459,10 +510,10 @@ class session {
     std::string uri = params.at("textDocument").at("uri").get<std::string>();
     std::int64_t line = params.at("position").at("line").get<std::int64_t>();
     for (const json* d : diagnostics_on(uri, line, line)) {
-      std::string sig = (*d)["data"].value("signature", "");
+      std::string sig = d->value("data", json::object()).value("signature", "");
       std::string md = sig.empty() ? "" : entry_markdown(sig);
-      if (md.empty()) md = "**firstfault**: " + (*d)["message"].get<std::string>();
-      return reply(id, {{"contents", {{"kind", "markdown"}, {"value", md}}}, {"range", (*d)["range"]}});
+      if (md.empty()) md = "**firstfault**: " + d->value("message", "");
+      return reply(id, {{"contents", {{"kind", "markdown"}, {"value", md}}}, {"range", d->at("range")}});
     }
     reply(id, nullptr);
   }
@@ -475,8 +526,9 @@ class session {
     std::set<std::string> explained;
     bool fixable = false;
     for (const json* d : diagnostics_on(uri, first, last)) {
-      std::string sig = (*d)["data"].value("signature", "");
-      if ((*d)["data"].value("role", "") == "root") fixable = true;
+      const json data = d->value("data", json::object());
+      std::string sig = data.value("signature", "");
+      if (data.value("role", "") == "root") fixable = true;
       if (sig.empty() || !explained.insert(sig).second) continue;
       actions.push_back(action("firstfault: explain " + sig, "firstfault.explain", {sig}, *d));
     }
@@ -511,7 +563,7 @@ class session {
     if (command == "firstfault.diagnoseFolder") {
       std::string path = uri_to_path(arg).value_or(arg);
       std::error_code ec;
-      if (path.empty() || !fs::is_directory(path, ec))
+      if (path.empty() || path.find('\0') != std::string::npos || !fs::is_directory(path, ec))
         return reply_error(id, kInvalidParams, "not a folder: " + text::sanitize(text::prefix_utf8(arg, 200)));
       job j;
       j.kind = job::what::folder;

@@ -125,7 +125,7 @@ class Client:
         return r
 
     def close(self):
-        assert not self.protocol_errors, self.protocol_errors
+        assert not self.protocol_errors, [e[:300] for e in self.protocol_errors[:5]]
         r = self.request("shutdown", None)
         assert r.get("result", "missing") is None, r
         self.notify("exit", None)
@@ -314,6 +314,58 @@ class Session(unittest.TestCase):
         m = self.c.wait_for(lambda m: m.get("error", {}).get("code") == -32700, "a parse error")
         self.assertIsNone(m["id"])
 
+    def test_12_wrong_shapes_are_answered_and_the_session_goes_on(self):
+        # Found by a hostile client: a method that is not a string aborted the server; an id that is not an
+        # integer or a string was never answered; a NUL in a folder path slipped past the folder check.
+        c = self.c
+        c.next_id = max(c.next_id, 9002)  # 9001 is sent by hand below
+        c.send({"jsonrpc": "2.0", "id": 9001, "method": 7})
+        m = c.wait_for(lambda m: m.get("id") == 9001, "an answer to a numeric method")
+        self.assertEqual(m["error"]["code"], -32600)
+        c.notify({"a": 1}, None)
+        c.send({"jsonrpc": "2.0", "id": 1.5, "method": "textDocument/hover", "params": {}})
+        m = c.wait_for(lambda m: m.get("id", 0) is None and m.get("error", {}).get("code") == -32600, "an answer to a float id")
+        self.assertIn("id", m["error"]["message"])
+        r = c.request("initialize", {"capabilities": {}})
+        self.assertEqual(r["error"]["code"], -32600)
+        r = c.request("workspace/executeCommand", {"command": "firstfault.diagnoseFolder",
+                                                   "arguments": [self.tmp.name + "\u0000/../../../etc"]})
+        self.assertEqual(r["error"]["code"], -32602)
+        oom = self.line_index("CUDA out of memory")
+        r = c.request("textDocument/hover", {"textDocument": {"uri": self.uri}, "position": {"line": oom, "character": 0}})
+        self.assertIn("result", r)
+
+    def test_13_a_client_that_does_not_read_cannot_grow_the_server(self):
+        # 4,000 requests of 64 KiB written without reading an answer: the server stops reading once 1,024 wait,
+        # so the writer blocks; its peak memory stays far below the 256 MiB that was sent.
+        junk = "x" * 65536
+        n = 4000
+        self.c.next_id = max(self.c.next_id, 100000 + n)  # ids sent by hand below
+        sent = [0]
+        def write():
+            for k in range(n):
+                self.c.send({"jsonrpc": "2.0", "id": 100000 + k, "method": "workspace/executeCommand",
+                             "params": {"command": "firstfault.explain", "arguments": ["cuda_oom", junk]}})
+                sent[0] += 1
+        t = threading.Thread(target=write, daemon=True)
+        t.start()
+        last, still = -1, 0
+        while t.is_alive() and still < 40:  # until the writer is done, or has not moved for 40 polls
+            t.join(timeout=0.05)
+            still = still + 1 if sent[0] == last else 0
+            last = sent[0]
+        with open("/proc/%d/status" % self.c.proc.pid) as f:
+            hwm = [l for l in f if l.startswith("VmHWM")][0]
+        peak_mib = int(hwm.split()[1]) / 1024
+        got = 0
+        while got < n:
+            m = self.c.inbox.get(timeout=WAIT)
+            if m is not None and isinstance(m.get("id"), int) and m["id"] >= 100000:
+                got += 1
+        t.join(timeout=WAIT)
+        self.assertFalse(t.is_alive())
+        self.assertLess(peak_mib, 200, "peak RSS %.0f MiB" % peak_mib)
+
     def test_99_shutdown_and_exit(self):
         self.assertEqual(self.c.close(), 0)
 
@@ -337,6 +389,32 @@ class Lifecycle(unittest.TestCase):
         c.send_raw(b"Content-Type: text/plain\r\n\r\n{}")
         self.assertEqual(c.proc.wait(timeout=WAIT), 2)
         self.assertIn("without a Content-Length", c.proc.stderr.read().decode())
+
+    def test_oversized_documents_long_names_and_early_notifications(self):
+        tmp = tempfile.TemporaryDirectory()
+        c = Client("--max-document-mib", "1")
+        early = uri_of(os.path.join(tmp.name, "early.log"))
+        c.notify("textDocument/didOpen", {"textDocument": {"uri": early, "languageId": "log", "version": 1,
+                                                           "text": "[rank0]: torch.OutOfMemoryError: CUDA out of memory.\n"}})
+        c.initialize()
+        big = uri_of(os.path.join(tmp.name, "big.log"))
+        c.notify("textDocument/didOpen", {"textDocument": {"uri": big, "languageId": "log", "version": 1,
+                                                           "text": "[rank0]: step 1\n" * 150000}})
+        p = c.diagnostics(big, 1)
+        self.assertEqual([d["code"] for d in p["diagnostics"]], ["too-large"])
+        r = c.request("textDocument/hover", {"textDocument": {"uri": big}, "position": {"line": 0, "character": 0}})
+        self.assertIn("limit", r["result"]["contents"]["value"])  # the hover that read past a missing field
+        r = c.request("textDocument/codeAction", {"textDocument": {"uri": big}, "context": {"diagnostics": []},
+                                                  "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}}})
+        self.assertEqual(r["result"], [])
+        longname = uri_of(os.path.join(tmp.name, "A" * 300 + ".log"))
+        c.notify("textDocument/didOpen", {"textDocument": {"uri": longname, "languageId": "log", "version": 1,
+                                                           "text": "[rank0]: torch.OutOfMemoryError: CUDA out of memory.\n"}})
+        p = c.diagnostics(longname, 1)
+        self.assertTrue(any(d["severity"] == 1 for d in p["diagnostics"]), p)
+        self.assertEqual(c.close(), 0)
+        self.assertEqual([m for m in c.seen if m.get("params", {}).get("uri") == early], [])
+        tmp.cleanup()
 
     def test_source_code_and_utf8_positions(self):
         # A C++ file gets no diagnostics (not a log); with utf-8 offered, ranges count bytes.
