@@ -14,6 +14,8 @@
 #include <set>
 #include <thread>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "base/temp_dir.hpp"
@@ -275,6 +277,9 @@ class session {
     po.ingest.display_root = root;
     po.cancelled = [flag = j.cancel] { return flag->load(); };
     po.on_source = [&](std::uint32_t id, const std::string& raw) {
+      // The document's copy is open now (ingest holds its descriptor): its name goes at once, so an editor
+      // that kills the server mid-run (SIGTERM on quit) leaves no copy of an unsaved buffer behind.
+      if (j.kind == job::what::document) ::unlink(input.c_str());
       if (raw_names.size() < kMaxFolderFiles) {
         raw_names.resize(std::max<std::size_t>(raw_names.size(), id + 1));
         raw_names[id] = raw;

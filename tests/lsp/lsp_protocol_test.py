@@ -416,6 +416,38 @@ class Lifecycle(unittest.TestCase):
         self.assertEqual([m for m in c.seen if m.get("params", {}).get("uri") == early], [])
         tmp.cleanup()
 
+    def test_a_server_killed_mid_run_leaves_no_copy_of_the_document(self):
+        # The copy's name is removed as soon as ingest has it open: while the run goes on, its private
+        # directory is already empty, and a SIGKILL then leaves no text behind.
+        tmp = tempfile.TemporaryDirectory()
+        c = Client(env=dict(os.environ, TMPDIR=tmp.name))
+        c.initialize()
+        line = "[rank1]: step 17 loss 0.25 secret-looking filler 0123456789abcdef0123456789abcdef\n"
+        c.notify("textDocument/didOpen", {"textDocument": {"uri": uri_of(os.path.join(tmp.name, "x", "big.log")),
+                                                           "languageId": "log", "version": 1,
+                                                           "text": line * (80_000_000 // len(line))}})
+        # While the run reads the copy, the server holds it open with its name already gone: /proc shows the
+        # descriptor as "(deleted)". Before the fix the name stayed until the run ended and the file closed.
+        deadline = time.monotonic() + WAIT
+        emptied = False
+        fd_dir = "/proc/%d/fd" % c.proc.pid
+        while time.monotonic() < deadline and not emptied and c.proc.poll() is None:
+            for fd in os.listdir(fd_dir):
+                try:
+                    target = os.readlink(os.path.join(fd_dir, fd))
+                except OSError:
+                    continue
+                if target.startswith(tmp.name) and target.endswith("big.log (deleted)"):
+                    emptied = True
+            if not emptied:
+                time.sleep(0.002)  # polling /proc for the state under test, bounded by the deadline
+        c.proc.kill()
+        c.proc.wait(timeout=WAIT)
+        self.assertTrue(emptied, "the copy kept its name while its diagnosis read it")
+        left = [os.path.join(r, f) for r, _, fs in os.walk(tmp.name) for f in fs]
+        self.assertEqual(left, [])
+        tmp.cleanup()
+
     def test_source_code_and_utf8_positions(self):
         # A C++ file gets no diagnostics (not a log); with utf-8 offered, ranges count bytes.
         tmp = tempfile.TemporaryDirectory()
