@@ -84,6 +84,18 @@ bool looks_like_log(std::string_view uri, std::string_view language_id, std::str
 /// code units (LSP's default position encoding) or, with utf8, in bytes. 0 past the end.
 std::uint32_t line_length(std::string_view text, std::uint64_t line, bool utf8);
 
+/// line_length() for many lines of one text: the line starts are found in one pass, so measuring every
+/// diagnostic of a large document reads it once instead of once per diagnostic. `text` must outlive it.
+class line_index {
+ public:
+  explicit line_index(std::string_view text);
+  std::uint32_t width(std::uint64_t line, bool utf8) const;  ///< as line_length(text, line, utf8)
+
+ private:
+  std::string_view text_;
+  std::vector<std::size_t> starts_;
+};
+
 /// The diagnostics of one run, by document URI. `uri_of` maps a report's (masked) source name to the
 /// URI of the file it came from (nullopt: not a file the client can open); `width` gives a line's length
 /// in the client's position encoding for the range end (uri, 0-based line).

@@ -40,6 +40,27 @@ std::string rank_words(const std::vector<int>& ranks) {
   if (ranks.empty()) return "";
   return (ranks.size() == 1 ? "rank " : "ranks ") + text::rank_ranges(ranks);
 }
+
+// The width of the line `from` starts with (up to its line end) in UTF-16 units or bytes.
+std::uint32_t line_width(std::string_view from, bool utf8) {
+  auto end = from.find_first_of("\r\n");
+  std::string_view l = from.substr(0, end);
+  if (utf8) return static_cast<std::uint32_t>(std::min<std::size_t>(l.size(), UINT32_MAX));
+  // UTF-16: a whole 4-byte UTF-8 sequence is two units (a surrogate pair), a whole 2- or 3-byte one is one,
+  // and every byte of an invalid sequence is one (editors show each as U+FFFD): never more units than bytes.
+  std::uint64_t units = 0;
+  auto cont = [&l](std::size_t i) { return i < l.size() && (static_cast<unsigned char>(l[i]) & 0xC0) == 0x80; };
+  for (std::size_t i = 0; i < l.size();) {
+    auto c = static_cast<unsigned char>(l[i]);
+    std::size_t len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    bool whole = len > 0;
+    for (std::size_t k = 1; whole && k < len; ++k) whole = cont(i + k);
+    if (!whole) len = 1;
+    units += (whole && len == 4) ? 2 : 1;
+    i += len;
+  }
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(units, UINT32_MAX));
+}
 }  // namespace
 
 read_status read_message(std::istream& in, std::string& body, std::string& err, std::uint64_t max_bytes) {
@@ -181,23 +202,17 @@ std::uint32_t line_length(std::string_view text, std::uint64_t line, bool utf8) 
     if (nl == std::string_view::npos) return 0;
     pos = nl + ((text[nl] == '\r' && nl + 1 < text.size() && text[nl + 1] == '\n') ? 2 : 1);
   }
-  auto end = text.find_first_of("\r\n", pos);
-  std::string_view l = text.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
-  if (utf8) return static_cast<std::uint32_t>(std::min<std::size_t>(l.size(), UINT32_MAX));
-  // UTF-16: a whole 4-byte UTF-8 sequence is two units (a surrogate pair), a whole 2- or 3-byte one is one,
-  // and every byte of an invalid sequence is one (editors show each as U+FFFD): never more units than bytes.
-  std::uint64_t units = 0;
-  auto cont = [&l](std::size_t i) { return i < l.size() && (static_cast<unsigned char>(l[i]) & 0xC0) == 0x80; };
-  for (std::size_t i = 0; i < l.size();) {
-    auto c = static_cast<unsigned char>(l[i]);
-    std::size_t len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-    bool whole = len > 0;
-    for (std::size_t k = 1; whole && k < len; ++k) whole = cont(i + k);
-    if (!whole) len = 1;
-    units += (whole && len == 4) ? 2 : 1;
-    i += len;
-  }
-  return static_cast<std::uint32_t>(std::min<std::uint64_t>(units, UINT32_MAX));
+  return line_width(text.substr(pos), utf8);
+}
+
+line_index::line_index(std::string_view text) : text_(text) {
+  starts_.push_back(0);
+  for (auto nl = text.find_first_of("\r\n"); nl != std::string_view::npos; nl = text.find_first_of("\r\n", starts_.back()))
+    starts_.push_back(nl + ((text[nl] == '\r' && nl + 1 < text.size() && text[nl + 1] == '\n') ? 2 : 1));
+}
+
+std::uint32_t line_index::width(std::uint64_t line, bool utf8) const {
+  return line < starts_.size() ? line_width(text_.substr(starts_[line]), utf8) : 0;
 }
 
 std::map<std::string, std::vector<nlohmann::json>> to_diagnostics(const pipeline::run& r, const uri_fn& uri_of,

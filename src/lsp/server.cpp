@@ -115,15 +115,21 @@ struct document {
   bool log = false;
 };
 
-// The lines of a file on disk, measured for a range's end (the file is not open in the editor).
-std::uint32_t file_line_width(const std::string& path, std::uint64_t line, bool utf8) {
-  std::error_code ec;
-  auto size = fs::file_size(path, ec);
-  if (ec || size > kMeasureFileBytes) return kUnmeasured;
-  std::ifstream f(path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return line_length(text, line, utf8);
-}
+// A file on disk that is not open in the editor, read once for the ranges of its diagnostics. Too large
+// (kMeasureFileBytes) or unreadable: every range ends at kUnmeasured.
+struct measured_file {
+  std::string path, text;
+  std::optional<line_index> lines;
+  explicit measured_file(std::string p) : path(std::move(p)) {
+    std::error_code ec;
+    auto size = fs::file_size(path, ec);
+    if (ec || size > kMeasureFileBytes) return;
+    std::ifstream f(path, std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    lines.emplace(text);
+  }
+  std::uint32_t width(std::uint64_t line, bool utf8) const { return lines ? lines->width(line, utf8) : kUnmeasured; }
+};
 
 class session {
  public:
@@ -303,12 +309,18 @@ class session {
       if (it->second.find('!') != std::string::npos) return std::nullopt;  // an archive member: no file to open
       return path_to_uri((fs::path(root) / it->second).lexically_normal().string());
     };
-    std::map<std::pair<std::string, std::uint64_t>, std::uint32_t> measured;
+    // Line widths for the ranges: the document's lines indexed once; a folder's files read once each while
+    // their diagnostics come in a row (the last one is kept).
+    std::optional<line_index> doc_lines;
+    std::unique_ptr<measured_file> last_file;
     width_fn width = [&](const std::string& uri, std::uint64_t line) -> std::uint32_t {
-      if (j.kind == job::what::document) return line_length(j.text, line, utf8_);
-      auto [it, fresh] = measured.try_emplace({uri, line}, 0);
-      if (fresh) it->second = file_line_width(uri_to_path(uri).value_or(""), line, utf8_);
-      return it->second;
+      if (j.kind == job::what::document) {
+        if (!doc_lines) doc_lines.emplace(j.text);
+        return doc_lines->width(line, utf8_);
+      }
+      std::string path = uri_to_path(uri).value_or("");
+      if (!last_file || last_file->path != path) last_file = std::make_unique<measured_file>(path);
+      return last_file->width(line, utf8_);
     };
     r.diagnostics = to_diagnostics(res, uri_of, width);
     r.verdict = verdict_params(res, j.uri);

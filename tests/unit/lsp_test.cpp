@@ -202,3 +202,17 @@ TEST(lsp_cancel, a_diagnosis_asked_to_stop_ends_with_cancelled_and_one_never_ask
 }
 
 }  // namespace
+
+namespace {
+
+// line_index (one pass over a document) measures every line as line_length does, line ends of each kind.
+TEST(lsp_lines, an_index_of_the_line_starts_measures_every_line_as_line_length_does) {
+  for (std::string text : {std::string("abc\r\nαβ\n😀x\rlast"), std::string("a\n\nb\r\r\n"), std::string(""),
+                           std::string("\xFF\xFE\n\xF0\x9F\x98\r\n")}) {
+    ff::lsp::line_index idx(text);
+    for (std::uint64_t line = 0; line < 8; ++line)
+      for (bool utf8 : {false, true}) EXPECT_EQ(idx.width(line, utf8), ff::lsp::line_length(text, line, utf8)) << line;
+  }
+}
+
+}  // namespace
