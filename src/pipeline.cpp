@@ -127,9 +127,9 @@ std::optional<std::int64_t> collector::recurrences(const std::string& host_key, 
 const correlate::inputs& collector::inputs() const { return impl_->in; }
 const kb::library& collector::library() const { return *impl_->eng.lib; }
 bool collector::gated() const { return impl_->light_ok; }
-correlate::diagnosis collector::diagnose() const {
-  const auto& in = impl_->in;
-  const auto& lib = *impl_->eng.lib;
+correlate::diagnosis collector::diagnose() const { return diagnose_inputs(impl_->in, *impl_->eng.lib); }
+
+correlate::diagnosis diagnose_inputs(const correlate::inputs& in, const kb::library& lib) {
   // torchrun restarts: each attempt is diagnosed on its own, and the verdict is the last attempt's (the one
   // that ended the job); the others are listed with their own cause and rank.
   // https://pytorch.org/docs/stable/elastic/run.html (--max-restarts; --log-dir keeps attempt_N per restart)
@@ -855,10 +855,9 @@ void one_malloc_arena() {
 }
 }  // namespace
 
-result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, const options& opt) {
-  collector col(eng, opt);
-  if (auto st = col.check(); !st) return st.error();
-  run out;
+namespace {
+// Reads every input into the collector; the run's input facts go to `out`. diagnose() and scan() share it.
+status collect(const std::vector<std::string>& paths, const engine& eng, const options& opt, collector& col, run& out) {
   // Two threads (options::threads): this one reads, cuts blocks and peels them with the catalogue (a pure
   // function of the bytes); the worker runs every collector call, in input order, so the report does not
   // depend on the thread count.
@@ -948,13 +947,12 @@ result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, c
   worker.finish();
   if (stopped) return error{"cancelled", errc::cancelled};
   out.errors = std::move(errors);
-  if (auto st = col.check(); !st) return st.error();  // an engine error mid-run: no verdict from partial matching
-  finish(col, out);
-  if (opt.on_finish) opt.on_finish(col, out);
-  return out;
+  return col.check();  // an engine error mid-run: no verdict from partial matching
 }
 
-void finish(collector& col, run& out) {
+// The masking that finish() does before correlating: paths of errors, the last lines kept unmasked by the
+// light path, the second pass for hosts learnt late; then the counts and the bound notes.
+void finish_masking(collector& col, run& out) {
   auto& masker = col.masker();
   for (auto& e : out.errors) e.path = masker.apply_path(text::sanitize(e.path));
   out.masked = masker.enabled();
@@ -966,6 +964,73 @@ void finish(collector& col, run& out) {
   }
   out.mask_counts = masker.counts();
   for (const auto& note : col.bound_notes()) out.errors.push_back({"(all inputs)", note, false});
+}
+
+// What finish() and conclude() do after the diagnosis: no "healthy" when an input was cut short or nothing
+// could be read.
+void final_notes(run& out) {
+  bool cut_short = std::any_of(out.errors.begin(), out.errors.end(), [](const ingest::input_error& e) { return e.cut_short; });
+  if (cut_short && out.diag.verdict == correlate::verdict::healthy) {  // what was not read may hold the failure
+    out.diag.verdict = correlate::verdict::undetermined;
+    out.diag.initiating_rule = "an input was cut short by a bound (see the notes): the rest was not read";
+  }
+  if (!out.any_readable) {  // nothing was read: never call that healthy
+    out.diag.verdict = correlate::verdict::undetermined;
+    out.diag.initiating_rule = "no input could be read";
+  }
+}
+}  // namespace
+
+result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, const options& opt) {
+  collector col(eng, opt);
+  if (auto st = col.check(); !st) return st.error();
+  run out;
+  if (auto st = collect(paths, eng, opt, col, out); !st) return st.error();
+  finish(col, out);
+  if (opt.on_finish) opt.on_finish(col, out);
+  return out;
+}
+
+result<scanned> scan(const std::vector<std::string>& paths, const engine& eng, const options& opt) {
+  collector col(eng, opt);
+  if (auto st = col.check(); !st) return st.error();
+  run out;
+  if (auto st = collect(paths, eng, opt, col, out); !st) return st.error();
+  finish_masking(col, out);
+  scanned s;
+  s.in = col.inputs();
+  s.errors = std::move(out.errors);
+  s.inputs = std::move(out.inputs);
+  s.total_lines = out.total_lines;
+  s.total_bytes = out.total_bytes;
+  s.any_readable = out.any_readable;
+  s.masked = out.masked;
+  s.mask_counts = std::move(out.mask_counts);
+  return s;
+}
+
+run conclude(scanned s, const kb::library& lib, const options& opt) {
+  run out;
+  out.errors = std::move(s.errors);
+  out.inputs = std::move(s.inputs);
+  out.total_lines = s.total_lines;
+  out.total_bytes = s.total_bytes;
+  out.any_readable = s.any_readable;
+  out.masked = s.masked;
+  out.mask_counts = std::move(s.mask_counts);
+  s.in.max_suspicious_shown = opt.max_suspicious_shown;
+  out.diag = diagnose_inputs(s.in, lib);
+  out.timeline = timeline::build(s.in, out.diag, lib);
+  if (out.diag.initiating_host && opt.host_keyer) out.initiating_host_key = opt.host_keyer(*out.diag.initiating_host);
+  if (out.diag.verdict == correlate::verdict::failure && !out.initiating_host_key.empty() && opt.recurrences)
+    out.recurrences = opt.recurrences(out.initiating_host_key, out.diag.kind, out.recurrence_days);
+  final_notes(out);
+  return out;
+}
+
+void finish(collector& col, run& out) {
+  auto& masker = col.masker();
+  finish_masking(col, out);
   out.diag = col.diagnose();
   out.timeline = timeline::build(col.inputs(), out.diag, col.library());
   if (out.diag.initiating_host)
@@ -981,15 +1046,7 @@ void finish(collector& col, run& out) {
       if (out.diag.initiating_host && h == *out.diag.initiating_host) out.revealed.insert(out.revealed.begin(), item);
       else out.revealed.push_back(item);
     }
-  bool cut_short = std::any_of(out.errors.begin(), out.errors.end(), [](const ingest::input_error& e) { return e.cut_short; });
-  if (cut_short && out.diag.verdict == correlate::verdict::healthy) {  // what was not read may hold the failure
-    out.diag.verdict = correlate::verdict::undetermined;
-    out.diag.initiating_rule = "an input was cut short by a bound (see the notes): the rest was not read";
-  }
-  if (!out.any_readable) {  // nothing was read: never call that healthy
-    out.diag.verdict = correlate::verdict::undetermined;
-    out.diag.initiating_rule = "no input could be read";
-  }
+  final_notes(out);
 }
 
 std::vector<kb::example_failure> check_healthy_baselines(const std::vector<std::string>& dirs, const kb::library& lib) {

@@ -30,7 +30,17 @@ struct options {
   bool enabled = true;
   std::vector<custom_rule> extra;          ///< --mask-rule / team config rules
   std::vector<std::string> keep_hosts;     ///< host names never masked (e.g. "localhost")
+  /// Keyed tokens (`scan` on many nodes, `diagnose --mask-key`): a host, address or user becomes
+  /// PREFIX-XXXXXXXXXX, the first 10 hex digits of HMAC-SHA256(key, kind NUL value), the same on every node
+  /// that has the key, with no shared table. Empty: numbered in order of appearance (node-1, node-2). Secrets
+  /// are numbered either way: a hash of a secret with a guessable key could be brute-forced.
+  std::string key;
 };
+
+/// The masking key of one job: HMAC-SHA256(site_key, "firstfault-job:" + job_id) as hex when a job id is
+/// given, else `site_key` itself. Without a site key the key is derivable from the job id alone, so anyone
+/// who knows the job id and guesses a host name can check the guess (docs/cluster.md).
+std::string job_key(const std::string& site_key, const std::string& job_id);
 
 /// The scan gate's patterns for masking (Vectorscan regexps, see gate.hpp): every rule whose match changes
 /// the masker's state or depends on context (secrets, which may continue on the next line; host names in

@@ -241,6 +241,29 @@ void finish(collector& col, run& out);
 /// Convenience: builds the engine, then diagnoses.
 result<run> diagnose(const std::vector<std::string>& paths, const kb::library& lib, const options& opt);
 
+/// The correlator's verdict over a collector's inputs, torchrun restart attempts diagnosed one by one (the
+/// report's verdict is the last attempt's). Pure. collector::diagnose() and conclude() call it.
+correlate::diagnosis diagnose_inputs(const correlate::inputs& in, const kb::library& lib);
+
+/// What `firstfault scan` keeps of one node's logs (events.hpp writes and reads it): the correlator's inputs
+/// and the run's facts about its inputs, all masked as a report is (a second masking pass has run).
+struct scanned {
+  correlate::inputs in;
+  std::vector<ingest::input_error> errors;  ///< unreadable inputs and bound notes, masked
+  std::vector<input_stats> inputs;
+  std::uint64_t total_lines = 0, total_bytes = 0;
+  bool any_readable = false;
+  bool masked = true;
+  std::map<std::string, std::size_t> mask_counts;
+};
+/// Reads and collects like diagnose(), and stops before the correlation. Errors as diagnose().
+result<scanned> scan(const std::vector<std::string>& paths, const engine& eng, const options& opt);
+/// The report of scanned inputs (one scan, or several merged by events::merge()): the diagnosis, the
+/// timeline and the notes diagnose() would make. No masker is at hand here, so options::reveal has no
+/// effect, and options::host_keyer is given the masked token of the first failing host (stable across
+/// jobs when the mask key is: docs/cluster.md).
+run conclude(scanned s, const kb::library& lib, const options& opt);
+
 /// Sigma's "goodlog" test for `kb test --healthy DIR`: each directory holds logs of a healthy run, and any
 /// verdict other than healthy is one failure naming the directory and the signature that fired.
 std::vector<kb::example_failure> check_healthy_baselines(const std::vector<std::string>& dirs, const kb::library& lib);

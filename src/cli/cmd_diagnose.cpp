@@ -7,6 +7,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "firstfault/events.hpp"
 #include "firstfault/pipeline.hpp"
 #include "firstfault/record.hpp"
 #include "firstfault/report.hpp"
@@ -44,20 +45,25 @@ class diagnose_command final : public command {
     d->add_option("--history", history_path_, "history database (default $XDG_DATA_HOME/firstfault/history.db)");
     d->add_option("--mask-rule", mask_rules_, "extra RE2 pattern to mask (repeatable; group 1 if present)");
     d->add_option("--mask-config", mask_config_, "team masking config (YAML: enabled, rules, keep_hosts)");
+    d->add_flag("--events", events_, "the paths are events files written by `firstfault scan` (one per node): merge them in the order given and diagnose");
+    d->add_option("--mask-key", key_, "mask with keyed tokens (node-<hex>) as `scan --mask-key` does, so the report matches a merged one");
+    d->add_option("--mask-key-file", key_file_, "file whose first line is the site's mask key (combined with --job-id)");
+    d->add_option("--job-id", job_id_, "derive the mask key from the job's id (as `scan --job-id`)");
   }
   bool parsed() const override { return sub_->parsed(); }
   int run(const kb::library& lib) override;
 
  private:
   void print_report(const pipeline::run& r) const;
+  result<pipeline::run> from_events(const kb::library& lib, const pipeline::options& opt) const;
   void print_revealed(const pipeline::run& r) const;
 
   CLI::App* sub_;
   std::vector<std::string> paths_, mask_rules_;
-  std::string format_ = "text", color_ = "auto", history_path_, mask_config_;
+  std::string format_ = "text", color_ = "auto", history_path_, mask_config_, key_, key_file_, job_id_;
   std::size_t max_line_kib_ = 1024, learn_lines_ = 256;
   unsigned threads_ = 0;
-  bool timeline_ = false, brief_ = false, no_mask_ = false, quiet_ = false, reveal_ = false, exact_ = false, no_history_ = false;
+  bool events_ = false, timeline_ = false, brief_ = false, no_mask_ = false, quiet_ = false, reveal_ = false, exact_ = false, no_history_ = false;
 };
 
 // A progress line on stderr when it is a terminal, once reading takes more than a second: bytes, inputs, rate.
@@ -108,7 +114,13 @@ int diagnose_command::run(const kb::library& lib) {
     return kExitUsage;
   }
   opt.mask = mo.value();
-  auto run = pipeline::diagnose(paths_, lib, opt);
+  auto key = mask_key(key_, key_file_, job_id_);
+  if (!key) {
+    print_error(key.error().message);
+    return kExitUsage;
+  }
+  opt.mask.key = key.value();
+  auto run = events_ ? from_events(lib, opt) : pipeline::diagnose(paths_, lib, opt);
   progress.clear();
   if (!run) {
     print_error(run.error().message);
@@ -122,6 +134,40 @@ int diagnose_command::run(const kb::library& lib) {
   if (reveal_) print_revealed(r);
   if (r.any_readable) history.add(history::entry_of(r, "diagnose"));
   return report::exit_code(r);
+}
+
+// Every events file that reads is merged; one that does not is an input error of the run (named, with the
+// reason), as an unreadable log is. Files masked with different keys cannot be merged: their tokens differ.
+result<pipeline::run> diagnose_command::from_events(const kb::library& lib, const pipeline::options& opt) const {
+  std::vector<pipeline::scanned> parts;
+  std::vector<ingest::input_error> bad;
+  std::vector<std::string> notes;
+  std::optional<std::string> first_key;
+  std::string first_key_file;
+  for (const auto& p : paths_) {
+    std::string kid;
+    auto s = events::read(p, lib, notes, &kid);
+    if (!s) {
+      bad.push_back({p, s.error().message, true, false});
+      continue;
+    }
+    if (s.value().masked) {
+      if (!first_key) {
+        first_key = kid;
+        first_key_file = p;
+      } else if (*first_key != kid) {
+        return error{p + " was masked with another key than " + first_key_file +
+                     ": host tokens of the two cannot be compared (scan every node with the same --job-id or --mask-key)"};
+      }
+    }
+    parts.push_back(std::move(s).value());
+  }
+  if (parts.size() > 1 && first_key && first_key->empty())
+    return error{"the events files were masked without a shared key: every node numbered its hosts from node-1 (scan with --job-id or --mask-key)"};
+  auto merged = events::merge(std::move(parts));
+  for (auto& b : bad) merged.errors.insert(merged.errors.begin(), std::move(b));
+  for (auto& n : notes) merged.errors.push_back({"(events)", n, false, false});
+  return pipeline::conclude(std::move(merged), lib, opt);
 }
 
 void diagnose_command::print_report(const pipeline::run& r) const {

@@ -29,6 +29,7 @@ std::unique_ptr<command> add_history(CLI::App& app);                            
 std::unique_ptr<command> add_kb(CLI::App& app, std::vector<std::string>& kb_dirs);       // cmd_kb.cpp
 std::unique_ptr<command> add_explain(CLI::App& app);                                      // cmd_kb.cpp
 std::unique_ptr<command> add_serve(CLI::App& app);                                        // cmd_serve.cpp
+std::unique_ptr<command> add_scan(CLI::App& app, std::vector<std::string>& kb_dirs);     // cmd_scan.cpp
 std::unique_ptr<command> add_lsp(CLI::App& app, std::vector<std::string>& kb_dirs);      // cmd_lsp.cpp
 
 }  // namespace ff::cli

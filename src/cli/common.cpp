@@ -1,6 +1,10 @@
 // Shared CLI helpers (common.hpp).
 #include "common.hpp"
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -43,6 +47,19 @@ result<mask::options> mask_options(std::string config, const std::vector<std::st
   for (const auto& r : rules) o.extra.push_back({"custom", r});
   if (no_mask) o.enabled = false;
   return o;
+}
+
+result<std::string> mask_key(const std::string& key, const std::string& key_file, const std::string& job_id) {
+  std::string site = key;
+  if (!key_file.empty()) {
+    std::ifstream in(key_file);
+    if (!in) return error{key_file + ": cannot read the mask key file: " + std::strerror(errno)};
+    std::getline(in, site);
+    while (!site.empty() && (site.back() == '\r' || site.back() == ' ')) site.pop_back();
+    if (site.empty()) return error{key_file + ": the mask key file's first line is empty"};
+  }
+  if (site.empty() && job_id.empty()) return std::string();
+  return mask::job_key(site, job_id);
 }
 
 std::optional<double> parse_duration(const std::string& s) {

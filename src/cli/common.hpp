@@ -32,6 +32,11 @@ bool use_color(const std::string& mode);
 /// Errors: the config cannot be read or parsed, a rule does not compile (RE2's words).
 result<mask::options> mask_options(std::string config, const std::vector<std::string>& rules, bool no_mask);
 
+/// The mask key of `scan` and `diagnose --mask-key` (mask::options::key): `key`, or the first line of
+/// `key_file` (a site secret, mode 0600), made per job with `job_id` (mask::job_key). "" when none is given.
+/// Errors: the key file cannot be read or its first line is empty.
+result<std::string> mask_key(const std::string& key, const std::string& key_file, const std::string& job_id);
+
 /// "300", "300s", "1500ms", "5m", "2h" -> seconds; nullopt for anything else.
 std::optional<double> parse_duration(const std::string& s);
 

@@ -9,6 +9,8 @@
 
 #include "secret_keys.hpp"
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <re2/re2.h>
 #include <re2/set.h>
 #include <yaml-cpp/yaml.h>
@@ -214,7 +216,25 @@ std::shared_ptr<const compiled_rules> compile_rules(const std::vector<custom_rul
 
 }  // namespace
 
+// HMAC-SHA256 as lower-case hex (OpenSSL's one-shot HMAC(): https://www.openssl.org/docs/man3.0/man3/HMAC.html).
+static std::string hmac_hex(const std::string& key, const std::string& message, std::size_t hex_digits) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(message.data()),
+            message.size(), md, &len))
+    return std::string(hex_digits, '0');
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len && out.size() < hex_digits; ++i) {
+    out += hex[md[i] >> 4];
+    out += hex[md[i] & 15];
+  }
+  out.resize(std::min(out.size(), hex_digits));
+  return out;
+}
+
 struct masker::impl {
+  std::string key;  // options::key
   std::shared_ptr<const compiled_rules> compiled;
   std::unordered_map<std::string, std::unordered_map<std::string, std::string>> seen;  // kind -> value -> token
   std::unordered_map<std::string, std::size_t> next;                                  // token -> last number
@@ -239,6 +259,11 @@ struct masker::impl {
     if (seen_total >= kMaxSeen) {
       bound_hit = true;
       t = secret ? "<" + prefix + "-x>" : prefix + "-x";
+    } else if (!secret && !key.empty()) {
+      t = prefix + "-" + hmac_hex(key, kind + std::string(1, '\0') + value, 10);
+      m.emplace(value, t);
+      ++seen_total;
+      *is_new = true;
     } else {
       std::string n = std::to_string(++next[prefix]);
       t = secret ? "<" + prefix + "-" + n + ">" : prefix + "-" + n;
@@ -280,6 +305,7 @@ struct masker::impl {
 };
 
 masker::masker(options opt) : opt_(std::move(opt)), impl_(std::make_unique<impl>()) {
+  impl_->key = opt_.key;
   if (opt_.extra.empty()) {
     static const std::shared_ptr<const compiled_rules> builtin = compile_rules({});
     impl_->compiled = builtin;
@@ -540,6 +566,11 @@ std::string masker::original(const std::string& token) const {
     for (const auto& vt : kv.second)
       if (vt.second == token) return vt.first;
   return "";
+}
+
+std::string job_key(const std::string& site_key, const std::string& job_id) {
+  if (job_id.empty()) return site_key;
+  return hmac_hex(site_key, "firstfault-job:" + job_id, 64);
 }
 
 result<options> load_config(const std::string& path, options base) {

@@ -298,3 +298,28 @@ TEST(mask_gate, bracket_host_port_candidate_covers_the_rule) {
   EXPECT_FALSE(ff::mask::bracket_host_port_candidate("[default0]:2024-11-30 02:13:45,123 INFO step 5"));
   EXPECT_FALSE(ff::mask::bracket_host_port_candidate("[rank3]:123456 x"));
 }
+
+// Keyed tokens (scan on many nodes): the same value gives the same token on every masker with the key, another
+// key another token; secrets stay numbered (a hash of a secret with a guessable key could be brute-forced).
+TEST(mask_keyed, same_key_same_token_other_key_other_token_secrets_numbered) {
+  ff::mask::options o;
+  o.key = ff::mask::job_key("site-secret", "4711");
+  ff::mask::masker a(o), b(o);
+  std::string ta = a.mask_host("gpu-node-17");
+  b.mask_host("other-host");  // another order of appearance changes nothing
+  std::string tb = b.mask_host("gpu-node-17");
+  EXPECT_EQ(ta, tb);
+  ASSERT_EQ(ta.size(), std::string("node-").size() + 10);
+  EXPECT_EQ(ta.rfind("node-", 0), 0u);
+  ff::mask::options o2 = o;
+  o2.key = ff::mask::job_key("site-secret", "4712");
+  ff::mask::masker c(o2);
+  EXPECT_NE(c.mask_host("gpu-node-17"), ta);
+  std::string line = a.apply("token hf_abcdefghijklmnopqrstuvwxyz0123456789 at 10.1.2.3");
+  EXPECT_NE(line.find("<hf-token-1>"), std::string::npos) << line;
+  EXPECT_EQ(line.find("10.1.2.3"), std::string::npos) << line;
+  EXPECT_EQ(line.find("ip-1"), std::string::npos) << "addresses are keyed too: " << line;
+  EXPECT_EQ(ff::mask::job_key("", ""), "");
+  EXPECT_EQ(ff::mask::job_key("k", "").size(), 1u);  // no job id: the site key itself
+  EXPECT_EQ(ff::mask::job_key("", "4711").size(), 64u);
+}
