@@ -1,4 +1,8 @@
-// firstfault/history.hpp: the local history of diagnoses (SQLite).
+// firstfault/history.hpp: the history of diagnoses (SQLite by default; PostgreSQL for a cluster).
+//
+// A path that starts with postgresql:// or postgres:// is a libpq connection URI
+// (https://www.postgresql.org/docs/15/libpq-connect.html#LIBPQ-CONNSTRING): the same schema, migrations and
+// queries run there, so `history list|show|stats` and the recurrence note cover every job of the cluster.
 //
 // Every diagnosis (from `diagnose`, later `watch`) is stored, already masked, at
 // $XDG_DATA_HOME/firstfault/history.db (or ~/.local/share/firstfault/history.db; --history PATH,
@@ -52,6 +56,9 @@ class store {
   /// How many earlier diagnoses of `kind` on the same host (by host_key) in the last `days` days.
   result<std::int64_t> recurrences(const std::string& host_key, const std::string& kind, int days) const;
   int schema_version() const;
+  /// The salt of host_key(): a file next to a SQLite database, a row of a PostgreSQL one (shared by every
+  /// machine that writes to it, so a host has one key across the cluster).
+  result<std::string> salt();
 
   store();
   ~store();
@@ -66,7 +73,7 @@ class store {
 /// $XDG_DATA_HOME/firstfault/history.db, or ~/.local/share/firstfault/history.db.
 std::string default_path();
 
-/// Salted hash used for host_key; the salt is created once next to the database.
+/// Salted hash used for host_key; the salt is created once next to the database (in the database for PostgreSQL).
 std::string host_key(const std::string& db_path, const std::string& real_host);
 
 }  // namespace ff::history

@@ -18,7 +18,7 @@ class scan_command final : public command {
     auto* s = sub_;
     s->add_option("paths", paths_, "log files, directories, archives, or - for stdin")->required();
     s->add_option("--output,-o", out_, "events file to write (firstfault.events/v1: zstd-compressed JSON lines)")->required();
-    s->add_option("--job-id", job_id_, "the job's id: every node derives the same mask key from it (default $SLURM_JOB_ID)");
+    s->add_option("--job-id", job_id_, "the job's id: every node derives the same mask key from it (default $SLURM_JOB_ID when no key is given)");
     s->add_option("--mask-key", key_, "mask key shared by every node of the job (see docs/cluster.md)");
     s->add_option("--mask-key-file", key_file_, "file whose first line is the site's mask key (combined with --job-id)");
     s->add_option("--kb", kb_dirs, "extra directory of signature files (repeatable)")->check(CLI::ExistingDirectory);
@@ -45,7 +45,9 @@ int scan_command::run(const kb::library& lib) {
     print_error(mo.error().message);
     return kExitUsage;
   }
-  if (job_id_.empty())
+  // $SLURM_JOB_ID only when no key is given: a site key alone keeps tokens stable across jobs (lemon-node
+  // statistics in a shared history), with --job-id they change per job (docs/cluster.md).
+  if (job_id_.empty() && key_.empty() && key_file_.empty())
     if (const char* j = std::getenv("SLURM_JOB_ID"); j && *j) job_id_ = j;
   auto key = mask_key(key_, key_file_, job_id_);
   if (!key) {

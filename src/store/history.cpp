@@ -1,6 +1,8 @@
 // SQLite-backed history of diagnoses.
 #include "firstfault/history.hpp"
 
+#include "backend.hpp"
+
 #include <sqlite3.h>
 
 #include <chrono>
@@ -13,6 +15,15 @@
 namespace ff::history {
 
 namespace fs = std::filesystem;
+
+std::string detail::stats_sql(const std::string& by, const std::string& param) {
+  // host: group by the stable key, show the most recent masked name
+  if (by == "host")
+    return "SELECT MAX(initiating_host), COUNT(*) FROM diagnoses WHERE verdict='failure' AND host_key != '' AND created_at >= " + param +
+           " GROUP BY host_key ORDER BY 2 DESC, 1";
+  return "SELECT " + by + ", COUNT(*) FROM diagnoses WHERE verdict='failure' AND created_at >= " + param + " GROUP BY " + by +
+         " ORDER BY 2 DESC, 1";
+}
 
 namespace {
 
@@ -75,13 +86,48 @@ entry row_to_entry(sqlite3_stmt* st) {
 
 }  // namespace
 
-struct store::impl {
+namespace {
+class sqlite_backend final : public detail::backend {
+ public:
   sqlite3* db = nullptr;
   std::string path;
   int version = 0;
-  ~impl() {
+  ~sqlite_backend() override {
     if (db) sqlite3_close(db);
   }
+  static result<std::unique_ptr<detail::backend>> open(const std::string& path);
+  status add(entry& e) override;
+  result<std::vector<entry>> list(int limit) const override;
+  result<std::optional<entry>> get(std::int64_t id) const override;
+  result<std::vector<count_row>> stats(const std::string& by, int days) const override;
+  result<std::int64_t> recurrences(const std::string& host_key, const std::string& kind, int days) const override;
+  int schema_version() const override { return version; }
+  result<std::string> salt() override { return local_salt(fs::path(path).parent_path() / "host-salt"); }
+};
+}  // namespace
+
+std::string local_salt(const fs::path& salt_path) {
+  std::string salt;
+  {
+    std::ifstream in(salt_path);
+    std::getline(in, salt);
+  }
+  if (salt.empty()) {
+    std::random_device rd;
+    std::ostringstream o;
+    for (int i = 0; i < 4; ++i) o << std::hex << rd();
+    salt = o.str();
+    std::error_code ec;
+    fs::create_directories(salt_path.parent_path(), ec);
+    std::ofstream out(salt_path);
+    out << salt << "\n";
+    fs::permissions(salt_path, fs::perms::owner_read | fs::perms::owner_write, ec);
+  }
+  return salt;
+}
+
+struct store::impl {
+  std::unique_ptr<detail::backend> be;
 };
 
 store::store() = default;
@@ -89,47 +135,73 @@ store::~store() = default;
 store::store(store&&) noexcept = default;
 store& store::operator=(store&&) noexcept = default;
 
+bool is_postgres_url(const std::string& path) { return path.rfind("postgresql://", 0) == 0 || path.rfind("postgres://", 0) == 0; }
+
 result<store> store::open(const std::string& path) {
+  auto be = is_postgres_url(path) ? detail::open_postgres(path) : sqlite_backend::open(path);
+  if (!be) return be.error();
   store s;
   s.impl_ = std::make_unique<impl>();
-  s.impl_->path = path;
-  std::error_code ec;
-  if (auto dir = fs::path(path).parent_path(); !dir.empty()) fs::create_directories(dir, ec);
-  int rc = sqlite3_open_v2(path.c_str(), &s.impl_->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-  if (rc != SQLITE_OK) return error{describe(s.impl_->db, rc, path)};
-  sqlite3_busy_timeout(s.impl_->db, 2000);
-  sqlite3_stmt* st = nullptr;
-  rc = sqlite3_prepare_v2(s.impl_->db, "PRAGMA user_version", -1, &st, nullptr);
-  if (rc != SQLITE_OK) return error{describe(s.impl_->db, rc, path)};
-  rc = sqlite3_step(st);
-  if (rc != SQLITE_ROW) {
-    sqlite3_finalize(st);
-    return error{describe(s.impl_->db, rc, path)};
-  }
-  int version = sqlite3_column_int(st, 0);
-  sqlite3_finalize(st);
-  if (version > kSchemaVersion)
-    return error{path + ": history database has schema version " + std::to_string(version) +
-                 ", newer than this firstfault (" + std::to_string(kSchemaVersion) + "); upgrade firstfault"};
-  for (int v = version; v < kSchemaVersion; ++v) {
-    std::string sql = std::string("BEGIN IMMEDIATE;") + kMigrations[v] + "PRAGMA user_version = " + std::to_string(v + 1) + ";COMMIT;";
-    char* err = nullptr;
-    rc = sqlite3_exec(s.impl_->db, sql.c_str(), nullptr, nullptr, &err);
-    if (rc != SQLITE_OK) {
-      std::string m = describe(s.impl_->db, rc, path);
-      sqlite3_free(err);
-      sqlite3_exec(s.impl_->db, "ROLLBACK", nullptr, nullptr, nullptr);
-      return error{m};
-    }
-  }
-  s.impl_->version = kSchemaVersion;
+  s.impl_->be = std::move(be).value();
   return s;
 }
 
-int store::schema_version() const { return impl_ ? impl_->version : 0; }
-
+int store::schema_version() const { return impl_ ? impl_->be->schema_version() : 0; }
 status store::add(entry& e) {
   e.created_at = e.created_at ? e.created_at : now_s();
+  return impl_->be->add(e);
+}
+result<std::vector<entry>> store::list(int limit) const { return impl_->be->list(limit); }
+result<std::optional<entry>> store::get(std::int64_t id) const { return impl_->be->get(id); }
+result<std::vector<count_row>> store::stats(const std::string& by, int days) const {
+  if (by != "signature" && by != "kind" && by != "host") return error{"history stats: --by must be signature, kind or host"};
+  return impl_->be->stats(by, days);
+}
+result<std::int64_t> store::recurrences(const std::string& key, const std::string& kind, int days) const {
+  if (key.empty() || kind.empty()) return std::int64_t{0};
+  return impl_->be->recurrences(key, kind, days);
+}
+result<std::string> store::salt() { return impl_->be->salt(); }
+
+result<std::unique_ptr<detail::backend>> sqlite_backend::open(const std::string& path) {
+  auto s = std::make_unique<sqlite_backend>();
+  auto* impl_ = s.get();
+  impl_->path = path;
+  std::error_code ec;
+  if (auto dir = fs::path(path).parent_path(); !dir.empty()) fs::create_directories(dir, ec);
+  int rc = sqlite3_open_v2(path.c_str(), &impl_->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  if (rc != SQLITE_OK) return error{describe(impl_->db, rc, path)};
+  sqlite3_busy_timeout(impl_->db, 2000);
+  sqlite3_stmt* st = nullptr;
+  rc = sqlite3_prepare_v2(impl_->db, "PRAGMA user_version", -1, &st, nullptr);
+  if (rc != SQLITE_OK) return error{describe(impl_->db, rc, path)};
+  rc = sqlite3_step(st);
+  if (rc != SQLITE_ROW) {
+    sqlite3_finalize(st);
+    return error{describe(impl_->db, rc, path)};
+  }
+  int version = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  if (version > store::kSchemaVersion)
+    return error{path + ": history database has schema version " + std::to_string(version) +
+                 ", newer than this firstfault (" + std::to_string(store::kSchemaVersion) + "); upgrade firstfault"};
+  for (int v = version; v < store::kSchemaVersion; ++v) {
+    std::string sql = std::string("BEGIN IMMEDIATE;") + kMigrations[v] + "PRAGMA user_version = " + std::to_string(v + 1) + ";COMMIT;";
+    char* err = nullptr;
+    rc = sqlite3_exec(impl_->db, sql.c_str(), nullptr, nullptr, &err);
+    if (rc != SQLITE_OK) {
+      std::string m = describe(impl_->db, rc, path);
+      sqlite3_free(err);
+      sqlite3_exec(impl_->db, "ROLLBACK", nullptr, nullptr, nullptr);
+      return error{m};
+    }
+  }
+  impl_->version = store::kSchemaVersion;
+  return std::unique_ptr<detail::backend>(std::move(s));
+}
+
+status sqlite_backend::add(entry& e) {
+  auto* impl_ = this;
   sqlite3_stmt* st = nullptr;
   int rc = sqlite3_prepare_v2(impl_->db,
                               "INSERT INTO diagnoses(created_at, source, inputs, verdict, signature, kind, initiating_rank,"
@@ -154,7 +226,8 @@ status store::add(entry& e) {
   return ok();
 }
 
-result<std::vector<entry>> store::list(int limit) const {
+result<std::vector<entry>> sqlite_backend::list(int limit) const {
+  auto* impl_ = this;
   sqlite3_stmt* st = nullptr;
   int rc = sqlite3_prepare_v2(impl_->db, (std::string(kSelect) + " ORDER BY id DESC LIMIT ?").c_str(), -1, &st, nullptr);
   if (rc != SQLITE_OK) return error{describe(impl_->db, rc, impl_->path)};
@@ -166,7 +239,8 @@ result<std::vector<entry>> store::list(int limit) const {
   return out;
 }
 
-result<std::optional<entry>> store::get(std::int64_t id) const {
+result<std::optional<entry>> sqlite_backend::get(std::int64_t id) const {
+  auto* impl_ = this;
   sqlite3_stmt* st = nullptr;
   int rc = sqlite3_prepare_v2(impl_->db, (std::string(kSelect) + " WHERE id = ?").c_str(), -1, &st, nullptr);
   if (rc != SQLITE_OK) return error{describe(impl_->db, rc, impl_->path)};
@@ -179,13 +253,9 @@ result<std::optional<entry>> store::get(std::int64_t id) const {
   return out;
 }
 
-result<std::vector<count_row>> store::stats(const std::string& by, int days) const {
-  std::string col = by == "signature" ? "signature" : by == "kind" ? "kind" : by == "host" ? "initiating_host" : "";
-  if (col.empty()) return error{"history stats: --by must be signature, kind or host"};
-  // host: group by the stable key, show the most recent masked name
-  std::string sql = by == "host"
-                        ? "SELECT MAX(initiating_host), COUNT(*) FROM diagnoses WHERE verdict='failure' AND host_key != '' AND created_at >= ? GROUP BY host_key ORDER BY 2 DESC"
-                        : "SELECT " + col + ", COUNT(*) FROM diagnoses WHERE verdict='failure' AND created_at >= ? GROUP BY " + col + " ORDER BY 2 DESC";
+result<std::vector<count_row>> sqlite_backend::stats(const std::string& by, int days) const {
+  auto* impl_ = this;
+  std::string sql = detail::stats_sql(by, "?");
   sqlite3_stmt* st = nullptr;
   int rc = sqlite3_prepare_v2(impl_->db, sql.c_str(), -1, &st, nullptr);
   if (rc != SQLITE_OK) return error{describe(impl_->db, rc, impl_->path)};
@@ -200,8 +270,8 @@ result<std::vector<count_row>> store::stats(const std::string& by, int days) con
   return out;
 }
 
-result<std::int64_t> store::recurrences(const std::string& key, const std::string& kind, int days) const {
-  if (key.empty() || kind.empty()) return std::int64_t{0};
+result<std::int64_t> sqlite_backend::recurrences(const std::string& key, const std::string& kind, int days) const {
+  auto* impl_ = this;
   sqlite3_stmt* st = nullptr;
   int rc = sqlite3_prepare_v2(impl_->db,
                               "SELECT COUNT(*) FROM diagnoses WHERE host_key = ? AND kind = ? AND created_at >= ?", -1, &st, nullptr);
@@ -225,22 +295,15 @@ std::string default_path() {
 
 std::string host_key(const std::string& db_path, const std::string& real_host) {
   if (real_host.empty()) return "";
-  fs::path salt_path = fs::path(db_path).parent_path() / "host-salt";
   std::string salt;
-  {
-    std::ifstream in(salt_path);
-    std::getline(in, salt);
-  }
-  if (salt.empty()) {
-    std::random_device rd;
-    std::ostringstream o;
-    for (int i = 0; i < 4; ++i) o << std::hex << rd();
-    salt = o.str();
-    std::error_code ec;
-    fs::create_directories(salt_path.parent_path(), ec);
-    std::ofstream out(salt_path);
-    out << salt << "\n";
-    fs::permissions(salt_path, fs::perms::owner_read | fs::perms::owner_write, ec);
+  if (is_postgres_url(db_path)) {  // shared by every client of the database: lemon nodes across the cluster
+    auto st = store::open(db_path);
+    if (!st) return "";
+    auto s = st.value().salt();
+    if (!s) return "";
+    salt = s.value();
+  } else {
+    salt = local_salt(fs::path(db_path).parent_path() / "host-salt");
   }
   // FNV-1a over salt and host: not reversible without the local salt (which never leaves the machine).
   std::uint64_t h = 1469598103934665603ull;

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The shared history in a real PostgreSQL 15, started by this test on 127.0.0.1 in a temporary directory
+# (initdb + pg_ctl -w, which returns once the server accepts connections) and stopped at the end.
+#   - diagnose --history postgresql://... stores; history list|show|stats read it back;
+#   - two "machines" (two HOME directories, so two local salts) diagnosing the same failing host count as one
+#     host in `history stats --by host`, and the second report carries the recurrence note: the salt is in
+#     the database;
+#   - eight first opens at once against an empty database migrate once (advisory lock) and all store;
+#   - a password in the URI never reaches an error message; an unreachable server is one line, and the
+#     diagnosis is still printed.
+# usage: postgres_test.sh FIREFAULT_BIN TESTS_DIR
+set -euo pipefail
+BIN="$(readlink -f "$1")"
+TESTS="$(readlink -f "$2")"
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+if [ -z "$PGBIN" ] || [ ! -x "$PGBIN/initdb" ]; then
+  echo "postgres_test: PostgreSQL server binaries not found (Debian package postgresql): run scripts/install-deps.sh" >&2
+  exit 1
+fi
+tmp=$(mktemp -d /tmp/ff-pg.XXXXXX)
+chmod 755 "$tmp"
+as_pg=()
+if [ "$(id -u)" -eq 0 ]; then  # initdb refuses to run as root
+  id postgres >/dev/null 2>&1 || { echo "postgres_test: no postgres user (package postgresql)" >&2; exit 1; }
+  as_pg=(runuser -u postgres --)
+  chown postgres "$tmp"
+fi
+stop() {
+  "${as_pg[@]}" "$PGBIN/pg_ctl" -D "$tmp/data" -m immediate stop >/dev/null 2>&1 || true
+  [ -n "${KEEP_PG:-}" ] || rm -rf "$tmp"
+}
+trap stop EXIT
+fail() {
+  echo "postgres_test: FAIL: $*" >&2
+  exit 1
+}
+"${as_pg[@]}" "$PGBIN/initdb" -D "$tmp/data" -U ff --auth=trust -E UTF8 >"$tmp/initdb.log" 2>&1 || { cat "$tmp/initdb.log"; fail "initdb"; }
+# A free port: ask the kernel for one.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"${as_pg[@]}" "$PGBIN/pg_ctl" -D "$tmp/data" -l "$tmp/server.log" -w -t 120 \
+  -o "-h 127.0.0.1 -p $port -k $tmp -c fsync=off" start >/dev/null || { cat "$tmp/server.log"; fail "pg_ctl start"; }
+URL="postgresql://ff@127.0.0.1:$port/postgres"
+echo "postgres_test: PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$port"
+
+oom="$TESTS/corpus/run2-torchrun-cgroup-oom-rank0/logs"
+[ -d "$oom" ] || fail "corpus case missing: $oom"
+export XDG_DATA_HOME="$tmp/home-a"
+# Eight first opens at once on the empty database: one migration, eight rows.
+pids=()
+for i in 1 2 3 4 5 6 7 8; do
+  "$BIN" diagnose "$oom" --quiet --format brief --history "$URL" >"$tmp/par-$i.out" 2>"$tmp/par-$i.err" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || true; done
+for i in 1 2 3 4 5 6 7 8; do
+  [ -s "$tmp/par-$i.err" ] && { cat "$tmp/par-$i.err"; fail "concurrent first open $i wrote an error"; }
+done
+n=$("$BIN" history list --history "$URL" --format json --limit 100 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+[ "$n" = 8 ] || fail "8 concurrent diagnoses stored $n rows"
+ver=$("${as_pg[@]}" "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U ff -d postgres -Atc "SELECT value FROM firstfault_meta WHERE key='schema_version'")
+[ "$ver" = 1 ] || fail "schema_version is '$ver'"
+
+# Two machines: the same failing host from two HOMEs (two local salt files) is one host in the database.
+host_log="$tmp/xid.log"
+cat >"$host_log" <<'EOF'
+2026-11-30T10:00:00.000000+00:00 gpu-node-31 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=2231, name=python, GPU has fallen off the bus.
+2026-11-30T10:00:01.000000+00:00 gpu-node-31 kernel: NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.
+EOF
+XDG_DATA_HOME="$tmp/home-b" "$BIN" diagnose "$host_log" --quiet --format json --history "$URL" >"$tmp/b.json" || true
+XDG_DATA_HOME="$tmp/home-c" "$BIN" diagnose "$host_log" --quiet --format json --history "$URL" >"$tmp/c.json" || true
+python3 - "$tmp/b.json" "$tmp/c.json" <<'EOF' || fail "reports of the host failure"
+import json, sys
+b, c = (json.load(open(p)) for p in sys.argv[1:3])
+assert b["verdict"] == "failure" and b["initiating_host"], b["root_cause"]
+assert (b.get("recurrences") or {}).get("count") == 0, "first report: " + json.dumps(b.get("recurrences"))
+assert (c.get("recurrences") or {}).get("count") == 1, "the second machine's report does not count the first: " + json.dumps(c.get("recurrences"))
+EOF
+"$BIN" history stats --by host --history "$URL" >"$tmp/stats.txt"
+grep -Eq '^ *2 +node-' "$tmp/stats.txt" || { cat "$tmp/stats.txt"; fail "history stats --by host does not count the host twice"; }
+"$BIN" history stats --by kind --history "$URL" | grep -q "host_oom\|gpu_fell_off_bus" || fail "history stats --by kind"
+id=$("$BIN" history list --history "$URL" --format json --limit 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+"$BIN" history show "$id" --history "$URL" --format json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["verdict"]=="failure", d' ||
+  fail "history show $id"
+# A raw host never reaches the database.
+dump=$("${as_pg[@]}" "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U ff -d postgres -Atc "SELECT report_json || inputs || initiating_host FROM diagnoses")
+case "$dump" in *gpu-node-31*) fail "a real host name is stored in PostgreSQL";; esac
+
+# Errors: a password never shown; an unreachable database is one line and the report is still printed.
+dead=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+set +e
+out=$("$BIN" diagnose "$oom" --quiet --format brief --history "postgresql://ff:hunter2secret@127.0.0.1:$dead/postgres?connect_timeout=5" 2>"$tmp/err.txt")
+set -e
+grep -q "hunter2secret" "$tmp/err.txt" && fail "the password is in an error message: $(cat "$tmp/err.txt")"
+grep -q "cannot connect to the history database" "$tmp/err.txt" || fail "no clear error for an unreachable database: $(cat "$tmp/err.txt")"
+[ "$(wc -l <"$tmp/err.txt")" -le 2 ] || fail "the error is more than one line: $(cat "$tmp/err.txt")"
+case "$out" in *failure*|*FAIL*|*oom*) ;; *) fail "no report printed when the database is unreachable: $out";; esac
+set +e
+"$BIN" history list --history "postgresql://ff:hunter2secret@127.0.0.1:$dead/postgres?connect_timeout=5" 2>"$tmp/err2.txt"
+rc=$?
+set -e
+[ $rc -ne 0 ] || fail "history list against a dead server exited 0"
+grep -q "hunter2secret" "$tmp/err2.txt" && fail "the password is in history's error message"
+echo "postgres_test: all passed (8 concurrent first opens, shared host salt, recurrences, stats, show, redaction)"
