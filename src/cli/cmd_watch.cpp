@@ -3,7 +3,11 @@
 #include <httplib.h>
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <ctime>
+#include <optional>
 #include <charconv>
 #include <chrono>
 #include <csignal>
@@ -47,6 +51,142 @@ std::string post_json(const std::string& url, const std::string& body) {
   }
   return last;
 }
+
+// RFC 3339 UTC with milliseconds, as Alertmanager's API wants startsAt/endsAt.
+std::string rfc3339(std::chrono::system_clock::time_point t) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[48];
+  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms % 1000));
+  return out;
+}
+
+// "3", "0-7", "0-3,8,12-15" (at most 200 bytes; "+N more" past that) from sorted distinct ranks.
+std::string rank_ranges(std::vector<int> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::string out;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    std::string part = std::to_string(ranks[i]) + (j > i ? "-" + std::to_string(ranks[j]) : "");
+    if (out.size() + part.size() > 200) {
+      out += ",+" + std::to_string(ranks.size() - i) + " more";
+      break;
+    }
+    out += (out.empty() ? "" : ",") + part;
+    i = j + 1;
+  }
+  return out;
+}
+
+// --alertmanager URL: each alert goes to Alertmanager's v2 API (POST /api/v2/alerts, a JSON list of
+// {labels, annotations, startsAt, endsAt, generatorURL}: https://github.com/prometheus/alertmanager/blob/main/api/v2/openapi.yaml).
+// An alert's labels (its identity in Alertmanager) are fixed when it first fires: alertname (FirstfaultFailure
+// or FirstfaultHang), signature, kind, host, ranks, plus --alert-label pairs; later updates refresh the
+// annotations (summary, description, fix, verify). Alertmanager resolves an alert that is not re-sent before
+// its endsAt, so active alerts are re-sent every `repeat` seconds with endsAt three periods ahead; when the
+// watch ends (the job ended: --run-for, SIGTERM from the scheduler, Ctrl-C) they are sent once more with
+// endsAt now, which resolves them.
+class alertmanager_client {
+ public:
+  alertmanager_client(std::string url, std::map<std::string, std::string> extra, double repeat_s)
+      : url_(std::move(url)), extra_(std::move(extra)), repeat_(repeat_s) {
+    while (!url_.empty() && url_.back() == '/') url_.pop_back();
+    thread_ = std::thread([this] { refresh_loop(); });
+  }
+  ~alertmanager_client() {
+    {
+      std::lock_guard g(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    resolve_all();
+  }
+  void on_alert(const watch::alert& al) {
+    const auto& r = al.report;
+    auto str = [](const nlohmann::json& j, const char* k) {
+      return j.is_object() && j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
+    };
+    const auto& rc = r.contains("root_cause") ? r["root_cause"] : nlohmann::json::object();
+    std::string type = al.type == "hang" ? "hang" : "failure";
+    std::string signature = type == "hang" ? "hang" : str(rc, "signature");
+    std::string key;
+    std::lock_guard g(mu_);
+    {
+      nlohmann::json labels = nlohmann::json::object();
+      for (const auto& [k, v] : extra_) labels[k] = v;
+      labels["alertname"] = type == "hang" ? "FirstfaultHang" : "FirstfaultFailure";
+      labels["signature"] = signature.empty() ? "undetermined" : signature;
+      labels["kind"] = type == "hang" ? "hang" : (str(rc, "kind").empty() ? "undetermined" : str(rc, "kind"));
+      labels["host"] = str(r, "initiating_host");
+      std::vector<int> ranks;
+      if (r.contains("initiating_rank") && r["initiating_rank"].is_number_integer()) ranks.push_back(r["initiating_rank"].get<int>());
+      if (ranks.empty() && r.contains("alert") && r["alert"].contains("silent_ranks") && r["alert"]["silent_ranks"].is_array())
+        for (const auto& x : r["alert"]["silent_ranks"])
+          if (x.is_number_integer()) ranks.push_back(x.get<int>());
+      labels["ranks"] = rank_ranges(ranks);
+      // A failure alert keeps its identity while updates add collateral (type and signature); a hang alert
+      // is one per set of silent ranks.
+      key = type + "\n" + signature + (type == "hang" ? "\n" + labels["ranks"].get<std::string>() : "");
+      if (!active_.count(key)) active_.emplace(key, entry{std::move(labels), nlohmann::json::object(), std::chrono::system_clock::now()});
+    }
+    auto it = active_.find(key);
+    auto& ann = it->second.annotations;
+    ann["summary"] = str(rc, "title").empty() ? al.text.substr(0, al.text.find('\n')) : str(rc, "title");
+    ann["description"] = str(rc, "summary");
+    ann["rank_rule"] = str(r, "initiating_rule");
+    std::string fix, verify;
+    if (r.contains("fix") && r["fix"].contains("steps") && r["fix"]["steps"].is_array() && !r["fix"]["steps"].empty() && r["fix"]["steps"][0].is_string())
+      fix = r["fix"]["steps"][0].get<std::string>();
+    if (r.contains("verify") && r["verify"].is_array() && !r["verify"].empty() && r["verify"][0].is_string()) verify = r["verify"][0].get<std::string>();
+    ann["fix"] = fix;
+    ann["verify"] = verify;
+    send_locked(false);
+  }
+
+ private:
+  struct entry {
+    nlohmann::json labels, annotations;
+    std::chrono::system_clock::time_point starts;
+  };
+  void send_locked(bool resolve) {
+    if (active_.empty()) return;
+    auto now = std::chrono::system_clock::now();
+    auto ends = resolve ? now : now + std::chrono::milliseconds(static_cast<long>(repeat_ * 3000));
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& [_, e] : active_)
+      list.push_back({{"labels", e.labels}, {"annotations", e.annotations}, {"startsAt", rfc3339(e.starts)}, {"endsAt", rfc3339(ends)},
+                      {"generatorURL", "https://github.com/firstfault/firstfault#watch"}});
+    if (auto err = post_json(url_ + "/api/v2/alerts", list.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)); !err.empty())
+      print_error("--alertmanager " + url_ + ": " + err + (resolve ? " (alerts not resolved)" : " (alert not delivered)"));
+  }
+  void refresh_loop() {
+    std::unique_lock lk(mu_);
+    while (!stopping_) {
+      cv_.wait_for(lk, std::chrono::milliseconds(static_cast<long>(repeat_ * 1000)), [&] { return stopping_; });
+      if (!stopping_) send_locked(false);
+    }
+  }
+  void resolve_all() {
+    std::lock_guard g(mu_);
+    send_locked(true);
+    active_.clear();
+  }
+  std::string url_;
+  std::map<std::string, std::string> extra_;
+  double repeat_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::map<std::string, entry> active_;
+  std::thread thread_;
+};
 
 // --metrics HOST:PORT: a cpp-httplib server on its own thread, stopped when the watch ends.
 class metrics_server {
@@ -99,6 +239,10 @@ class watch_command final : public command {
     w->add_flag("--json", json_, "print alerts as JSON lines (same schema as diagnose --format json)");
     w->add_option("--exec", exec_, "run this shell command per alert, with the alert JSON on stdin");
     w->add_option("--webhook", webhook_, "POST each alert as JSON to this http:// URL (3 tries, 5 s timeout)");
+    w->add_option("--alertmanager", alertmanager_, "send alerts to this Alertmanager (http://HOST:9093, v2 API); resolved when the watch ends");
+    w->add_option("--alert-label", alert_labels_, "extra Alertmanager label NAME=VALUE on every alert (repeatable), e.g. job=$SLURM_JOB_ID");
+    w->add_option("--alertmanager-repeat", am_repeat_, "seconds between re-sends of active alerts (Alertmanager drops alerts not re-sent)")
+        ->check(CLI::Range(1.0, 3600.0));
     w->add_option("--metrics", metrics_, "serve Prometheus metrics on HOST:PORT (e.g. 127.0.0.1:9464)");
     w->add_option("--poll-ms", poll_ms_, "wake-up interval when nothing is written (ms)");
     w->add_option("--run-for", run_for_, "stop after this many seconds (default: until interrupted)");
@@ -112,18 +256,19 @@ class watch_command final : public command {
   int run(const kb::library& lib) override;
 
  private:
-  void deliver(const watch::alert& al, history_session& history) const;
+  void deliver(const watch::alert& al, history_session& history, alertmanager_client* am) const;
 
   CLI::App* sub_;
   std::vector<std::string> paths_, mask_rules_;
-  std::string silence_ = "300s", exec_, webhook_, metrics_, history_path_, mask_config_;
-  double run_for_ = 0;
+  std::string silence_ = "300s", exec_, webhook_, metrics_, history_path_, mask_config_, alertmanager_;
+  std::vector<std::string> alert_labels_;
+  double run_for_ = 0, am_repeat_ = 60;
   int poll_ms_ = 200;
   bool from_start_ = false, json_ = false, no_history_ = false, no_mask_ = false;
 };
 
 // One alert to every sink the user asked for; a failing sink is reported and the others still run.
-void watch_command::deliver(const watch::alert& al, history_session& history) const {
+void watch_command::deliver(const watch::alert& al, history_session& history, alertmanager_client* am) const {
   std::string js = al.report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::cout << (json_ ? js : al.text) << std::endl;
   if (!exec_.empty()) {
@@ -135,6 +280,7 @@ void watch_command::deliver(const watch::alert& al, history_session& history) co
   }
   if (!webhook_.empty())
     if (auto err = post_json(webhook_, js); !err.empty()) print_error("--webhook " + webhook_ + ": " + err + " (alert not delivered)");
+  if (am) am->on_alert(al);
   if (al.type == "failure") history.add(history::entry_of(al.run, "watch", js));
 }
 
@@ -186,7 +332,26 @@ int watch_command::run(const kb::library& lib) {
       return it->second;
     };
   }
-  auto st = watch::run(eng.value(), opt, [&](const watch::alert& al) { deliver(al, history); }, g_stop, &mx, &mu);
+  std::optional<alertmanager_client> am;
+  if (!alertmanager_.empty()) {
+    static const re2::RE2 label_re(R"(^([a-zA-Z_][a-zA-Z0-9_]*)=(.*)$)");  // Prometheus label names
+    std::map<std::string, std::string> labels;
+    for (const auto& l : alert_labels_) {
+      std::string k, v;
+      if (!re2::RE2::FullMatch(l, label_re, &k, &v)) {
+        print_error("--alert-label " + l + ": expected NAME=VALUE with NAME matching [a-zA-Z_][a-zA-Z0-9_]*");
+        return kExitUsage;
+      }
+      labels[k] = v;
+    }
+    if (alertmanager_.rfind("http://", 0) != 0 && alertmanager_.rfind("https://", 0) != 0) {
+      print_error("--alertmanager " + alertmanager_ + ": expected an http:// or https:// URL");
+      return kExitUsage;
+    }
+    am.emplace(alertmanager_, std::move(labels), am_repeat_);
+  }
+  auto st = watch::run(eng.value(), opt, [&](const watch::alert& al) { deliver(al, history, am ? &*am : nullptr); }, g_stop, &mx, &mu);
+  am.reset();  // resolves the active alerts
   if (!st) {
     print_error(st.error().message);
     return exit_status(st.error());

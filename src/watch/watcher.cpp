@@ -195,7 +195,8 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
   std::string first_brief;  // the first failure alert's one-line verdict: updates say what changed from it
   // The first failure alert carries the whole report; later updates are one line each (the JSON report,
   // for --json, --exec and webhooks, stays complete).
-  auto emit = [&](const std::string& type, std::string extra_text) {
+  // `silent`: for a hang alert, the writers that went quiet (alert.silent, alert.silent_ranks in the JSON).
+  auto emit = [&](const std::string& type, std::string extra_text, const std::vector<writer>& silent = {}) {
     // The second masking pass covers the alert's own text too (a last line kept before its host was learnt).
     if (col.masker().enabled()) col.masker().rescan(extra_text);
     pipeline::run r;
@@ -208,6 +209,15 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
     a.type = type;
     a.report = report::to_json(r);
     a.report["alert"] = {{"type", type}, {"detected_at_ms", static_cast<std::int64_t>(now_unix() * 1000)}};
+    if (!silent.empty()) {
+      auto labels = nlohmann::json::array(), ranks = nlohmann::json::array();
+      for (const auto& w : silent) {
+        labels.push_back(w.label());  // "rank 3", or a file name (masked display)
+        if (w.kind == writer::by::rank) ranks.push_back(w.number);
+      }
+      a.report["alert"]["silent"] = std::move(labels);
+      a.report["alert"]["silent_ranks"] = std::move(ranks);
+    }
     auto brief_of = [](const pipeline::run& run) {
       std::string b = report::to_brief(run);
       while (!b.empty() && b.back() == '\n') b.pop_back();
@@ -394,15 +404,19 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
           hang_reported.insert(key);
           std::string extra = "possible hang: " + key.label() + " has written nothing for " + std::to_string(static_cast<int>(now - at)) +
                               " s while other ranks go on; its last line: " + shown(last_line_of[key]) + "\n";
-          emit("hang", extra);
+          emit("hang", extra, {key});
         }
       }
     }
     if (last_any > 0 && now - last_any > opt.silence_s && !all_silent_reported && !failure_alerted) {
       all_silent_reported = true;
       std::string extra = "possible hang: every rank has been silent for " + std::to_string(static_cast<int>(now - last_any)) + " s; last lines:\n";
-      for (auto& [k, l] : last_line_of) extra += "  " + k.label() + ": " + shown(l) + "\n";
-      emit("hang", extra);
+      std::vector<writer> all;
+      for (auto& [k, l] : last_line_of) {
+        extra += "  " + k.label() + ": " + shown(l) + "\n";
+        all.push_back(k);
+      }
+      emit("hang", extra, all);
     }
     if (ino_fd >= 0) {
       pollfd p{ino_fd, POLLIN, 0};
