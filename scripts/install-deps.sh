@@ -7,7 +7,7 @@ pkgs=(
   libvectorscan-dev libre2-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   zlib1g-dev libzstd-dev libarchive-dev libgtest-dev libgmock-dev
   clang libclang-rt-14-dev libsqlite3-dev libcpp-httplib-dev libssl-dev curl prometheus
-  chromium nodejs npm neovim libpq-dev postgresql prometheus-alertmanager
+  chromium nodejs npm neovim libpq-dev postgresql prometheus-alertmanager libsystemd-dev systemd-journal-remote slurm-wlm munge
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -62,6 +62,10 @@ struct options {
   /// A directory prefix left out of every display name and error path ("/tmp/ff-upload-1/" + "rank3.log"
   /// shows as "rank3.log"): `serve` diagnoses uploads from a private temporary directory. Empty: none.
   std::string display_root;
+  /// Directories of systemd journal files (a node's /var/log/journal, or what systemd-journal-remote wrote),
+  /// read after `paths` through sd-journal, one input per directory: node faults (Xid, OOM killer, link
+  /// flaps) join the diagnosis without exporting text first. Shown as "DIR (journal)".
+  std::vector<std::string> journal_dirs;
 };
 
 struct raw_line {

@@ -28,6 +28,8 @@ class diagnose_command final : public command {
     d->add_flag("--brief", brief_, "one line: verdict, kind, first failing rank and host, title (same as --format brief)");
     d->add_option("--color", color_, "auto | always | never")->check(CLI::IsMember({"auto", "always", "never"}));
     d->add_option("--max-line-kib", max_line_kib_, "cut lines longer than this (KiB, 1-1048576)")->check(CLI::Range(1, 1048576));
+    d->add_option("--journal", journal_dirs_, "a directory of systemd journal files (the node's /var/log/journal, or systemd-journal-remote's output) read with the logs (repeatable)")
+        ->check(CLI::ExistingDirectory);
     d->add_option("--kb", kb_dirs, "extra directory of signature files (repeatable)")->check(CLI::ExistingDirectory);
     d->add_flag("--no-mask", no_mask_, "do not mask addresses, host names, user names and secrets");
     d->add_flag("--quiet,-q", quiet_, "no progress line and no per-input notes on stderr (the report still lists them)");
@@ -59,7 +61,7 @@ class diagnose_command final : public command {
   void print_revealed(const pipeline::run& r) const;
 
   CLI::App* sub_;
-  std::vector<std::string> paths_, mask_rules_;
+  std::vector<std::string> paths_, mask_rules_, journal_dirs_;
   std::string format_ = "text", color_ = "auto", history_path_, mask_config_, key_, key_file_, job_id_;
   std::size_t max_line_kib_ = 1024, learn_lines_ = 256;
   unsigned threads_ = 0;
@@ -95,6 +97,7 @@ int diagnose_command::run(const kb::library& lib) {
   history_session history(history_path_, !no_history_, "the diagnosis is printed but not stored");
   pipeline::options opt;
   opt.ingest.max_line_bytes = max_line_kib_ << 10;
+  opt.ingest.journal_dirs = journal_dirs_;
   opt.exact = exact_;
   opt.learn_lines = learn_lines_;
   opt.threads = threads_;

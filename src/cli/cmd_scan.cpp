@@ -21,6 +21,8 @@ class scan_command final : public command {
     s->add_option("--job-id", job_id_, "the job's id: every node derives the same mask key from it (default $SLURM_JOB_ID when no key is given)");
     s->add_option("--mask-key", key_, "mask key shared by every node of the job (see docs/cluster.md)");
     s->add_option("--mask-key-file", key_file_, "file whose first line is the site's mask key (combined with --job-id)");
+    s->add_option("--journal", journal_dirs_, "a directory of systemd journal files (the node's /var/log/journal, or systemd-journal-remote's output) read with the logs (repeatable)")
+        ->check(CLI::ExistingDirectory);
     s->add_option("--kb", kb_dirs, "extra directory of signature files (repeatable)")->check(CLI::ExistingDirectory);
     s->add_option("--max-line-kib", max_line_kib_, "cut lines longer than this (KiB, 1-1048576)")->check(CLI::Range(1, 1048576));
     s->add_flag("--no-mask", no_mask_, "do not mask addresses, host names, user names and secrets");
@@ -33,7 +35,7 @@ class scan_command final : public command {
 
  private:
   CLI::App* sub_;
-  std::vector<std::string> paths_, mask_rules_;
+  std::vector<std::string> paths_, mask_rules_, journal_dirs_;
   std::string out_, job_id_, key_, key_file_, mask_config_;
   std::size_t max_line_kib_ = 1024;
   bool no_mask_ = false, quiet_ = false;
@@ -61,6 +63,7 @@ int scan_command::run(const kb::library& lib) {
   }
   pipeline::options opt;
   opt.ingest.max_line_bytes = max_line_kib_ << 10;
+  opt.ingest.journal_dirs = journal_dirs_;
   opt.mask = mo.value();
   opt.mask.key = key.value();
   auto eng = pipeline::engine::build(lib);

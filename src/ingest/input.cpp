@@ -13,6 +13,8 @@
 #include <re2/re2.h>
 
 #include "firstfault/ingest.hpp"
+
+#include "journal.hpp"
 #include "firstfault/text.hpp"
 
 namespace fs = std::filesystem;
@@ -585,6 +587,17 @@ std::vector<input_error> read_inputs(const std::vector<std::string>& paths, cons
     if (ctx.stop) break;
     ctx.root = p;
     read_path(ctx, fs::path(p), true);
+  }
+  for (const auto& d : opt.journal_dirs) {
+    if (ctx.stop) break;
+    std::string err;
+    source src{d + " (journal)", source_hint{}};
+    auto js = detail::open_journal(d, &err);
+    if (!js) {
+      errors.push_back({src.display, err});
+      continue;
+    }
+    read_stream(ctx, *js, src);
   }
   for (auto& e : errors) strip(e.path);
   return errors;
