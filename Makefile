@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build demo install test test-sanitize fuzz-smoke fuzz clean bench bench-quick score vsix
+.PHONY: all deps build demo install test test-sanitize fuzz-smoke fuzz clean bench bench-quick bench-events score vsix
 
 all: build
 
@@ -48,6 +48,10 @@ bench: deps
 
 bench-quick: deps
 	bench/run.sh --quick
+
+# Map and reduce on a generated 1,024-rank tree: events size, scan and merge times (bench/README.md).
+bench-events: build
+	bench/events_bench.sh $(BUILD)/firstfault build-bench/events
 
 # The labelled corpus and its scorer live in the team's shared folder beside this repository.
 score: build
