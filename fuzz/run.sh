@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-30}; shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_normalize fuzz_extract fuzz_kb_loader fuzz_pipeline fuzz_mask fuzz_ingest fuzz_lsp)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_normalize fuzz_extract fuzz_kb_loader fuzz_pipeline fuzz_mask fuzz_ingest fuzz_lsp fuzz_events)
 if ! command -v clang++ >/dev/null; then echo "fuzz: needs clang++ (Debian packages clang, libclang-rt-14-dev)"; exit 2; fi
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFF_FUZZ=ON -DFF_DEVELOPER_MODE=OFF >/dev/null
 cmake --build build-fuzz -j"$(nproc)" >/dev/null
@@ -45,6 +45,20 @@ if [ ! -d "$seeds/lsp" ]; then  # LSP frames: what an editor sends, and a log as
   frame '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}' >"$seeds/lsp/init"
   frame '{"jsonrpc":"2.0","method":"textDocument/didOpen","params":{"textDocument":{"uri":"file:///a%20b/r.log","languageId":"log","version":1,"text":"[rank0]: x\r\n"}}}' >"$seeds/lsp/open"
   cp tests/mask/planted.log "$seeds/lsp/log"
+fi
+if [ ! -d "$seeds/events" ]; then  # events files as scan writes them, decompressed (first byte 1: compress them again)
+  mkdir -p "$seeds/events"
+  tmpe=$(mktemp -d)
+  i=0
+  for d in tests/corpus/run2-torchrun-cgroup-oom-rank0/logs tests/corpus/run-c_rank_exception/logs; do
+    i=$((i + 1))
+    if build-fuzz/firstfault scan --quiet --mask-key fuzz -o "$tmpe/$i.ffev" "$d" 2>/dev/null ||
+       build/firstfault scan --quiet --mask-key fuzz -o "$tmpe/$i.ffev" "$d" 2>/dev/null; then
+      { printf '\x01'; zstd -q -dc "$tmpe/$i.ffev"; } >"$seeds/events/s$i"
+      { printf '\x00'; cat "$tmpe/$i.ffev"; } >"$seeds/events/z$i"
+    fi
+  done
+  rm -rf "$tmpe"
 fi
 export FIRSTFAULT_CACHE_DIR=off ASAN_OPTIONS=detect_leaks=0
 for t in "${targets[@]}"; do
