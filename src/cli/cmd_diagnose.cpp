@@ -49,7 +49,7 @@ class diagnose_command final : public command {
     d->add_option("--mask-config", mask_config_, "team masking config (YAML: enabled, rules, keep_hosts)");
     d->add_flag("--events", events_, "the paths are events files written by `firstfault scan` (one per node): merge them in the order given and diagnose");
     d->add_option("--mask-key", key_, "mask with keyed tokens (node-<hex>) as `scan --mask-key` does, so the report matches a merged one");
-    d->add_option("--mask-key-file", key_file_, "file whose first line is the site's mask key (combined with --job-id)");
+    d->add_option("--mask-key-file", key_file_, "file whose first line is the site's mask key (per job when --job-id is given too; alone, tokens stay stable across jobs)");
     d->add_option("--job-id", job_id_, "derive the mask key from the job's id (as `scan --job-id`)");
   }
   bool parsed() const override { return sub_->parsed(); }

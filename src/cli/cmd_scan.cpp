@@ -20,7 +20,7 @@ class scan_command final : public command {
     s->add_option("--output,-o", out_, "events file to write (firstfault.events/v1: zstd-compressed JSON lines)")->required();
     s->add_option("--job-id", job_id_, "the job's id: every node derives the same mask key from it (default $SLURM_JOB_ID when no key is given)");
     s->add_option("--mask-key", key_, "mask key shared by every node of the job (see docs/cluster.md)");
-    s->add_option("--mask-key-file", key_file_, "file whose first line is the site's mask key (combined with --job-id)");
+    s->add_option("--mask-key-file", key_file_, "file whose first line is the site's mask key (per job when --job-id is given too; alone, tokens stay stable across jobs)");
     s->add_option("--journal", journal_dirs_, "a directory of systemd journal files (the node's /var/log/journal, or systemd-journal-remote's output) read with the logs (repeatable)")
         ->check(CLI::ExistingDirectory);
     s->add_option("--kb", kb_dirs, "extra directory of signature files (repeatable)")->check(CLI::ExistingDirectory);
