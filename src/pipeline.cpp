@@ -190,6 +190,22 @@ void collector::remask_learnt() {
     m.rescan(kv.second.planned_line);
   }
   for (auto& s : in.source_names) m.rescan(s);
+  // Records carry their input's name too (the launcher note quotes an exit record's file): a file opened
+  // before a host in its path was learnt (logs/<pod>/pytorch.log, the pod named later by a prefix).
+  for (auto& e : in.exits) {
+    m.rescan(e.source);
+    m.rescan(e.host);
+  }
+  for (auto& t : in.terminated) m.rescan(t.source);
+  for (auto& e : in.stream_ends) {
+    m.rescan(e.source);
+    m.rescan(e.text);
+  }
+  for (auto& [rank, frames] : in.stack_tops)
+    for (auto& d : frames) {
+      m.rescan(d.source);
+      m.rescan(d.top.text);
+    }
   for (auto& s : in.suspicious) {
     m.rescan(s.source);
     m.rescan(s.text);
