@@ -219,6 +219,7 @@ collector::stream collector::open_stream(const ingest::source& raw_src) {
   // user names in home paths; control characters, escapes and bidi controls in file and member names
   st.display = impl_->masker.apply_path(text::sanitize(raw_src.display));
   st.hint = raw_src.hint;
+  if (!st.hint.host && !impl_->opt.default_host.empty()) st.hint.host = impl_->opt.default_host;
   if (st.hint.host && impl_->masker.enabled()) {  // node-b.log: the host in the file name is masked too
     std::string raw = *st.hint.host;
     st.hint.host = impl_->masker.mask_host(raw);

@@ -75,7 +75,7 @@ node_main() {
   fi
   ff_mask_args
   rc=0
-  timeout "$FF_SCAN_TIMEOUT" "$FF_BIN" scan "${paths[@]}" -o "$dir/.$node.ffev.$$" "${FF_MASK_ARGS[@]}" --quiet \
+  timeout "$FF_SCAN_TIMEOUT" "$FF_BIN" scan "${paths[@]}" --host "$node" -o "$dir/.$node.ffev.$$" "${FF_MASK_ARGS[@]}" --quiet \
     2>"$work/scan.err" || rc=$?
   # 1 = nothing readable: the events file says which inputs and why, so it still goes to the merge.
   if { [ "$rc" = 0 ] || [ "$rc" = 1 ]; } && [ -s "$dir/.$node.ffev.$$" ]; then

@@ -72,6 +72,9 @@ struct options {
   /// returns an error with errc::cancelled instead of a report (the language server drops a diagnosis
   /// when the document changed meanwhile). Empty: never cancelled.
   std::function<bool()> cancelled;
+  /// The host of every input whose path names none (`scan --host`: the node a plain srun console was read
+  /// on). Masked like any host. Empty: none.
+  std::string default_host;
 };
 
 struct input_stats {

@@ -23,6 +23,7 @@ class scan_command final : public command {
     s->add_option("--mask-key-file", key_file_, "file whose first line is the site's mask key (per job when --job-id is given too; alone, tokens stay stable across jobs)");
     s->add_option("--journal", journal_dirs_, "a directory of systemd journal files (the node's /var/log/journal, or systemd-journal-remote's output) read with the logs (repeatable)")
         ->check(CLI::ExistingDirectory);
+    s->add_option("--host", host_, "the node these logs were read on: the host of every input whose path names none (masked like any host)");
     s->add_option("--kb", kb_dirs, "extra directory of signature files (repeatable)")->check(CLI::ExistingDirectory);
     s->add_option("--max-line-kib", max_line_kib_, "cut lines longer than this (KiB, 1-1048576)")->check(CLI::Range(1, 1048576));
     s->add_flag("--no-mask", no_mask_, "do not mask addresses, host names, user names and secrets");
@@ -36,7 +37,7 @@ class scan_command final : public command {
  private:
   CLI::App* sub_;
   std::vector<std::string> paths_, mask_rules_, journal_dirs_;
-  std::string out_, job_id_, key_, key_file_, mask_config_;
+  std::string out_, host_, job_id_, key_, key_file_, mask_config_;
   std::size_t max_line_kib_ = 1024;
   bool no_mask_ = false, quiet_ = false;
 };
@@ -66,6 +67,7 @@ int scan_command::run(const kb::library& lib) {
   opt.ingest.journal_dirs = journal_dirs_;
   opt.mask = mo.value();
   opt.mask.key = key.value();
+  opt.default_host = host_;
   auto eng = pipeline::engine::build(lib);
   if (!eng) {
     print_error(eng.error().message);

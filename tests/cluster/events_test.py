@@ -186,6 +186,15 @@ def contents(tmp):
     r = subprocess.run([BIN, "scan", "-o", ev4, log], capture_output=True, text=True, env=env)
     if r.returncode not in (0, 1) or [l["name"] for l in zstd_lines(ev4) if l.get("t") == "host"] != hosts:
         failures.append(f"scan under $SLURM_JOB_ID=4711 did not key like --job-id 4711: {r.stderr}")
+    # --host: the node a plain console was read on becomes its inputs' host, masked.
+    plain = os.path.join(tmp, "plain.out")
+    with open(plain, "w") as f:
+        f.write("0: [rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free.\n")
+    evh = os.path.join(tmp, "plain.ffev")
+    run(["scan", "--quiet", "--job-id", "4711", "--host", "gpu-node-55", "-o", evh, plain])
+    rep = json.loads(run(["diagnose", "--no-history", "--format", "json", "--events", evh]).stdout)
+    if not (rep.get("initiating_host") or "").startswith("node-") or "gpu-node-55" in json.dumps(zstd_lines(evh)):
+        failures.append(f"scan --host: initiating_host {rep.get('initiating_host')!r}, or the raw name is in the events file")
     # Different keys cannot be merged.
     r = run(["diagnose", "--no-history", "--events", ev, ev3])
     if r.returncode != 2 or "another key" not in r.stderr:
