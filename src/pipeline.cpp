@@ -69,7 +69,7 @@ result<run> diagnose(const std::vector<std::string>& paths, const kb::library& l
 
 struct collector::impl {
   const engine& eng;
-  const options& opt;
+  const options opt;  // a copy: callers (tests) pass a temporary
   match::scratch scratch;
   match::gate_scratch gate_scratch, host_gate_scratch;
   mask::masker masker;
