@@ -35,6 +35,7 @@
 // changes the "format" string.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,7 +62,11 @@ status write(const std::string& path, const pipeline::scanned& s, const kb::libr
 /// Reads one events file. Signatures are looked up by name in `lib`; findings of a signature `lib` does
 /// not have are dropped and counted in a note. Every string is sanitised (no escapes or bidi controls).
 /// Errors, each naming the file: not a zstd stream, corrupt or truncated (no end record), not
-/// firstfault.events/v1, a record that is not JSON or has a wrong type, a bound above exceeded.
+/// firstfault.events/v1, a record that is not JSON or has a wrong type, a bound above exceeded, not a
+/// regular non-empty file (FIFOs and devices are refused before a read could block). What is kept is bounded
+/// as one run's collector (8192 findings, 64 per signature, rank and attempt; 16384 ranks of activity;
+/// 65536 host or local-rank pairs and 65536 records of each other kind): past a bound, findings count as
+/// repeats and the rest is left out, with an input error (not fatal) naming the file.
 /// `notes` gets warnings that do not stop the read (another knowledge base, another mask key than `expect_key_id`).
 result<pipeline::scanned> read(const std::string& path, const kb::library& lib, std::vector<std::string>& notes,
                                std::string* key_id_out = nullptr);
@@ -72,5 +77,23 @@ result<pipeline::scanned> read(const std::string& path, const kb::library& lib, 
 /// local-rank pairs united, lines that look wrong grouped by template again, and the collector's bounds
 /// (64 findings per signature, rank and attempt; 8,192 in all) applied again.
 pipeline::scanned merge(std::vector<pipeline::scanned> parts);
+
+/// merge() one scan at a time: memory is the merged scan (bounded as one run's collector is) plus the one
+/// being added, however many files. A scan whose sources would take the merged list past 2^20 is left
+/// out with an input error naming its first input.
+class merger {
+ public:
+  merger();
+  ~merger();
+  merger(const merger&) = delete;
+  merger& operator=(const merger&) = delete;
+  void add(pipeline::scanned part);
+  /// The merged scan; the merger is spent afterwards.
+  pipeline::scanned take();
+
+ private:
+  struct state;
+  std::unique_ptr<state> s_;
+};
 
 }  // namespace ff::events

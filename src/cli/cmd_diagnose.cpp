@@ -1,9 +1,11 @@
 // firstfault diagnose PATH...: read the logs, print the report, store it in the history.
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <set>
 
 #include "commands.hpp"
 #include "common.hpp"
@@ -22,7 +24,7 @@ class diagnose_command final : public command {
   diagnose_command(CLI::App& app, std::vector<std::string>& kb_dirs) {
     sub_ = app.add_subcommand("diagnose", "name the root cause and first failing rank in job logs");
     auto* d = sub_;
-    d->add_option("paths", paths_, "log files, directories, archives, or - for stdin")->required();
+    d->add_option("paths", paths_, "log files, directories, archives, or - for stdin (none with --journal: the journal alone)");
     d->add_option("--format,-f", format_, "text | json | markdown | html | brief")
         ->check(CLI::IsMember({"text", "json", "markdown", "html", "brief"}));
     d->add_flag("--brief", brief_, "one line: verdict, kind, first failing rank and host, title (same as --format brief)");
@@ -94,6 +96,10 @@ class progress_line {
 };
 
 int diagnose_command::run(const kb::library& lib) {
+  if (paths_.empty() && (events_ || journal_dirs_.empty())) {
+    print_error(events_ ? "diagnose --events: give the events files to merge" : "diagnose: give log files or directories (or --journal DIR)");
+    return kExitUsage;
+  }
   history_session history(history_path_, !no_history_, "the diagnosis is printed but not stored");
   pipeline::options opt;
   opt.ingest.max_line_bytes = max_line_kib_ << 10;
@@ -142,35 +148,52 @@ int diagnose_command::run(const kb::library& lib) {
 // Every events file that reads is merged; one that does not is an input error of the run (named, with the
 // reason), as an unreadable log is. Files masked with different keys cannot be merged: their tokens differ.
 result<pipeline::run> diagnose_command::from_events(const kb::library& lib, const pipeline::options& opt) const {
-  std::vector<pipeline::scanned> parts;
+  events::merger merger;
   std::vector<ingest::input_error> bad;
   std::vector<std::string> notes;
   std::optional<std::string> first_key;
-  std::string first_key_file;
+  std::string first_key_file, first_unmasked;
+  std::set<std::pair<dev_t, ino_t>> seen;
+  std::size_t merged = 0;
   for (const auto& p : paths_) {
+    std::string shown = text::sanitize(p);
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0 && !seen.insert({st.st_dev, st.st_ino}).second) {
+      notes.push_back(shown + ": given twice; read once");
+      continue;
+    }
     std::string kid;
     auto s = events::read(p, lib, notes, &kid);
     if (!s) {
-      bad.push_back({p, s.error().message, true, false});
+      // read() names the file; the input error names it once, in its own field
+      std::string why = s.error().message;
+      if (why.rfind(shown + ": ", 0) == 0) why.erase(0, shown.size() + 2);
+      bad.push_back({p, why, true, false});
       continue;
     }
-    if (s.value().masked) {
-      if (!first_key) {
-        first_key = kid;
-        first_key_file = p;
-      } else if (*first_key != kid) {
-        return error{p + " was masked with another key than " + first_key_file +
-                     ": host tokens of the two cannot be compared (scan every node with the same --job-id or --mask-key)"};
-      }
+    if (!s.value().masked) {
+      if (first_unmasked.empty()) first_unmasked = p;
+    } else if (!first_key) {
+      first_key = kid;
+      first_key_file = p;
+    } else if (*first_key != kid) {
+      return error{shown + " was masked with another key than " + text::sanitize(first_key_file) +
+                   ": host tokens of the two cannot be compared (scan every node with the same --job-id or --mask-key)"};
     }
-    parts.push_back(std::move(s).value());
+    // Real names beside masked tokens would defeat the masked files' masking, and one host would appear
+    // under two names.
+    if (first_key && !first_unmasked.empty())
+      return error{text::sanitize(first_unmasked) + " was scanned with --no-mask and " + text::sanitize(first_key_file) +
+                   " was masked: they cannot be merged (scan every node the same way)"};
+    if (first_key && first_key->empty() && merged >= 1)
+      return error{"the events files were masked without a shared key: every node numbered its hosts from node-1 (scan with --job-id or --mask-key)"};
+    merger.add(std::move(s).value());
+    ++merged;
   }
-  if (parts.size() > 1 && first_key && first_key->empty())
-    return error{"the events files were masked without a shared key: every node numbered its hosts from node-1 (scan with --job-id or --mask-key)"};
-  auto merged = events::merge(std::move(parts));
-  for (auto& b : bad) merged.errors.insert(merged.errors.begin(), std::move(b));
-  for (auto& n : notes) merged.errors.push_back({"(events)", n, false, false});
-  return pipeline::conclude(std::move(merged), lib, opt);
+  auto all = merger.take();
+  for (auto& b : bad) all.errors.insert(all.errors.begin(), std::move(b));
+  for (auto& n : notes) all.errors.push_back({"(events)", n, false, false});
+  return pipeline::conclude(std::move(all), lib, opt);
 }
 
 void diagnose_command::print_report(const pipeline::run& r) const {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <ctime>
 #include <optional>
 #include <charconv>
@@ -28,29 +29,163 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
-// Retries of a webhook POST, and how long each connect/read/write may take (seconds).
-constexpr int kWebhookTries = 3;
-constexpr int kWebhookTimeoutS = 5;
+// A POST (webhook, Alertmanager) gets 3 tries with back-off, each connect/read/write at most 5 s, and
+// 10 s in all: a slow or silent receiver (one that sends a byte every 4 s) must not hold an alert, the
+// next alert or the end of the watch. Sends run on their own thread (outbox), never on the watch loop.
+constexpr int kPostTries = 3;
+constexpr int kPostTimeoutS = 5;
+constexpr auto kPostBudget = std::chrono::seconds(10);
+// What is still queued when the watch ends (the alerts' resolution among it) gets this long in all.
+constexpr auto kShutdownBudget = std::chrono::seconds(5);
+constexpr std::size_t kOutboxMax = 256;
 
-// POST with retries; returns an empty string on success, else the last error.
-std::string post_json(const std::string& url, const std::string& body) {
-  static const re2::RE2 url_re(R"(^(https?://[^/]+)(/.*)?$)");
-  std::string base, path;
-  if (!re2::RE2::FullMatch(url, url_re, &base, &path)) return "not an http(s) URL: " + url;
-  if (path.empty()) path = "/";
-  std::string last;
-  for (int attempt = 0; attempt < kWebhookTries; ++attempt) {
-    httplib::Client cli(base);
-    cli.set_connection_timeout(kWebhookTimeoutS, 0);
-    cli.set_read_timeout(kWebhookTimeoutS, 0);
-    cli.set_write_timeout(kWebhookTimeoutS, 0);
-    auto res = cli.Post(path, body, "application/json");
-    if (res && res->status >= 200 && res->status < 300) return "";
-    last = res ? "HTTP " + std::to_string(res->status) : httplib::to_string(res.error());
-    std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));  // back-off between tries, not a wait for readiness
+// POSTs with retries until `deadline`; cancel() from another thread ends the POST in flight (cpp-httplib's
+// Client::stop() shuts its socket down). Returns "" on success, else the last error.
+class poster {
+ public:
+  std::string post(const std::string& url, const std::string& body, std::chrono::steady_clock::time_point deadline) {
+    static const re2::RE2 url_re(R"(^(https?://[^/]+)(/.*)?$)");
+    std::string base, path;
+    if (!re2::RE2::FullMatch(url, url_re, &base, &path)) return "not an http(s) URL: " + url;
+    if (path.empty()) path = "/";
+    std::string last = "no time left to send";
+    bool done = false;
+    httplib::Client* current = nullptr;
+    // The watchdog: at the deadline (or on cancel) it stops whatever request is in flight, again every
+    // 100 ms until the sender sees it (a request that was only starting when it was first stopped).
+    std::thread dog([&] {
+      std::unique_lock lk(mu_);
+      if (!cv_.wait_until(lk, deadline, [&] { return done || cancelled_; }) || !done) {
+        expired_ = true;
+        while (!done) {
+          if (current) current->stop();
+          cv_.wait_for(lk, std::chrono::milliseconds(100), [&] { return done; });
+        }
+      }
+    });
+    for (int attempt = 0; attempt < kPostTries; ++attempt) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      auto each = std::min<std::chrono::milliseconds>(left, std::chrono::seconds(kPostTimeoutS));
+      httplib::Client cli(base);
+      cli.set_connection_timeout(each);
+      cli.set_read_timeout(each);
+      cli.set_write_timeout(each);
+      {
+        std::lock_guard g(mu_);
+        if (expired_) break;
+        current = &cli;
+      }
+      auto res = cli.Post(path, body, "application/json");
+      {
+        std::lock_guard g(mu_);
+        current = nullptr;
+      }
+      if (res && res->status >= 200 && res->status < 300) {
+        last.clear();
+        break;
+      }
+      last = res ? "HTTP " + std::to_string(res->status) : httplib::to_string(res.error());
+      std::unique_lock lk(mu_);  // back-off between tries, cut short by the deadline or a cancel
+      if (cv_.wait_for(lk, std::chrono::milliseconds(200 << attempt), [&] { return expired_ || cancelled_; })) break;
+    }
+    {
+      std::lock_guard g(mu_);
+      if (!last.empty() && expired_) last += cancelled_ ? " (cancelled: the watch ended)" : " (gave up after 10 s)";
+      done = true;
+      expired_ = false;
+    }
+    cv_.notify_all();
+    dog.join();
+    return last;
   }
-  return last;
-}
+  void cancel() {
+    {
+      std::lock_guard g(mu_);
+      cancelled_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool cancelled_ = false, expired_ = false;
+};
+
+// The queue of POSTs and the thread that sends them, in order. finish() sends what is queued within
+// kShutdownBudget, then cancels the rest (each dropped POST is said).
+class outbox {
+ public:
+  struct job {
+    std::string url, body, what;  // what: "--webhook URL" for messages; the URL itself is never the secret part
+    std::string consequence;      // said after the error: "(alert not delivered)"
+  };
+  outbox() : thread_([this] { loop(); }) {}
+  ~outbox() { finish(); }
+  void push(job j) {
+    {
+      std::lock_guard g(mu_);
+      if (closed_) return;
+      if (queue_.size() >= kOutboxMax) {
+        print_error(j.what + ": " + std::to_string(kOutboxMax) + " sends are waiting for a slow receiver; this one is dropped " + j.consequence);
+        return;
+      }
+      queue_.push_back(std::move(j));
+    }
+    cv_.notify_all();
+  }
+  void finish() {
+    {
+      std::lock_guard g(mu_);
+      if (closed_) return;
+      closed_ = true;
+      shutdown_deadline_ = std::chrono::steady_clock::now() + kShutdownBudget;
+    }
+    cv_.notify_all();
+    // The sender drains the queue with the shutdown deadline; past it, the send in flight is cancelled.
+    std::thread timer([this] {
+      std::unique_lock lk(mu_);
+      if (!cv_.wait_until(lk, shutdown_deadline_, [&] { return drained_; })) {
+        lk.unlock();
+        poster_.cancel();
+      }
+    });
+    thread_.join();
+    {
+      std::lock_guard g(mu_);
+      drained_ = true;
+    }
+    cv_.notify_all();
+    timer.join();
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lk(mu_);
+    for (;;) {
+      cv_.wait(lk, [&] { return closed_ || !queue_.empty(); });
+      if (queue_.empty()) break;
+      job j = std::move(queue_.front());
+      queue_.pop_front();
+      auto deadline = std::chrono::steady_clock::now() + kPostBudget;
+      if (closed_) deadline = std::min(deadline, shutdown_deadline_);
+      lk.unlock();
+      std::string err = std::chrono::steady_clock::now() < deadline ? poster_.post(j.url, j.body, deadline) : "the watch ended before it was sent";
+      if (!err.empty()) print_error(j.what + ": " + err + " " + j.consequence);
+      lk.lock();
+    }
+    drained_ = true;
+    cv_.notify_all();
+  }
+  poster poster_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<job> queue_;
+  bool closed_ = false, drained_ = false;
+  std::chrono::steady_clock::time_point shutdown_deadline_;
+  std::thread thread_;
+};
 
 // RFC 3339 UTC with milliseconds, as Alertmanager's API wants startsAt/endsAt.
 std::string rfc3339(std::chrono::system_clock::time_point t) {
@@ -94,8 +229,8 @@ std::string rank_ranges(std::vector<int> ranks) {
 // endsAt now, which resolves them.
 class alertmanager_client {
  public:
-  alertmanager_client(std::string url, std::map<std::string, std::string> extra, double repeat_s)
-      : url_(std::move(url)), extra_(std::move(extra)), repeat_(repeat_s) {
+  alertmanager_client(std::string url, std::map<std::string, std::string> extra, double repeat_s, outbox& out)
+      : url_(std::move(url)), extra_(std::move(extra)), repeat_(repeat_s), out_(out) {
     while (!url_.empty() && url_.back() == '/') url_.pop_back();
     thread_ = std::thread([this] { refresh_loop(); });
   }
@@ -117,7 +252,7 @@ class alertmanager_client {
     std::string type = al.type == "hang" ? "hang" : "failure";
     std::string signature = type == "hang" ? "hang" : str(rc, "signature");
     std::string key;
-    std::lock_guard g(mu_);
+    std::unique_lock g(mu_);
     {
       nlohmann::json labels = nlohmann::json::object();
       for (const auto& [k, v] : extra_) labels[k] = v;
@@ -130,10 +265,11 @@ class alertmanager_client {
       if (ranks.empty() && r.contains("alert") && r["alert"].contains("silent_ranks") && r["alert"]["silent_ranks"].is_array())
         for (const auto& x : r["alert"]["silent_ranks"])
           if (x.is_number_integer()) ranks.push_back(x.get<int>());
-      labels["ranks"] = rank_ranges(ranks);
+      std::string rr = rank_ranges(ranks);
+      if (!rr.empty()) labels["ranks"] = rr;  // an empty label is the same as none to Alertmanager
       // A failure alert keeps its identity while updates add collateral (type and signature); a hang alert
       // is one per set of silent ranks.
-      key = type + "\n" + signature + (type == "hang" ? "\n" + labels["ranks"].get<std::string>() : "");
+      key = type + "\n" + signature + (type == "hang" ? "\n" + rr : "");
       if (!active_.count(key)) active_.emplace(key, entry{std::move(labels), nlohmann::json::object(), std::chrono::system_clock::now()});
     }
     auto it = active_.find(key);
@@ -147,7 +283,9 @@ class alertmanager_client {
     if (r.contains("verify") && r["verify"].is_array() && !r["verify"].empty() && r["verify"][0].is_string()) verify = r["verify"][0].get<std::string>();
     ann["fix"] = fix;
     ann["verify"] = verify;
-    send_locked(false);
+    auto payload = payload_locked(false);
+    g.unlock();
+    send(std::move(payload), false);
   }
 
  private:
@@ -155,32 +293,43 @@ class alertmanager_client {
     nlohmann::json labels, annotations;
     std::chrono::system_clock::time_point starts;
   };
-  void send_locked(bool resolve) {
-    if (active_.empty()) return;
+  // The POST body for every active alert (empty when none), built under mu_ and sent after it is released.
+  std::string payload_locked(bool resolve) const {
+    if (active_.empty()) return "";
     auto now = std::chrono::system_clock::now();
     auto ends = resolve ? now : now + std::chrono::milliseconds(static_cast<long>(repeat_ * 3000));
     nlohmann::json list = nlohmann::json::array();
     for (const auto& [_, e] : active_)
       list.push_back({{"labels", e.labels}, {"annotations", e.annotations}, {"startsAt", rfc3339(e.starts)}, {"endsAt", rfc3339(ends)},
                       {"generatorURL", "https://github.com/firstfault/firstfault#watch"}});
-    if (auto err = post_json(url_ + "/api/v2/alerts", list.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)); !err.empty())
-      print_error("--alertmanager " + url_ + ": " + err + (resolve ? " (alerts not resolved)" : " (alert not delivered)"));
+    return list.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  void send(std::string payload, bool resolve) {
+    if (payload.empty()) return;
+    out_.push({url_ + "/api/v2/alerts", std::move(payload), "--alertmanager " + url_, resolve ? "(alerts not resolved)" : "(alert not delivered)"});
   }
   void refresh_loop() {
     std::unique_lock lk(mu_);
     while (!stopping_) {
       cv_.wait_for(lk, std::chrono::milliseconds(static_cast<long>(repeat_ * 1000)), [&] { return stopping_; });
-      if (!stopping_) send_locked(false);
+      if (stopping_) break;
+      auto payload = payload_locked(false);
+      lk.unlock();
+      send(std::move(payload), false);
+      lk.lock();
     }
   }
   void resolve_all() {
-    std::lock_guard g(mu_);
-    send_locked(true);
+    std::unique_lock g(mu_);
+    auto payload = payload_locked(true);
     active_.clear();
+    g.unlock();
+    send(std::move(payload), true);
   }
   std::string url_;
   std::map<std::string, std::string> extra_;
   double repeat_;
+  outbox& out_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
@@ -256,7 +405,7 @@ class watch_command final : public command {
   int run(const kb::library& lib) override;
 
  private:
-  void deliver(const watch::alert& al, history_session& history, alertmanager_client* am) const;
+  void deliver(const watch::alert& al, history_session& history, alertmanager_client* am, outbox& out) const;
 
   CLI::App* sub_;
   std::vector<std::string> paths_, mask_rules_;
@@ -268,7 +417,7 @@ class watch_command final : public command {
 };
 
 // One alert to every sink the user asked for; a failing sink is reported and the others still run.
-void watch_command::deliver(const watch::alert& al, history_session& history, alertmanager_client* am) const {
+void watch_command::deliver(const watch::alert& al, history_session& history, alertmanager_client* am, outbox& out) const {
   std::string js = al.report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::cout << (json_ ? js : al.text) << std::endl;
   if (!exec_.empty()) {
@@ -278,8 +427,7 @@ void watch_command::deliver(const watch::alert& al, history_session& history, al
       if (int rc = ::pclose(p); rc != 0) print_error("--exec command exited with status " + std::to_string(rc));
     }
   }
-  if (!webhook_.empty())
-    if (auto err = post_json(webhook_, js); !err.empty()) print_error("--webhook " + webhook_ + ": " + err + " (alert not delivered)");
+  if (!webhook_.empty()) out.push({webhook_, js, "--webhook " + webhook_, "(alert not delivered)"});
   if (am) am->on_alert(al);
   if (al.type == "failure") history.add(history::entry_of(al.run, "watch", js));
 }
@@ -332,6 +480,7 @@ int watch_command::run(const kb::library& lib) {
       return it->second;
     };
   }
+  outbox out;  // declared before the Alertmanager client: the alerts' resolution is queued before it drains
   std::optional<alertmanager_client> am;
   if (!alertmanager_.empty()) {
     static const re2::RE2 label_re(R"(^([a-zA-Z_][a-zA-Z0-9_]*)=(.*)$)");  // Prometheus label names
@@ -342,16 +491,25 @@ int watch_command::run(const kb::library& lib) {
         print_error("--alert-label " + l + ": expected NAME=VALUE with NAME matching [a-zA-Z_][a-zA-Z0-9_]*");
         return kExitUsage;
       }
+      if (k == "alertname" || k == "signature" || k == "kind" || k == "host" || k == "ranks" || k.rfind("__", 0) == 0) {
+        print_error("--alert-label " + l + ": " + k + " is set by firstfault itself (names starting with __ are reserved by Prometheus)");
+        return kExitUsage;
+      }
+      if (v.empty()) {
+        print_error("--alert-label " + l + ": empty value (Alertmanager treats an empty label as no label)");
+        return kExitUsage;
+      }
       labels[k] = v;
     }
     if (alertmanager_.rfind("http://", 0) != 0 && alertmanager_.rfind("https://", 0) != 0) {
       print_error("--alertmanager " + alertmanager_ + ": expected an http:// or https:// URL");
       return kExitUsage;
     }
-    am.emplace(alertmanager_, std::move(labels), am_repeat_);
+    am.emplace(alertmanager_, std::move(labels), am_repeat_, out);
   }
-  auto st = watch::run(eng.value(), opt, [&](const watch::alert& al) { deliver(al, history, am ? &*am : nullptr); }, g_stop, &mx, &mu);
-  am.reset();  // resolves the active alerts
+  auto st = watch::run(eng.value(), opt, [&](const watch::alert& al) { deliver(al, history, am ? &*am : nullptr, out); }, g_stop, &mx, &mu);
+  am.reset();     // queues the active alerts' resolution
+  out.finish();   // sends what is queued, within kShutdownBudget
   if (!st) {
     print_error(st.error().message);
     return exit_status(st.error());

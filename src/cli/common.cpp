@@ -5,6 +5,8 @@
 #include <cstring>
 #include <fstream>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -52,11 +54,28 @@ result<mask::options> mask_options(std::string config, const std::vector<std::st
 result<std::string> mask_key(const std::string& key, const std::string& key_file, const std::string& job_id) {
   std::string site = key;
   if (!key_file.empty()) {
-    std::ifstream in(key_file);
-    if (!in) return error{key_file + ": cannot read the mask key file: " + std::strerror(errno)};
-    std::getline(in, site);
-    while (!site.empty() && (site.back() == '\r' || site.back() == ' ')) site.pop_back();
-    if (site.empty()) return error{key_file + ": the mask key file's first line is empty"};
+    // A key file is a small regular file (a secret's first line): /dev/zero, a FIFO or a directory is
+    // refused before anything is read, and at most 4 KiB is read.
+    std::string shown = text::sanitize(key_file);
+    int fd = ::open(key_file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return error{shown + ": cannot read the mask key file: " + std::strerror(errno)};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      return error{shown + ": the mask key file is not a regular file"};
+    }
+    char buf[4096];
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    int err = errno;
+    ::close(fd);
+    if (n < 0) return error{shown + ": cannot read the mask key file: " + std::strerror(err)};
+    std::string_view first(buf, static_cast<std::size_t>(n));
+    auto nl = first.find('\n');
+    if (nl == std::string_view::npos && st.st_size > static_cast<off_t>(sizeof buf))
+      return error{shown + ": the mask key file's first line is longer than 4 KiB"};
+    site = std::string(first.substr(0, nl));
+    while (!site.empty() && (site.back() == '\r' || site.back() == ' ' || site.back() == '\t')) site.pop_back();
+    if (site.empty()) return error{shown + ": the mask key file's first line is empty"};
   }
   if (site.empty() && job_id.empty()) return std::string();
   return mask::job_key(site, job_id);

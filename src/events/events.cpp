@@ -7,6 +7,8 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -32,11 +34,70 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-// The collector's bounds (pipeline.cpp), applied again to merged findings.
+// The collector's bounds (pipeline.cpp), applied again while a file is read and while files are merged,
+// so that neither one hostile file nor many files hold more than one run's collector would.
 constexpr int kMaxPerKey = 64;
 constexpr std::size_t kMaxFindings = 8192;
 constexpr std::size_t kMaxSuspicious = 200;
 constexpr std::size_t kMaxStackTopsPerRank = 64;
+constexpr std::size_t kMaxStackTopRanks = 65536;
+constexpr std::size_t kMaxRanks = 16384;     // per-rank activity entries
+constexpr std::size_t kMaxPairs = 65536;     // host/rank and local-rank/rank pairs, each table; hosts
+constexpr std::size_t kMaxRecordsKept = 65536;  // exits, terminated pids, inputs, errors, sources: each list
+constexpr std::size_t kMaxMergedSources = 1u << 20;
+
+// Findings kept per (signature, rank, attempt) and in all; past a bound a finding only adds to the
+// repeat count of one kept before it, as in the collector.
+class finding_cap {
+ public:
+  void add(std::vector<correlate::finding>& kept, correlate::finding&& f) {
+    std::tuple<int, int, int> pk{f.signature, f.rank.value_or(f.local_rank ? -2 - *f.local_rank : -1), f.attempt.value_or(-1)};
+    auto it = per_key_.find(pk);
+    if (it == per_key_.end() && kept.size() >= kMaxFindings) {
+      bound_hit = true;
+      if (auto f1 = first_of_signature_.find(f.signature); f1 != first_of_signature_.end()) add_repeats(kept[f1->second], f);
+      return;
+    }
+    auto& slot = it != per_key_.end() ? it->second : per_key_[pk];
+    if (++slot.first > kMaxPerKey) {
+      add_repeats(kept[slot.second], f);
+      return;
+    }
+    slot.second = kept.size();
+    first_of_signature_.emplace(f.signature, slot.second);
+    kept.push_back(std::move(f));
+  }
+  bool bound_hit = false;
+
+ private:
+  static void add_repeats(correlate::finding& into, const correlate::finding& f) {
+    long long sum = static_cast<long long>(into.duplicates) + 1 + std::max(0, f.duplicates);
+    into.duplicates = static_cast<int>(std::min<long long>(sum, std::numeric_limits<int>::max()));
+  }
+  std::map<std::tuple<int, int, int>, std::pair<int, std::size_t>> per_key_;
+  std::map<int, std::size_t> first_of_signature_;
+};
+
+// Set-valued tables (local rank -> ranks, host -> ranks) with a bound on pairs in all.
+template <class K>
+void add_pairs(std::map<K, std::set<int>>& table, const K& key, const std::vector<int>& ranks, std::size_t& pairs, bool& bound_hit) {
+  for (int r : ranks) {
+    if (pairs >= kMaxPairs) {
+      bound_hit = true;
+      return;
+    }
+    pairs += table[key].insert(r).second;
+  }
+}
+template <class K>
+void add_pairs(std::map<K, std::set<int>>& table, const K& key, const std::set<int>& ranks, std::size_t& pairs, bool& bound_hit) {
+  add_pairs(table, key, std::vector<int>(ranks.begin(), ranks.end()), pairs, bound_hit);
+}
+template <class V, class T>
+void push_bounded(V& v, T&& x, bool& bound_hit) {
+  if (v.size() < kMaxRecordsKept) v.push_back(std::forward<T>(x));
+  else bound_hit = true;
+}
 
 json ts_json(const normalize::timestamp& t) {
   return {{"s", t.seconds}, {"clock", t.kind == normalize::timestamp::clock::wall ? "wall" : "uptime"}, {"date", t.has_date}};
@@ -329,21 +390,38 @@ status write(const std::string& path, const pipeline::scanned& s, const kb::libr
 result<pipeline::scanned> read(const std::string& path, const kb::library& lib, std::vector<std::string>& notes,
                                std::string* key_id_out) {
   std::string shown = text::sanitize(path);
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return error{shown + ": cannot open the events file: " + std::strerror(errno)};
+  // O_NONBLOCK: a FIFO or a device given as an events file must not block the run before fstat refuses it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return error{shown + ": cannot open the events file: " + std::strerror(errno)};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return error{shown + ": not a regular file (an events file is what `firstfault scan -o` writes)"};
+  }
+  if (st.st_size == 0) {  // also /proc files, whose size is 0 and whose reads can block (/proc/kmsg)
+    ::close(fd);
+    return error{shown + ": empty file"};
+  }
+  std::FILE* f = ::fdopen(fd, "rb");
+  if (!f) {
+    ::close(fd);
+    return error{shown + ": cannot open the events file: " + std::strerror(errno)};
+  }
   std::unique_ptr<std::FILE, decltype(&std::fclose)> guard(f, &std::fclose);
   std::map<std::string, int> by_name;
   for (std::size_t i = 0; i < lib.signatures.size(); ++i) by_name.emplace(lib.signatures[i].name, static_cast<int>(i));
   pipeline::scanned s;
   auto& in = s.in;
-  std::size_t records = 0, unknown_sigs = 0;
-  bool header = false, ended = false, summary = false;
+  std::size_t records = 0, unknown_sigs = 0, local_pairs = 0, host_pairs = 0;
+  bool header = false, ended = false, summary = false, bound_hit = false;
+  finding_cap findings;
   std::string first_unknown;
   auto on_line = [&](const std::string& line) -> std::string {
     if (ended) return "records after the end record";
     if (++records > kMaxRecords) return "more than 4,000,000 records";
     json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return "record " + std::to_string(records) + " is not a JSON object";
+    if (j.is_discarded()) return "record " + std::to_string(records) + " is not valid JSON";
+    if (!j.is_object()) return "record " + std::to_string(records) + " is not a JSON object";
     try {
       std::string t = str(j, "t");
       if (!header) {
@@ -357,12 +435,15 @@ result<pipeline::scanned> read(const std::string& path, const kb::library& lib, 
         if (key_id_out) *key_id_out = str(j, "key_id");
         return "";
       }
+      if (t.empty()) throw bad_record{"no record type (field \"t\")"};
       if (t == "source") {
+        // Activity records point at sources by index, so sources cannot be dropped: too many is an error.
+        if (in.source_names.size() >= kMaxRecordsKept) return "more than 65,536 source records";
         in.source_names.push_back(str(j, "name"));
       } else if (t == "input") {
-        s.inputs.push_back({str(j, "path"), num<std::uint64_t>(j, "lines"), num<std::uint64_t>(j, "bytes")});
+        push_bounded(s.inputs, pipeline::input_stats{str(j, "path"), num<std::uint64_t>(j, "lines"), num<std::uint64_t>(j, "bytes")}, bound_hit);
       } else if (t == "error") {
-        s.errors.push_back({str(j, "path"), str(j, "reason"), boolean(j, "fatal"), boolean(j, "cut_short")});
+        push_bounded(s.errors, ingest::input_error{str(j, "path"), str(j, "reason"), boolean(j, "fatal"), boolean(j, "cut_short")}, bound_hit);
       } else if (t == "finding") {
         std::string name = str(j, "sig");
         auto it = by_name.find(name);
@@ -389,7 +470,7 @@ result<pipeline::scanned> read(const std::string& path, const kb::library& lib, 
         x.text = std::string(text::prefix_utf8(str(j, "text"), limits::kFindingTextBytes));
         x.duplicates = num<int>(j, "dup");
         x.attempt = onum<int>(j, "attempt");
-        in.findings.push_back(std::move(x));
+        findings.add(in.findings, std::move(x));
       } else if (t == "exit") {
         extract::exit_record e;
         e.rank = onum<int>(j, "rank");
@@ -405,9 +486,9 @@ result<pipeline::scanned> read(const std::string& path, const kb::library& lib, 
         e.source = str(j, "source");
         e.line_no = num<std::uint64_t>(j, "line");
         e.attempt = onum<int>(j, "attempt");
-        in.exits.push_back(std::move(e));
+        push_bounded(in.exits, std::move(e), bound_hit);
       } else if (t == "terminated") {
-        in.terminated.push_back({num<int>(j, "pid"), str(j, "source"), num<std::uint64_t>(j, "line")});
+        push_bounded(in.terminated, extract::terminated_pid{num<int>(j, "pid"), str(j, "source"), num<std::uint64_t>(j, "line")}, bound_hit);
       } else if (t == "activity") {
         auto scope = str(j, "scope");
         if (scope != "global" && scope != "local") throw bad_record{"field \"scope\" is neither global nor local"};
@@ -429,7 +510,8 @@ result<pipeline::scanned> read(const std::string& path, const kb::library& lib, 
         a.first_line_no = num<std::uint64_t>(j, "first_line_no");
         a.gap_start = ots(j, "gap_start");
         a.gap_seconds = num<double>(j, "gap_seconds");
-        in.activity[key] = std::move(a);
+        if (in.activity.size() >= kMaxRanks && !in.activity.count(key)) bound_hit = true;
+        else in.activity[key] = std::move(a);
       } else if (t == "suspicious") {
         correlate::suspicious_line x;
         x.source = str(j, "source");
@@ -444,13 +526,12 @@ result<pipeline::scanned> read(const std::string& path, const kb::library& lib, 
         x.ranks.erase(std::unique(x.ranks.begin(), x.ranks.end()), x.ranks.end());
         if (in.suspicious.size() < kMaxSuspicious) in.suspicious.push_back(std::move(x));
       } else if (t == "local_ranks") {
-        auto ranks = int_list(j, "ranks", 65536);
-        in.local_to_rank[num<int>(j, "local")].insert(ranks.begin(), ranks.end());
+        add_pairs(in.local_to_rank, num<int>(j, "local"), int_list(j, "ranks", kMaxPairs), local_pairs, bound_hit);
       } else if (t == "host") {
-        in.hosts.insert(str(j, "name"));
+        if (in.hosts.size() < kMaxPairs) in.hosts.insert(str(j, "name"));
+        else bound_hit = true;
       } else if (t == "host_ranks") {
-        auto ranks = int_list(j, "ranks", 65536);
-        in.host_ranks[str(j, "host")].insert(ranks.begin(), ranks.end());
+        add_pairs(in.host_ranks, str(j, "host"), int_list(j, "ranks", kMaxPairs), host_pairs, bound_hit);
       } else if (t == "stream_end") {
         if (in.stream_ends.size() < limits::kMaxStreamEnds)
           in.stream_ends.push_back({str(j, "source"), std::string(text::prefix_utf8(str(j, "text"), limits::kLastLineBytes)), num<std::uint64_t>(j, "line")});
@@ -462,9 +543,15 @@ result<pipeline::scanned> read(const std::string& path, const kb::library& lib, 
         d.top.text = str(j, "text");
         d.source = str(j, "source");
         d.line_no = num<std::uint64_t>(j, "line");
-        auto& v = in.stack_tops[num<int>(j, "rank")];
+        int rank = num<int>(j, "rank");
+        if (in.stack_tops.size() >= kMaxStackTopRanks && !in.stack_tops.count(rank)) {
+          bound_hit = true;
+          return "";
+        }
+        auto& v = in.stack_tops[rank];
         if (v.size() < kMaxStackTopsPerRank) v.push_back(std::move(d));
       } else if (t == "summary") {
+        if (summary) throw bad_record{"a second summary record"};
         summary = true;
         in.benign_lines = num<std::uint64_t>(j, "benign_lines");
         s.total_lines = num<std::uint64_t>(j, "lines");
@@ -490,13 +577,15 @@ result<pipeline::scanned> read(const std::string& path, const kb::library& lib, 
   };
   if (auto why = read_lines(f, on_line); !why.empty()) return error{shown + ": " + why};
   if (!header) return error{shown + ": no records: not a firstfault events file"};
-  if (!ended || !summary) return error{shown + ": cut short (no end record)"};
-  // Indices into this file's sources must point at one.
+  if (!ended) return error{shown + ": cut short (no end record)"};
+  if (!summary) return error{shown + ": no summary record (the scan did not finish writing it)"};
+  // Indices into this file's sources must point at one (an activity record comes from a source's lines).
   for (const auto& [k, a] : in.activity)
-    if ((a.last_source >= in.source_names.size() || a.first_source >= in.source_names.size() ||
-         (a.planned_steps && a.planned_source >= in.source_names.size())) &&
-        !in.source_names.empty())
+    if (a.last_source >= in.source_names.size() || a.first_source >= in.source_names.size() ||
+        (a.planned_steps && a.planned_source >= in.source_names.size()))
       return error{shown + ": an activity record names a source the file does not list"};
+  if (findings.bound_hit || bound_hit)
+    s.errors.push_back({shown, "holds more records than one run's collector keeps (8192 findings, 64 per signature and rank, 16384 ranks, 65536 of each other kind): the rest were counted as repeats or left out", false, false});
   if (unknown_sigs)
     notes.push_back(shown + ": " + std::to_string(unknown_sigs) + " finding(s) of signatures this knowledge base does not have (first: " +
                     first_unknown + ") were left out");
@@ -537,47 +626,41 @@ void continue_activity(correlate::rank_activity& a, const correlate::rank_activi
 }
 }  // namespace
 
-pipeline::scanned merge(std::vector<pipeline::scanned> parts) {
-  if (parts.size() == 1) return std::move(parts.front());
-  pipeline::scanned out;
-  auto& in = out.in;
-  std::map<std::tuple<int, int, int>, std::pair<int, std::size_t>> per_key;
-  std::map<int, std::size_t> first_of_signature;
+struct merger::state {
+  pipeline::scanned out, first;
+  std::size_t parts = 0;
+  finding_cap findings;
   std::map<std::string, std::size_t> suspicious_by_template;
-  bool findings_bound = false;
-  out.masked = !parts.empty();
-  for (auto& p : parts) {
+  std::size_t local_pairs = 0, host_pairs = 0;
+  bool bound_hit = false, sources_bound = false;
+
+  void fold(pipeline::scanned& p) {
+    auto& in = out.in;
     auto& pin = p.in;
+    if (in.source_names.size() + pin.source_names.size() > kMaxMergedSources) {
+      sources_bound = true;
+      out.errors.push_back({p.inputs.empty() ? "(events)" : p.inputs.front().path,
+                            "left out of the merge: more than 1,048,576 sources in all", true, false});
+      return;
+    }
     const auto offset = static_cast<std::uint32_t>(in.source_names.size());
     for (auto& n : pin.source_names) in.source_names.push_back(std::move(n));
-    for (auto& i : p.inputs) out.inputs.push_back(std::move(i));
-    for (auto& e : p.errors) out.errors.push_back(std::move(e));
+    for (auto& i : p.inputs) push_bounded(out.inputs, std::move(i), bound_hit);
+    for (auto& e : p.errors) push_bounded(out.errors, std::move(e), bound_hit);
     out.total_lines += p.total_lines;
     out.total_bytes += p.total_bytes;
     out.any_readable |= p.any_readable;
     out.masked &= p.masked;
     for (const auto& [k, v] : p.mask_counts) out.mask_counts[k] += v;
     in.benign_lines += pin.benign_lines;
-    for (auto& f : pin.findings) {
-      std::tuple<int, int, int> pk{f.signature, f.rank.value_or(f.local_rank ? -2 - *f.local_rank : -1), f.attempt.value_or(-1)};
-      auto it = per_key.find(pk);
-      if (it == per_key.end() && in.findings.size() >= kMaxFindings) {
-        findings_bound = true;
-        if (auto f1 = first_of_signature.find(f.signature); f1 != first_of_signature.end()) in.findings[f1->second].duplicates += 1 + f.duplicates;
-        continue;
-      }
-      auto& slot = it != per_key.end() ? it->second : per_key[pk];
-      if (++slot.first > kMaxPerKey) {
-        in.findings[slot.second].duplicates += 1 + f.duplicates;
-        continue;
-      }
-      slot.second = in.findings.size();
-      first_of_signature.emplace(f.signature, slot.second);
-      in.findings.push_back(std::move(f));
-    }
-    for (auto& e : pin.exits) in.exits.push_back(std::move(e));
-    for (auto& t : pin.terminated) in.terminated.push_back(std::move(t));
+    for (auto& f : pin.findings) findings.add(in.findings, std::move(f));
+    for (auto& e : pin.exits) push_bounded(in.exits, std::move(e), bound_hit);
+    for (auto& t : pin.terminated) push_bounded(in.terminated, std::move(t), bound_hit);
     for (auto& [key, a] : pin.activity) {
+      if (in.activity.size() >= kMaxRanks && !in.activity.count(key)) {
+        bound_hit = true;
+        continue;
+      }
       a.last_source += offset;
       a.first_source += offset;
       a.planned_source += offset;
@@ -598,20 +681,56 @@ pipeline::scanned merge(std::vector<pipeline::scanned> parts) {
       if (u.size() > static_cast<std::size_t>(limits::kMaxListedRanks)) u.resize(static_cast<std::size_t>(limits::kMaxListedRanks));
       g.ranks = std::move(u);
     }
-    for (auto& [l, ranks] : pin.local_to_rank) in.local_to_rank[l].insert(ranks.begin(), ranks.end());
-    in.hosts.insert(pin.hosts.begin(), pin.hosts.end());
-    for (auto& [h, ranks] : pin.host_ranks) in.host_ranks[h].insert(ranks.begin(), ranks.end());
+    for (auto& [l, ranks] : pin.local_to_rank) add_pairs(in.local_to_rank, l, ranks, local_pairs, bound_hit);
+    for (const auto& h : pin.hosts) {
+      if (in.hosts.size() >= kMaxPairs) {
+        bound_hit = true;
+        break;
+      }
+      in.hosts.insert(h);
+    }
+    for (auto& [h, ranks] : pin.host_ranks) add_pairs(in.host_ranks, h, ranks, host_pairs, bound_hit);
     for (auto& e : pin.stream_ends)
       if (in.stream_ends.size() < limits::kMaxStreamEnds) in.stream_ends.push_back(std::move(e));
     for (auto& [rank, frames] : pin.stack_tops) {
+      if (in.stack_tops.size() >= kMaxStackTopRanks && !in.stack_tops.count(rank)) {
+        bound_hit = true;
+        continue;
+      }
       auto& v = in.stack_tops[rank];
       for (auto& d : frames)
         if (v.size() < kMaxStackTopsPerRank) v.push_back(std::move(d));
     }
+    p = pipeline::scanned{};  // its memory goes now, not when the caller's copy goes
   }
-  if (findings_bound)
-    out.errors.push_back({"(all inputs)", "more than 8192 findings: later ones are counted as repeats of their signature's first finding, their ranks are not kept", false});
-  return out;
+};
+
+merger::merger() : s_(std::make_unique<state>()) {}
+merger::~merger() = default;
+
+void merger::add(pipeline::scanned part) {
+  // One part is returned as it is; the fold starts with the second.
+  if (s_->parts++ == 0) {
+    s_->first = std::move(part);
+    return;
+  }
+  if (s_->parts == 2) s_->fold(s_->first);
+  s_->fold(part);
+}
+
+pipeline::scanned merger::take() {
+  if (s_->parts <= 1) return std::move(s_->first);
+  if (s_->findings.bound_hit)
+    s_->out.errors.push_back({"(all inputs)", "more than 8192 findings: later ones are counted as repeats of their signature's first finding, their ranks are not kept", false});
+  if (s_->bound_hit)
+    s_->out.errors.push_back({"(all inputs)", "the merged scans hold more than one run's collector keeps (16384 ranks, 65536 host or local-rank pairs, 65536 of each record kind): the rest were left out", false});
+  return std::move(s_->out);
+}
+
+pipeline::scanned merge(std::vector<pipeline::scanned> parts) {
+  merger m;
+  for (auto& p : parts) m.add(std::move(p));
+  return m.take();
 }
 
 }  // namespace ff::events

@@ -71,6 +71,9 @@ class journal_source final : public line_reader::byte_source {
                        (pid.empty() || ident == "kernel" ? "" : "[" + pid + "]") + ": ";
     std::string msg = field(j_, "MESSAGE");
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == '\r')) msg.pop_back();
+    // MESSAGE may be binary (journald keeps it as given): a NUL would make the reader take the whole
+    // journal for a binary file and stop, so it becomes U+FFFD like any byte that is not text.
+    for (std::size_t p = msg.find('\0'); p != std::string::npos; p = msg.find('\0', p + 3)) msg.replace(p, 1, "\xEF\xBF\xBD");
     std::size_t start = 0;
     for (;;) {  // one text line per line of the message, each with the entry's prefix
       auto nl = msg.find('\n', start);
@@ -95,10 +98,26 @@ std::unique_ptr<line_reader::byte_source> open_journal(const std::string& dir, s
     *err = "not a directory of journal files";
     return nullptr;
   }
+  // sd_journal_open_directory reads the directory's journal files and those of its machine-id
+  // subdirectories (/var/log/journal/<machine-id>/), so that is all the check looks at: two levels, at most
+  // 100,000 entries (`--journal /` must not walk the whole filesystem).
   bool any = false;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir, std::filesystem::directory_options::skip_permission_denied, ec)) {
-    auto n = e.path().filename().string();
-    if (n.size() > 8 && (n.compare(n.size() - 8, 8, ".journal") == 0 || n.find(".journal~") != std::string::npos)) any = true;
+  std::size_t entries = 0;
+  auto is_journal = [](const std::string& n) {
+    return n.size() > 8 && (n.compare(n.size() - 8, 8, ".journal") == 0 || n.find(".journal~") != std::string::npos);
+  };
+  namespace fs = std::filesystem;
+  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end; !any && !ec && it != end && entries < 100000;
+       it.increment(ec)) {
+    ++entries;
+    if (is_journal(it->path().filename().string())) any = true;
+    else if (it->is_directory(ec) && !it->is_symlink(ec))
+      for (fs::directory_iterator sub(it->path(), fs::directory_options::skip_permission_denied, ec); !any && !ec && sub != end && entries < 100000;
+           sub.increment(ec)) {
+        ++entries;
+        if (is_journal(sub->path().filename().string())) any = true;
+      }
+    ec.clear();
   }
   if (!any) {
     *err = "no journal files (*.journal) in this directory";

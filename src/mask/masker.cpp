@@ -74,6 +74,13 @@ const rule_def kRules[] = {
     {"hostname", "node", false, R"(\bpods?/([a-z0-9][a-z0-9.-]*[a-z0-9]))"},
     {"hostname", "node", false, R"((?i)\b((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:com|net|org|io|edu|gov|ai|internal|local|lan|cluster|corp|cloud|compute))\b)"},
     {"home_user", "user", false, R"((?:/home/|/Users/|/scratch/|/gpfs/home/)([^/\s:'"]+))"},
+    // user names beside their keyword: USER=alice, 'user': 'svc', SLURM_JOB_USER=bob, UserId=bob(1001)
+    // (Slurm's scontrol), "for user alice", and user@host of ssh/scp (an email was masked before this)
+    {"user_assignment", "user", false,
+     R"((?i)\b(?:user(?:name)?|login|logname|slurm_job_user|job_user|userid|owner)["']?\s*[=:]\s*["']?([A-Za-z_][\w.-]{0,31}[\w]|[A-Za-z_]))"},
+    {"user_phrase", "user", false, R"((?i)\b(?:for|by|as|of) user ([A-Za-z_][\w.-]{0,31}[\w]))"},
+    {"user_option", "user", false, R"(\b(?:squeue|sacct|scancel|sshare|sprio|scontrol)\b[^\n]*?\s(?:-u|--user[= ]|--uid[= ])\s*([A-Za-z_][\w.-]{0,31}))"},
+    {"user_at_host", "user", false, R"((?:^|[\s'"(=,\[<])([a-z_][a-z0-9_.-]{0,31})@[A-Za-z][\w-]*)"},
 };
 
 // The RE2 rules for "a key that ends in a secret word, then its value", from detail::kSecretKeyWords.

@@ -12,7 +12,7 @@
 
 namespace ff::history {
 
-/// True for postgresql:// and postgres:// connection URIs
+/// True for postgresql:// and postgres:// connection URIs and libpq keyword/value strings ("host=... dbname=...")
 /// (https://www.postgresql.org/docs/15/libpq-connect.html#LIBPQ-CONNSTRING).
 bool is_postgres_url(const std::string& path);
 /// The salt in `salt_path`, created (mode 0600) on first use.

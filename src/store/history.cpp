@@ -135,7 +135,24 @@ store::~store() = default;
 store::store(store&&) noexcept = default;
 store& store::operator=(store&&) noexcept = default;
 
-bool is_postgres_url(const std::string& path) { return path.rfind("postgresql://", 0) == 0 || path.rfind("postgres://", 0) == 0; }
+bool is_postgres_url(const std::string& path) {
+  if (path.rfind("postgresql://", 0) == 0 || path.rfind("postgres://", 0) == 0) return true;
+  // libpq's keyword/value form ("host=db dbname=ff user=ff password=..."): a string that starts with one
+  // of its connection keywords and '=' is a connection string, never a file name to create
+  // (https://www.postgresql.org/docs/15/libpq-connect.html#LIBPQ-PARAMKEYWORDS).
+  static const char* kKeywords[] = {"host", "hostaddr", "port", "dbname", "user", "password", "passfile", "service",
+                                    "sslmode", "connect_timeout", "application_name", "options", "target_session_attrs"};
+  std::size_t i = path.find_first_not_of(" \t");
+  if (i == std::string::npos) return false;
+  std::size_t e = path.find_first_of(" \t=", i);
+  if (e == std::string::npos) return false;
+  std::size_t eq = path.find_first_not_of(" \t", e);
+  if (eq == std::string::npos || path[eq] != '=') return false;
+  std::string key = path.substr(i, e - i);
+  for (const char* k : kKeywords)
+    if (key == k) return true;
+  return false;
+}
 
 result<store> store::open(const std::string& path) {
   auto be = is_postgres_url(path) ? detail::open_postgres(path) : sqlite_backend::open(path);

@@ -2,9 +2,12 @@
 // shared by every machine of a cluster (login nodes, the Slurm controller's epilog, watch on the nodes).
 #include <libpq-fe.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "backend.hpp"
 
@@ -48,12 +51,63 @@ struct result_ptr {
   ExecStatusType status() const { return r ? PQresultStatus(r) : PGRES_FATAL_ERROR; }
 };
 
-std::string trim_message(const char* m) {
+// The passwords a connection string holds, as written and percent-decoded: libpq quotes parts of the
+// string in its messages (an invalid percent-encoding, an unknown option), so every message is scrubbed
+// of them before it is shown.
+std::vector<std::string> passwords_in(const std::string& url) {
+  std::vector<std::string> out;
+  auto add = [&](std::string v) {
+    if (v.empty()) return;
+    std::string dec;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (v[i] == '%' && i + 2 < v.size() && std::isxdigit(static_cast<unsigned char>(v[i + 1])) &&
+          std::isxdigit(static_cast<unsigned char>(v[i + 2]))) {
+        dec += static_cast<char>(std::stoi(v.substr(i + 1, 2), nullptr, 16));
+        i += 2;
+      } else {
+        dec += v[i];
+      }
+    }
+    out.push_back(v);
+    if (dec != v && !dec.empty()) out.push_back(dec);
+  };
+  if (auto scheme = url.find("://"); scheme != std::string::npos) {
+    auto start = scheme + 3;
+    auto at = url.find('@', start), slash = url.find('/', start);
+    if (at != std::string::npos && (slash == std::string::npos || at < slash))
+      if (auto colon = url.find(':', start); colon != std::string::npos && colon < at) add(url.substr(colon + 1, at - colon - 1));
+  }
+  for (auto p = url.find("password"); p != std::string::npos; p = url.find("password", p + 8)) {
+    auto q = p + 8;
+    while (q < url.size() && url[q] == ' ') ++q;
+    if (q >= url.size() || url[q] != '=') continue;
+    ++q;
+    while (q < url.size() && url[q] == ' ') ++q;
+    std::size_t end;
+    if (q < url.size() && url[q] == '\'') {
+      end = url.find('\'', q + 1);
+      add(url.substr(q + 1, (end == std::string::npos ? url.size() : end) - q - 1));
+    } else {
+      end = url.find_first_of("& \t", q);
+      add(url.substr(q, (end == std::string::npos ? url.size() : end) - q));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  return out;
+}
+
+std::string scrub(std::string s, const std::vector<std::string>& secrets) {
+  for (const auto& x : secrets)
+    for (auto p = s.find(x); p != std::string::npos; p = s.find(x, p + 3)) s.replace(p, x.size(), "***");
+  return s;
+}
+
+std::string trim_message(const char* m, const std::vector<std::string>& secrets) {
   std::string s = m ? m : "";
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   for (auto& c : s)
     if (c == '\n') c = ' ';
-  return s;
+  return scrub(std::move(s), secrets);
 }
 
 entry row_to_entry(const PGresult* r, int row) {
@@ -92,7 +146,9 @@ class pg_backend final : public backend {
   result<std::string> salt() override;
 
  private:
-  error fail(const std::string& what) const { return error{shown_ + ": history database error: " + what + ": " + trim_message(PQerrorMessage(conn_))}; }
+  error fail(const std::string& what) const {
+    return error{shown_ + ": history database error: " + what + ": " + trim_message(PQerrorMessage(conn_), secrets_)};
+  }
   // Runs `sql` with text parameters (nullptr for NULL).
   PGresult* exec(const char* sql, const std::vector<const char*>& params) const {
     return PQexecParams(conn_, sql, static_cast<int>(params.size()), nullptr, params.data(), nullptr, nullptr, 0);
@@ -100,22 +156,41 @@ class pg_backend final : public backend {
   status migrate();
   PGconn* conn_ = nullptr;
   std::string shown_;
+  std::vector<std::string> secrets_;
   int version_ = 0;
 };
 
 status pg_backend::connect(const std::string& url) {
   shown_ = redact_url(url);
+  secrets_ = passwords_in(url);
+  // libpq echoes a bad percent-encoding with its surroundings (a password among them): refused here first.
+  for (std::size_t i = 0; i < url.size(); ++i)
+    if (url[i] == '%' && (i + 2 >= url.size() || !std::isxdigit(static_cast<unsigned char>(url[i + 1])) ||
+                          !std::isxdigit(static_cast<unsigned char>(url[i + 2]))))
+      return error{shown_ + ": the history database URL has a '%' that is not followed by two hex digits (percent-encoding)"};
   // connect_timeout first, so a value in the URI wins (libpq: later keywords override earlier ones).
   const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
   const char* vals[] = {"10", "firstfault", url.c_str(), nullptr};
   conn_ = PQconnectdbParams(keys, vals, 1);
   if (!conn_) return error{shown_ + ": history database error: out of memory"};
-  if (PQstatus(conn_) != CONNECTION_OK) return error{shown_ + ": cannot connect to the history database: " + trim_message(PQerrorMessage(conn_))};
+  if (PQstatus(conn_) != CONNECTION_OK) return error{shown_ + ": cannot connect to the history database: " + trim_message(PQerrorMessage(conn_), secrets_)};
   PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);  // "relation already exists, skipping"
   return migrate();
 }
 
 status pg_backend::migrate() {
+  // A schema already at this version needs no lock and no CREATE: a role that may only read (a login
+  // node's `history list`) opens the history without the privileges a migration needs.
+  {
+    result_ptr v(PQexec(conn_,
+                        "SELECT (SELECT value FROM firstfault_meta WHERE key = 'schema_version'),"
+                        " (SELECT count(*) FROM firstfault_meta WHERE key = 'host_salt')"));
+    if (v.status() == PGRES_TUPLES_OK && PQntuples(v.r) == 1 && !PQgetisnull(v.r, 0, 0) &&
+        std::atoi(PQgetvalue(v.r, 0, 0)) == store::kSchemaVersion && std::atoi(PQgetvalue(v.r, 0, 1)) == 1) {
+      version_ = store::kSchemaVersion;
+      return ok();
+    }
+  }
   result_ptr b(PQexec(conn_, "BEGIN"));
   if (b.status() != PGRES_COMMAND_OK) return fail("BEGIN");
   auto rollback = [&](error e) -> status {
@@ -223,11 +298,7 @@ std::string redact_url(const std::string& url) {
       if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
     }
   }
-  for (auto p = out.find("password="); p != std::string::npos; p = out.find("password=", p + 12)) {
-    auto end = out.find('&', p);
-    out.replace(p + 9, (end == std::string::npos ? out.size() : end) - p - 9, "***");
-  }
-  return out;
+  return scrub(out, passwords_in(url));
 }
 
 result<std::unique_ptr<backend>> open_postgres(const std::string& url) {

@@ -7,7 +7,10 @@ Alertmanager routes to a webhook receiver in this test, which records what it is
   - the receiver gets it as "firing";
   - when watch is stopped (SIGTERM, as a scheduler ends a job), the alert is resolved: the receiver gets
     "resolved" and the API lists no active firstfault alert;
-  - an unreachable Alertmanager is one error line per delivery and watch still prints the alert.
+  - an unreachable Alertmanager is one error line per delivery and watch still prints the alert;
+  - a receiver that accepts and then drips a byte every 0.5 s (Alertmanager and webhook) holds neither
+    the next alert nor the end of the watch (SIGTERM);
+  - --alert-label refuses the labels firstfault sets itself and empty values.
 Every wait is a poll with a deadline on a readiness signal (Alertmanager's /-/ready, watch's metrics).
 
 usage: alertmanager_test.py FIREFAULT_BIN
@@ -83,6 +86,86 @@ def metric(port, name):
         if line.startswith(name + " "):
             return float(line.split()[1])
     return None
+
+
+class Drip:
+    """An 'Alertmanager' that accepts a POST and answers one byte per 0.5 s, never finishing: a slow or
+    stuck receiver. watch must not be held by it (the alerts print, the watch ends when told)."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.stop = threading.Event()
+        self.connections = 0
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        self.sock.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            threading.Thread(target=self.drip, args=(c,), daemon=True).start()
+
+    def drip(self, c):
+        try:
+            c.recv(65536)
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n")
+            while not self.stop.wait(0.5):
+                c.sendall(b"x")
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+
+def slow_receiver(tmp):
+    drip = Drip()
+    logs = []
+    for r in (3, 4):
+        p = os.path.join(tmp, f"slow{r}.log")
+        with open(p, "w") as f:
+            f.write(f"[rank{r}]:2026-12-03 10:00:00,000 INFO step 1 loss 2.31\n")
+        logs.append(p)
+    mport = free_port()
+    w = subprocess.Popen([BIN, "watch"] + logs + ["--from-start", "--json", "--no-history", "--metrics", f"127.0.0.1:{mport}",
+                         "--alertmanager", f"http://127.0.0.1:{drip.port}", "--webhook", f"http://127.0.0.1:{drip.port}/hook",
+                         "--poll-ms", "50"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    threading.Thread(target=lambda: [lines.append(l) for l in w.stdout], daemon=True).start()
+    try:
+        wait_for("watch ready (slow receiver)", lambda: (metric(mport, "firstfault_lines_read_total") or 0) >= 2)
+        with open(logs[0], "a") as f:
+            f.write("\n".join(l.replace("rank1", "rank3") for l in OOM) + "\n")
+        wait_for("the first alert printed", lambda: any("cuda_oom" in l for l in lines))
+        wait_for("the slow receiver reached", lambda: drip.connections >= 1)
+        # While the receiver holds the first send, the next alert (a hang or an update) must still print:
+        # the sends are not on the watch loop.
+        with open(logs[1], "a") as f:
+            f.write("[rank4]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 4] Process group watchdog thread terminated with exception: "
+                    "[Rank 4] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=1, "
+                    "NumelOut=1, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n")
+        wait_for("a second alert printed while the receiver stalls", lambda: sum(1 for l in lines if l.startswith("{")) >= 2, timeout=30)
+        w.send_signal(signal.SIGTERM)
+        try:
+            _, err = w.communicate(timeout=40)
+        except subprocess.TimeoutExpired:
+            failures.append("watch did not end within 40 s of SIGTERM with a stalled Alertmanager and webhook")
+            w.kill()
+            return
+        if "--alertmanager" not in err or "not delivered" not in err and "not resolved" not in err:
+            failures.append("no error line for the stalled receiver: " + err[-400:])
+    except AssertionError as e:
+        failures.append(str(e) + " (slow receiver)")
+    finally:
+        if w.poll() is None:
+            w.kill()
+        drip.stop.set()
 
 
 def main():
@@ -170,6 +253,12 @@ receivers:
                              capture_output=True, text=True, timeout=60)
         if bad.returncode != 2:
             failures.append(f"a malformed --alert-label was accepted (exit {bad.returncode})")
+        for label in ("alertname=Other", "ranks=0", "team="):
+            bad = subprocess.run([BIN, "watch", log2, "--run-for", "1", "--alertmanager", "http://127.0.0.1:1", "--alert-label", label],
+                                 capture_output=True, text=True, timeout=60)
+            if bad.returncode != 2 or "--alert-label" not in bad.stderr:
+                failures.append(f"--alert-label {label} was accepted (exit {bad.returncode}): it would be dropped or overwritten")
+        slow_receiver(tmp)
     except AssertionError as e:
         failures.append(str(e))
     finally:

@@ -24,8 +24,8 @@ KEY = "events-test-key"
 failures = []
 
 
-def run(args, **kw):
-    return subprocess.run([BIN] + args, capture_output=True, text=True, timeout=300, **kw)
+def run(args, timeout=300, **kw):
+    return subprocess.run([BIN] + args, capture_output=True, text=True, timeout=timeout, **kw)
 
 
 def walk(path):
@@ -269,12 +269,100 @@ def bad_files(tmp, good):
     print(f"bad events files: {len(cases)} kinds, each named; the good one still diagnosed")
 
 
+def hostile(tmp, good):
+    """What a hostile helper found: files that must be refused or bounded, not trusted."""
+    def z(text):
+        return subprocess.run(["zstd", "-c"], input=text.encode(), capture_output=True, check=True).stdout
+
+    lines = zstd_lines(good)
+    head, body, end = lines[0], lines[1:-1], lines[-1]
+    finding = next(l for l in body if l.get("t") == "finding")
+    src = next(l for l in body if l.get("t") == "source")
+    summ = next(l for l in body if l.get("t") == "summary")
+    # Memory: 400,000 copies of one finding and 200,000 ranks of activity in a file of a few hundred KB.
+    # Streamed into zstd, so that this process stays small (a child's peak RSS counts its pages before exec).
+    bomb = os.path.join(tmp, "bomb.ffev")
+    with open(bomb, "wb") as out:
+        zp = subprocess.Popen(["zstd", "-c"], stdin=subprocess.PIPE, stdout=out)
+        n = 0
+
+        def put(rec):
+            nonlocal n
+            zp.stdin.write((json.dumps(rec) + "\n").encode())
+            n += 1
+
+        put(head)
+        put(src)
+        one = (json.dumps(finding) + "\n").encode()
+        for _ in range(400000):
+            zp.stdin.write(one)
+        n += 400000
+        for r in range(200000):
+            put({"t": "activity", "scope": "global", "number": r, "lines": 1, "last_source": 0, "first_source": 0})
+        put(summ)
+        put({"t": "end", "records": n})
+        zp.stdin.close()
+        zp.wait()
+    del lines, body
+    # this child's own peak RSS (os.wait4), not the largest of every child so far
+    out_path = os.path.join(tmp, "bomb.json")
+    with open(out_path, "w") as out:
+        p = subprocess.Popen([BIN, "diagnose", "--no-history", "--quiet", "--format", "json", "--events", bomb], stdout=out, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(p.pid, 0)
+    rc = os.waitstatus_to_exitcode(status)
+    rss_mb = usage.ru_maxrss / 1024
+    if rc not in (0, 1, 3):
+        failures.append(f"a file of 400,000 copies of a finding: exit {rc}")
+    else:
+        rep = json.load(open(out_path))
+        if "more records than one run" not in json.dumps(rep.get("input_errors", [])):
+            failures.append("a file past the collector's bounds was read without a note: " + json.dumps(rep.get("input_errors", []))[:300])
+    if rss_mb > 200:
+        failures.append(f"diagnose --events held {rss_mb:.0f} MB for a file past the collector's bounds (bound: 200 MB)")
+    # A FIFO, /dev/zero as a key file, a directory as a key file: refused at once, nothing blocks.
+    fifo = os.path.join(tmp, "pipe.ffev")
+    os.mkfifo(fifo)
+    try:
+        r = run(["diagnose", "--no-history", "--format", "json", "--events", good, fifo], timeout=60)
+        if "not a regular file" not in r.stdout + r.stderr:
+            failures.append("a FIFO given as an events file was not refused as not a regular file")
+    except subprocess.TimeoutExpired:
+        failures.append("diagnose --events blocked on a FIFO")
+    for keyfile in ("/dev/zero", tmp):
+        try:
+            r = run(["scan", "--mask-key-file", keyfile, "-o", os.path.join(tmp, "k.ffev"), os.path.join(tmp, "secret.log")], timeout=60)
+            if r.returncode != 2 or "not a regular file" not in r.stderr:
+                failures.append(f"--mask-key-file {keyfile}: exit {r.returncode}: {r.stderr.strip()[:200]}")
+        except subprocess.TimeoutExpired:
+            failures.append(f"--mask-key-file {keyfile} blocked")
+    # Masked and unmasked files cannot be merged; the same file twice is read once; a reason does not
+    # repeat its file's name.
+    raw = os.path.join(tmp, "raw.ffev")
+    run(["scan", "--no-mask", "-o", raw, os.path.join(tmp, "secret.log")])
+    for order in ((raw, good), (good, raw)):
+        r = run(["diagnose", "--no-history", "--events"] + list(order))
+        if r.returncode != 2 or "cannot be merged" not in r.stderr or "gpu-node-17" in r.stdout:
+            failures.append(f"masked and unmasked events files merged ({os.path.basename(order[0])} first): exit {r.returncode}")
+    rep, r = report(["--events", good, good])
+    if rep is None or "given twice" not in json.dumps(rep.get("input_errors", [])):
+        failures.append("the same events file given twice was merged twice without a note")
+    notz = os.path.join(tmp, "plain-text.ffev")
+    with open(notz, "w") as f:
+        f.write("hello\n")
+    rep, r = report(["--events", good, notz])
+    for e in (rep or {}).get("input_errors", []):
+        if "plain-text.ffev" in e.get("reason", ""):
+            failures.append(f"an input error repeats its path in its reason: {e}")
+    print(f"hostile events files: bounded (peak RSS {rss_mb:.0f} MB for 400,000 findings and 200,000 ranks), FIFO and key files refused, masked/unmasked not merged")
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="ff-events-") as tmp:
         merge_equality(tmp)
         good = contents(tmp)
         if good:
             bad_files(tmp, good)
+            hostile(tmp, good)
     if failures:
         print(f"FAILED ({len(failures)}):")
         for f in failures:

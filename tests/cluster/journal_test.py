@@ -118,6 +118,20 @@ def main():
                 failures.append(f"a directory without journal files is not named: {errs[:300]}")
             if rep["verdict"] not in ("failure", "undetermined"):
                 failures.append(f"the logs were not diagnosed next to bad journals: {rep['verdict']}")
+        # The journal alone (no log paths) is a diagnosis; a deep tree with no journal in its top two levels
+        # (where sd_journal_open_directory looks) is refused after those two levels, not walked.
+        alone = diagnose(["--journal", jdir])
+        if summary(alone)[0] != "gpu_fell_off_bus":
+            failures.append(f"diagnose --journal DIR with no log paths: {summary(alone)}")
+        deep = os.path.join(tmp, "deep")
+        d = deep
+        for i in range(40):
+            d = os.path.join(d, f"l{i}")
+        os.makedirs(d)
+        subprocess.run(["cp", os.path.join(jdir, os.listdir(jdir)[0]), d], check=True)
+        r = subprocess.run([BIN, "diagnose", "--no-history", "--format", "json", job, "--journal", deep], capture_output=True, text=True, timeout=300)
+        if "deep (journal)" not in r.stdout or "no journal files" not in r.stdout:
+            failures.append(f"a journal 40 levels down was looked for (or the directory not named): {r.stdout[-300:]}")
     except (AssertionError, subprocess.CalledProcessError) as e:
         failures.append(str(e))
     finally:

@@ -6,8 +6,10 @@
 #     host in `history stats --by host`, and the second report carries the recurrence note: the salt is in
 #     the database;
 #   - eight first opens at once against an empty database migrate once (advisory lock) and all store;
-#   - a password in the URI never reaches an error message; an unreachable server is one line, and the
-#     diagnosis is still printed.
+#   - a password in the URI never reaches an error message (also beside a bad percent-encoding, which libpq
+#     quotes); an unreachable server is one line, and the diagnosis is still printed;
+#   - a libpq keyword/value string ("host=... password=...") is a connection, never a SQLite file name;
+#   - a role with SELECT only lists an up-to-date history (no migration is attempted).
 # usage: postgres_test.sh FIREFAULT_BIN TESTS_DIR
 set -euo pipefail
 BIN="$(readlink -f "$1")"
@@ -100,4 +102,24 @@ rc=$?
 set -e
 [ $rc -ne 0 ] || fail "history list against a dead server exited 0"
 grep -q "hunter2secret" "$tmp/err2.txt" && fail "the password is in history's error message"
+# libpq quotes a bad percent-encoding with what surrounds it: a password beside one must not be shown.
+for bad in "postgresql://ff:ab%zzhunter3pass@127.0.0.1:$port/postgres" "postgresql://ff@127.0.0.1:$port/postgres?password=hunter3pass%GG"; do
+  set +e
+  "$BIN" history list --history "$bad" >/dev/null 2>"$tmp/err3.txt"
+  set -e
+  grep -q "hunter3pass" "$tmp/err3.txt" && fail "a password next to a bad percent-encoding is in the error: $(cat "$tmp/err3.txt")"
+  [ -s "$tmp/err3.txt" ] || fail "no error for a bad percent-encoding in $bad"
+done
+# libpq's keyword/value form is a connection string, never the name of a SQLite file to create.
+mkdir -p "$tmp/cwd"
+(cd "$tmp/cwd" && "$BIN" history list --history "host=127.0.0.1 port=$port user=ff dbname=postgres password=hunter4pass" --format json --limit 1 \
+  >"$tmp/kv.json" 2>"$tmp/kv.err") || fail "history list with a keyword/value connection string: $(cat "$tmp/kv.err")"
+[ -z "$(ls -A "$tmp/cwd")" ] || fail "a keyword/value connection string created a file: $(ls -A "$tmp/cwd")"
+python3 -c 'import json,sys; assert len(json.load(open(sys.argv[1]))) == 1' "$tmp/kv.json" || fail "keyword/value connection string read nothing"
+# A role that may only read (a login node's history list) opens an up-to-date history without migrating.
+"${as_pg[@]}" "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U ff -d postgres -qAtc \
+  "CREATE ROLE reader LOGIN; GRANT SELECT ON diagnoses, firstfault_meta TO reader; REVOKE CREATE ON SCHEMA public FROM PUBLIC;" >/dev/null
+"$BIN" history list --history "postgresql://reader@127.0.0.1:$port/postgres" --format json --limit 3 >"$tmp/ro.json" 2>"$tmp/ro.err" ||
+  fail "a read-only role cannot list the history: $(cat "$tmp/ro.err")"
+python3 -c 'import json,sys; assert len(json.load(open(sys.argv[1]))) == 3' "$tmp/ro.json" || fail "a read-only role listed no rows"
 echo "postgres_test: all passed (8 concurrent first opens, shared host salt, recurrences, stats, show, redaction)"
