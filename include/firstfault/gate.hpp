@@ -12,8 +12,10 @@
 //    gate; atoms are matched case-insensitively.
 //  - the stages' own gate patterns: extract::gate_patterns() (record anchors, error words) and
 //    mask::gate_patterns() (host contexts, secret keys, key blocks), both regexps.
-// A fingerprint without a rare atom of at least kMinAtom bytes is put into the gate as its own regexp
-// (Vectorscan prefilter mode, a superset of its matches), so recall never depends on the atom choice.
+// A fingerprint without a rare atom of at least kMinAtom bytes is put into the gate as a regexp
+// (Vectorscan prefilter mode, a superset of its matches), so recall never depends on the atom choice: the
+// shortest run of its top-level concatenation (top_level_elements) that holds a literal and matches no
+// healthy text, else the whole fingerprint.
 // Rare means not found in healthy text: kb/_tables/healthy_lines.tsv and the benign signatures' samples.
 // The stages' patterns are gated by their literals too (down to kMinStageAtom bytes) when they have them.
 //
@@ -36,6 +38,12 @@ namespace ff::match {
 /// The required literals of one RE2 pattern (lower case), as FilteredRE2 computes them with atoms of at
 /// least min_len bytes. `filtered` is false when the pattern has no such atom (it can match without one).
 std::vector<std::string> required_atoms(const std::string& pattern, int min_len, bool* filtered);
+
+/// The top-level concatenation of a regexp, one element per entry with its quantifier ("\bloss",
+/// "\s*", "[:=]", "(?:nan|inf)", "\b" ...); the leading inline flag group ("(?i)") goes to `flags`.
+/// Empty when the pattern has a top-level alternation or syntax the splitter does not take (\Q, back
+/// references). Any contiguous run of elements, with the flags, matches inside every match of the whole.
+std::vector<std::string> top_level_elements(std::string_view re, std::string* flags);
 
 class gate;
 

@@ -343,7 +343,7 @@ std::vector<std::string> prefix_host_patterns() {
 
 std::vector<std::string> gate_patterns(const options& opt) {
   std::vector<std::string> out = {R"(-----BEGIN)", R"(NODELIST=|NodeList=)"};
-  static const std::set<std::string> context_free = {"email", "mac", "ipv6", "ipv4", "home_user"};
+  static const std::set<std::string> context_free = {"email", "mac", "ipv6", "ipv4", "home_user", "user_assignment", "user_phrase", "user_option", "user_at_host"};
   for (const auto& r : kRules) {
     if (!r.regex) {
       for (const auto& g : secret_key_rules()) out.push_back(g);

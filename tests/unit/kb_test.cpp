@@ -253,6 +253,63 @@ TEST(gate_atoms, common_means_found_in_healthy_text_not_in_negatives) {
   ::unsetenv("FIRSTFAULT_CACHE_DIR");
 }
 
+// A fingerprint whose literals are all common is gated by a run of its top-level concatenation that no
+// healthy line matches, with the assertions beside it; never by a run that a healthy line matches.
+TEST(gate_atoms, common_literals_gate_on_a_rare_run) {
+  std::string flags;
+  auto el = ff::match::top_level_elements(R"((?i)\bloss\s*[:=]\s*[-+]?(?:nan|inf)\b)", &flags);
+  EXPECT_EQ(flags, "(?i)");
+  std::vector<std::string> want = {"\\b", "loss", "\\s*", "[:=]", "\\s*", "[-+]?", "(?:nan|inf)", "\\b"};
+  EXPECT_EQ(el, want);
+  EXPECT_TRUE(ff::match::top_level_elements("a|b", &flags).empty());            // an alternation
+  EXPECT_EQ(ff::match::top_level_elements(R"(Xid \((?:PCI:)?x{2,3}?)", &flags).size(), 3u);  // "Xid \(", group, x{2,3}?
+  ::setenv("FIRSTFAULT_CACHE_DIR", "off", 1);
+  auto lib = ff::kb::library::from_files({
+      {"kinds.tsv", "kind\tcategory\tmeaning\nloss_nan\tnumerics\tnan\n"},
+      {"_tables/healthy_lines.tsv", "line\tsource\nstep 5 loss: 2.1 | number of nan iterations: 0\ttest\nNCCL INFO ok\ttest\n"},
+      {"a/nan.yaml", "title: T\nid: 00000000-0000-4000-8000-000000000001\nname: loss_nan\nkind: loss_nan\nrole: cause\n"
+                     "fingerprints: ['(?i)\\bloss\\s*[:=]\\s*[-+]?(?:nan|inf)\\b']\n"},
+  });
+  ASSERT_TRUE(lib) << lib.error().message;
+  auto g = ff::match::gate::build(lib.value(), {});
+  ASSERT_TRUE(g) << g.error().message;
+  ASSERT_EQ(g.value().regex_gated().size(), 1u);
+  const auto& r = g.value().regex_gated()[0];
+  // "(?:nan|inf)\b" alone matches the healthy "nan iterations": the run must start at [:=]
+  EXPECT_NE(r.find("loss_nan: (?i)[:=]"), std::string::npos) << r;
+  EXPECT_NE(r.find("(?:nan|inf)\\b  (a run of:"), std::string::npos) << r;
+  ff::match::gate_scratch s(g.value());
+  for (const char* line : {"loss: nan", "loss=inf", "LOSS :  -NaN"}) {
+    auto hit = g.value().hit(line, s);
+    ASSERT_TRUE(hit);
+    EXPECT_TRUE(hit.value()) << line;
+  }
+  for (const char* line : {"step 5 loss: 2.1 | number of nan iterations: 0", "NCCL INFO comm 0x1 rank 3 nranks 8"}) {
+    auto hit = g.value().hit(line, s);
+    ASSERT_TRUE(hit);
+    EXPECT_FALSE(hit.value()) << line;
+  }
+  ::unsetenv("FIRSTFAULT_CACHE_DIR");
+}
+
+// Soundness of the gate on the knowledge base itself: every positive example of every signature (a line
+// its fingerprints match) is a line the gate sends the full way.
+TEST(gate_atoms, every_positive_example_passes_the_gate) {
+  const auto& eng = ff::testing::engine();
+  ASSERT_TRUE(eng.gate.enabled());
+  ff::match::gate_scratch s(eng.gate);
+  std::size_t n = 0;
+  for (const auto& sig : eng.lib->signatures)
+    for (const auto& e : sig.positive) {
+      if (sig.fingerprints.empty()) continue;  // inferred by the correlator from other findings, not matched
+      auto hit = eng.gate.hit(e.line, s);
+      ASSERT_TRUE(hit);
+      EXPECT_TRUE(hit.value()) << sig.name << ": " << e.line;
+      ++n;
+    }
+  EXPECT_GT(n, 500u);
+}
+
 // The block scan must hit every line the per-line scan hits (the light path relies on it), on every log
 // of the test corpus, with blocks cut at arbitrary lines.
 TEST(gate_block, hits_every_line_the_per_line_gate_hits) {
