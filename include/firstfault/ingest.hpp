@@ -75,6 +75,8 @@ struct raw_line {
 };
 
 /// Pulls lines from one stream. '\n', '\r' and "\r\n" all end a line (tqdm bars glue text with '\r').
+/// The records of a line that a container runtime split (CRI format: "TIME stdout P msg" ... "TIME stdout F
+/// msg") come out as one line, with the first record's header and line number.
 class line_reader {
  public:
   class byte_source {
@@ -94,11 +96,14 @@ class line_reader {
 
  private:
   bool fill();
+  bool physical(raw_line& out);  ///< one line as the bytes have it (next() joins CRI partial records)
   byte_source& src_;
   const options& opt_;
   std::vector<char> buf_;
   std::size_t begin_ = 0, end_ = 0;
-  std::string line_;
+  std::string line_, join_, held_;
+  std::uint64_t held_line_no_ = 0;
+  bool has_held_ = false, held_truncated_ = false;
   std::uint64_t line_no_ = 0, bytes_ = 0, cut_ = 0, nul_runs_ = 0, nul_bytes_ = 0;
   bool eof_ = false, skip_lf_ = false;
   std::string error_;

@@ -40,7 +40,69 @@ bool line_reader::fill() {
   return true;
 }
 
+namespace {
+// A record of the CRI container log format (containerd, CRI-O: /var/log/pods/...):
+// "RFC3339NANO stdout|stderr P|F message". The runtime splits a line longer than its limit (containerd's
+// max_container_log_line_size, 16 KiB by default) into P records ended by an F record
+// (https://github.com/kubernetes/design-proposals-archive/blob/main/node/kubelet-cri-logging.md).
+// Returns the offset of the message and sets stream ('o' or 'e') and tag ('P' or 'F'); 0 when not a record.
+std::size_t cri_record(std::string_view l, char* stream, char* tag) {
+  if (l.size() < 30 || l[4] != '-' || l[7] != '-' || l[10] != 'T' || l[0] < '0' || l[0] > '9') return 0;
+  auto sp = l.find(' ', 19);
+  if (sp == std::string_view::npos || sp > 40 || l.size() < sp + 10) return 0;
+  std::string_view rest = l.substr(sp + 1);
+  if (rest.substr(0, 7) != "stdout " && rest.substr(0, 7) != "stderr ") return 0;
+  if ((rest[7] != 'P' && rest[7] != 'F') || rest[8] != ' ') return 0;
+  *stream = rest[4];
+  *tag = rest[7];
+  return sp + 10;
+}
+}  // namespace
+
 bool line_reader::next(raw_line& out) {
+  if (!physical(out)) return false;
+  char stream = 0, tag = 0;
+  if (cri_record(out.text, &stream, &tag) == 0 || tag != 'P') return true;
+  // A partial record: the records of the same stream that continue it are joined into one line (its
+  // first record's header and line number), up to the line bound; another stream's record or a line of
+  // another shape ends the join and is returned next.
+  join_.assign(out.text);
+  std::uint64_t first = out.line_no;
+  bool truncated = out.truncated, cut = false;
+  raw_line nx;
+  while (physical(nx)) {
+    char s2 = 0, t2 = 0;
+    std::size_t msg = cri_record(nx.text, &s2, &t2);
+    if (msg == 0 || s2 != stream) {
+      held_.assign(nx.text);
+      held_line_no_ = nx.line_no;
+      held_truncated_ = nx.truncated;
+      has_held_ = true;
+      break;
+    }
+    std::string_view part = nx.text.substr(msg);
+    std::size_t room = opt_.max_line_bytes > join_.size() ? opt_.max_line_bytes - join_.size() : 0;
+    if (part.size() > room) cut = true;
+    join_.append(part.substr(0, std::min(part.size(), room)));
+    truncated |= nx.truncated;
+    if (t2 == 'F') break;
+  }
+  if (cut && !truncated) ++cut_;
+  out.text = join_;
+  out.line_no = first;
+  out.truncated = truncated || cut;
+  return true;
+}
+
+bool line_reader::physical(raw_line& out) {
+  if (has_held_) {
+    has_held_ = false;
+    line_.swap(held_);
+    out.text = line_;
+    out.line_no = held_line_no_;
+    out.truncated = held_truncated_;
+    return true;
+  }
   line_.clear();
   bool cut = false;
   // The common case: the whole line is in the buffer, short enough and without NUL: a view into the

@@ -237,6 +237,30 @@ TEST(line_source, long_line_spanning_many_buffers) {
   EXPECT_FALSE(s.truncated[1]);
 }
 
+// containerd/CRI-O split a long line into P records ended by an F record; the reader joins them (per
+// stream: a stderr record between stdout parts is its own line), with the first record's line number.
+TEST(line_source, cri_partial_records_are_joined) {
+  temp_dir t;
+  auto p = t.write("0.log",
+                   "2024-05-01T10:00:00.000000001Z stdout F step 1\n"
+                   "2024-05-01T10:00:01.000000001Z stderr P torch.OutOfMemoryError: CUDA out of memory. Tried to allocate \n"
+                   "2024-05-01T10:00:01.000000002Z stderr P 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB\n"
+                   "2024-05-01T10:00:01.000000003Z stderr F  of which 1.02 GiB is free.\n"
+                   "2024-05-01T10:00:02.000000001Z stdout P half a line\n"
+                   "2024-05-01T10:00:02.000000002Z stderr F other stream\n"
+                   "2024-05-01T10:00:02.000000003Z stdout P  cut at the end\n");
+  auto r = read_all({p});
+  ASSERT_EQ(r.streams.size(), 1u);
+  const auto& l = r.streams[0].lines;
+  ASSERT_EQ(l.size(), 5u);
+  EXPECT_EQ(l[1], "2024-05-01T10:00:01.000000001Z stderr P torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+                  "2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free.");
+  EXPECT_EQ(l[2], "2024-05-01T10:00:02.000000001Z stdout P half a line");
+  EXPECT_EQ(l[3], "2024-05-01T10:00:02.000000002Z stderr F other stream");
+  EXPECT_EQ(l[4], "2024-05-01T10:00:02.000000003Z stdout P  cut at the end");
+  EXPECT_EQ(r.streams[0].line_nos, (std::vector<std::uint64_t>{1, 2, 5, 6, 7}));
+}
+
 TEST(line_source, line_of_exactly_max_bytes_is_not_cut) {
   temp_dir t;
   auto p = t.write("exact.log", std::string(64, 'z') + "\nok\n");
