@@ -109,6 +109,12 @@ class line_reader {
   std::string error_;
 };
 
+/// A record of the CRI container log format (containerd, CRI-O on Kubernetes nodes, /var/log/pods):
+/// "RFC3339NANO stdout|stderr P|F message" (https://github.com/kubernetes/design-proposals-archive/blob/main/node/kubelet-cri-logging.md).
+/// Returns the offset of the message (0 when `line` is not such a record) and sets `stream` ('o' for
+/// stdout, 'e' for stderr) and `tag` ('P': partial, continued by the next record of the stream; 'F': full).
+std::size_t cri_record(std::string_view line, char* stream, char* tag);
+
 /// Derives rank/local rank/host hints from a path (torchrun layout, rankN, node/worker names).
 /// `below` is the part of the path under the input the user named (a directory argument's subpath, or a
 /// file argument's own name): only there can a "rank3" name a rank, so a job directory called

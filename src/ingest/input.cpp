@@ -40,7 +40,6 @@ bool line_reader::fill() {
   return true;
 }
 
-namespace {
 // A record of the CRI container log format (containerd, CRI-O: /var/log/pods/...):
 // "RFC3339NANO stdout|stderr P|F message". The runtime splits a line longer than its limit (containerd's
 // max_container_log_line_size, 16 KiB by default) into P records ended by an F record
@@ -57,7 +56,6 @@ std::size_t cri_record(std::string_view l, char* stream, char* tag) {
   *tag = rest[7];
   return sp + 10;
 }
-}  // namespace
 
 bool line_reader::next(raw_line& out) {
   if (!physical(out)) return false;

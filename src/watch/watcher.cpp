@@ -38,6 +38,10 @@ struct tracked {
   std::string partial;  // bytes after the last newline, waiting for the rest of the line
   std::uint64_t line_no = 0;
   pipeline::collector::stream st;
+  std::string cri_join;  // a CRI partial record (P) and the parts that continue it, until its F record
+  std::uint64_t cri_line = 0;
+  char cri_stream = 0;
+  bool joining = false;
 };
 
 std::string prom_escape(const std::string& s) {
@@ -258,6 +262,40 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
     pending_update = false;
   };
 
+  // One line through the scan-first path, as diagnose: lines the gate does not hit keep only per-rank facts.
+  auto on_line = [&](tracked& t, std::string_view line, std::uint64_t line_no) {
+    std::size_t added = col.add_line_gated(t.st, line.substr(0, opt.pipeline.ingest.max_line_bytes), line_no);
+    double now = now_unix();
+    last_any = now;
+    // per-rank activity for silence detection (masked text only)
+    writer key = t.st.prev_rank        ? writer{writer::by::rank, *t.st.prev_rank, {}}
+                 : t.st.hint.rank       ? writer{writer::by::rank, *t.st.hint.rank, {}}
+                 : t.st.hint.local_rank ? writer{writer::by::local_rank, *t.st.hint.local_rank, {}}
+                                        : writer{writer::by::file, 0, t.st.display};
+    last_line_at[key] = now;
+    auto& ll = last_line_of[key];
+    ll.text = t.st.last_body;
+    ll.raw = t.st.last_body_raw;
+    hang_reported.erase(key);
+    all_silent_reported = false;
+    {
+      std::lock_guard<std::mutex> g(mu);
+      ++mx.lines;
+      mx.last_line_at[key] = now;
+      const auto& fs_ = col.inputs().findings;
+      for (std::size_t i = fs_.size() - added; i < fs_.size(); ++i) {
+        const auto& f = fs_[i];
+        const auto& s = lib.signatures[static_cast<std::size_t>(f.signature)];
+        mx.hits[{s.name, s.kind, f.rank ? std::to_string(*f.rank) : "", f.host.value_or("")}]++;
+      }
+    }
+    if (added == 0) return;
+    const auto& fs_ = col.inputs().findings;
+    for (std::size_t i = fs_.size() - added; i < fs_.size(); ++i)
+      cause_pending |= lib.signatures[static_cast<std::size_t>(fs_[i].signature)].is_cause();
+    if (alerted_sig) pending_update = true;
+  };
+
   auto read_file = [&](tracked& t, int fd, bool to_end_only) -> bool {
     bool any = false;
     char buf[1 << 16];
@@ -279,39 +317,34 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
         std::string_view line(t.partial.data() + start, nl - start);
         start = nl + 1;
         if (t.partial[nl] == '\r' && start < t.partial.size() && t.partial[start] == '\n') ++start;
-        // The scan-first path, as diagnose: lines the gate does not hit keep only per-rank facts.
-        std::size_t added = col.add_line_gated(t.st, line.substr(0, opt.pipeline.ingest.max_line_bytes), ++t.line_no);
-        double now = now_unix();
-        last_any = now;
-        // per-rank activity for silence detection (masked text only)
-        writer key = t.st.prev_rank        ? writer{writer::by::rank, *t.st.prev_rank, {}}
-                     : t.st.hint.rank       ? writer{writer::by::rank, *t.st.hint.rank, {}}
-                     : t.st.hint.local_rank ? writer{writer::by::local_rank, *t.st.hint.local_rank, {}}
-                                            : writer{writer::by::file, 0, t.st.display};
-        last_line_at[key] = now;
-        auto& ll = last_line_of[key];
-        ll.text = t.st.last_body;
-        ll.raw = t.st.last_body_raw;
-        hang_reported.erase(key);
-        all_silent_reported = false;
-        {
-          std::lock_guard<std::mutex> g(mu);
-          ++mx.lines;
-          mx.last_line_at[key] = now;
-          const auto& fs_ = col.inputs().findings;
-          for (std::size_t i = fs_.size() - added; i < fs_.size(); ++i) {
-            const auto& f = fs_[i];
-            const auto& s = lib.signatures[static_cast<std::size_t>(f.signature)];
-            mx.hits[{s.name, s.kind, f.rank ? std::to_string(*f.rank) : "", f.host.value_or("")}]++;
+        ++t.line_no;
+        // CRI records a container runtime split (P ... F) are one line, as ingest::line_reader makes them.
+        char cri_stream = 0, cri_tag = 0;
+        std::size_t msg = ingest::cri_record(line, &cri_stream, &cri_tag);
+        const std::size_t max_line = opt.pipeline.ingest.max_line_bytes;
+        if (t.joining) {
+          if (msg && cri_stream == t.cri_stream) {
+            std::string_view part = line.substr(msg);
+            if (t.cri_join.size() < max_line) t.cri_join.append(part.substr(0, max_line - t.cri_join.size()));
+            if (cri_tag == 'P') continue;
+            t.joining = false;
+            on_line(t, t.cri_join, t.cri_line);
+            continue;
           }
+          t.joining = false;
+          on_line(t, t.cri_join, t.cri_line);
         }
-        if (added == 0) continue;
-        const auto& fs_ = col.inputs().findings;
-        for (std::size_t i = fs_.size() - added; i < fs_.size(); ++i)
-          cause_pending |= lib.signatures[static_cast<std::size_t>(fs_[i].signature)].is_cause();
-        if (alerted_sig) pending_update = true;
+        if (msg && cri_tag == 'P') {
+          t.joining = true;
+          t.cri_stream = cri_stream;
+          t.cri_join.assign(line.substr(0, max_line));
+          t.cri_line = t.line_no;
+          continue;
+        }
+        on_line(t, line, t.line_no);
       }
       t.partial.erase(0, start);
+
       // One correlation per chunk read (64 KiB), not one per cause line: a storm of cause lines (every rank
       // printing its own error) costs one diagnosis per chunk, and the alert still follows within the chunk.
       if (cause_pending) alert_on_cause();

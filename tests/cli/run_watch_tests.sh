@@ -141,5 +141,24 @@ check "watch: failure alert on a job read from the start" wait_for "$tmp/alerts4
 kill -INT $wpid 2>/dev/null; wait $wpid 2>/dev/null
 check "watch: the alert counts the earlier failures on the same host" grep -q '"recurrences":{"count":2,"days":7}' "$tmp/alerts4.jsonl"
 
+# A Kubernetes pod log (CRI format) where the runtime split the OOM line into P records: watch joins them
+# as diagnose does, so the alert names cuda_oom, not the catch-all exception.
+mkdir -p "$tmp/pod"
+{
+  echo '2024-05-01T10:00:00.000000001Z stdout F [rank0]: step 1 loss 2.1'
+  echo '2024-05-01T10:00:01.000000001Z stderr F [rank0]: Traceback (most recent call last):'
+  echo '2024-05-01T10:00:01.000000002Z stderr F [rank0]:   File "/w/train.py", line 10, in <module>'
+  echo '2024-05-01T10:00:01.000000003Z stderr P [rank0]: torch.OutOfMemoryError: CUDA out of'
+  echo '2024-05-01T10:00:01.000000004Z stderr P  memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity'
+  echo '2024-05-01T10:00:01.000000005Z stderr F  of 79.15 GiB of which 1.02 GiB is free.'
+  echo '2024-05-01T10:00:02.000000001Z stdout F [rank0]: exiting'
+} >"$tmp/pod/0.log"
+MPORT=$(port)
+"$BIN" watch "$tmp/pod" --from-start --json --poll-ms 50 --run-for 60 --no-history --metrics "127.0.0.1:$MPORT" >"$tmp/alerts5.jsonl" 2>"$tmp/watch5.err" &
+wpid=$!; pids+=($wpid)
+check "watch: CRI partial records joined (pod log alert)" wait_for "$tmp/alerts5.jsonl" '"type":"failure"'
+kill -INT $wpid 2>/dev/null; wait $wpid 2>/dev/null
+check "watch: the joined OOM is cuda_oom" grep -q '"kind":"cuda_oom"' "$tmp/alerts5.jsonl"
+
 echo "$fails failure(s)"
 exit $((fails > 0))
