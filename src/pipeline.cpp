@@ -265,7 +265,7 @@ void collector::add_suspicious(const stream& st, std::string_view body, char lev
 std::size_t collector::add_line(stream& st, std::string_view raw_text, std::uint64_t line_no) {
   std::string clean = prepare(raw_text);
   normalize::line_meta meta;  // peeled once: the learner observes the catalogue's body, then adds its own layer
-  impl_->eng.prefixes.normalize(clean, meta);
+  impl_->eng.prefixes.normalize_fast(clean, meta);
   st.learner.observe(meta.body);
   peel_learnt(st, meta);
   return process(st, meta, line_no, false);
@@ -274,12 +274,6 @@ std::size_t collector::add_line(stream& st, std::string_view raw_text, std::uint
 std::string collector::prepare(std::string_view raw_text) {
   // Masking happens here, before anything else sees the line: no output can carry the raw value.
   return impl_->masker.apply(text::sanitize(raw_text));
-}
-
-void collector::observe(stream& st, std::string_view clean) {
-  normalize::line_meta meta;
-  impl_->eng.prefixes.normalize(clean, meta);
-  st.learner.observe(meta.body);
 }
 
 void collector::close_stream(stream& st) {
@@ -352,7 +346,7 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
                                       const normalize::line_meta* peeled, int plain) {
   auto& im = *impl_;
   // The full path when the line can matter: the masker's next line depends on this one, the line holds
-  // bytes that sanitising would change, the gate hits it, or (below) its rank has a record open.
+  // bytes that sanitising would change, the gate hits it, or (add_light) its rank has a record open.
   if (plain < 0) plain = text::is_plain(raw_text) ? 1 : text::is_clean(raw_text) ? 2 : 0;
   if (!im.light_ok || im.masker.line_state_open() || !plain) return add_line(st, raw_text, line_no);
   if (gate_hit < 0) {
@@ -367,6 +361,16 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
   normalize::line_meta meta;
   if (peeled) meta = *peeled;  // line_block::peel() ran the same catalogue on the same bytes
   else im.eng.prefixes.normalize_fast(raw_text, meta);  // watch, and lines fed one by one
+  return add_light(st, raw_text, line_no, meta, plain, nullptr, host_hit);
+}
+
+// A line the gate let through (plain, no gate hit, no masker state open), peeled by the catalogue into
+// `meta`: the light path unless its rank has a record open, its prefix has an error level or it names a
+// host the masker learns from. `masked`: the line masked already (add_lines' first batch: the learner has
+// seen it, and `meta` is its full peel); nullptr: `meta` is the raw line's catalogue peel.
+std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uint64_t line_no, normalize::line_meta& meta,
+                                 int plain, const std::string* masked, int host_hit) {
+  auto& im = *impl_;
   // A record (traceback, agent error block) is open in this stream: its lines must reach its extractor.
   // That is the extractor of the line's rank (process()), so only the lines of a rank with an open record
   // need the full path; before, every line of the stream did, and a rank that died mid-console (its
@@ -380,10 +384,12 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
       auto it = st.ranks.find(rank_code(meta.rank, meta.local_rank));
       rank_idle = it != st.ranks.end() ? it->second.ex->idle() : im.in.activity.size() < impl::kMaxRanks;
     }
-    if (!rank_idle) return add_line(st, raw_text, line_no);
+    if (!rank_idle) return masked ? process(st, *masked, line_no) : add_line(st, raw_text, line_no);
   }
-  st.learner.observe(meta.body);
-  peel_learnt(st, meta);  // the catalogue's layers again would peel the same: only what the learner adds
+  if (!masked) {
+    st.learner.observe(meta.body);
+    peel_learnt(st, meta);  // the catalogue's layers again would peel the same: only what the learner adds
+  }
   // An error level in the prefix makes the line suspicious whatever its words: full path (the learner
   // has seen it already).
   bool escalate = meta.level == 'E' || meta.level == 'F' || meta.level == 'C';
@@ -396,8 +402,8 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
       escalate = !h || h.value();
     }
   }
-  if (escalate) return process(st, prepare(raw_text), line_no);
-  return process(st, meta, line_no, true, plain == 1);
+  if (escalate) return masked ? process(st, *masked, line_no) : process(st, prepare(raw_text), line_no);
+  return process(st, meta, line_no, true, plain == 1, masked == nullptr);
 }
 
 void collector::mask_deferred() {
@@ -411,20 +417,42 @@ void collector::mask_deferred() {
 }
 
 std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::string, std::uint64_t>>& raw) {
-  // Learn unknown prefixes from the whole batch first, so that its first lines are peeled too.
+  auto& im = *impl_;
+  // Learn unknown prefixes from the whole batch first, so that its first lines are peeled too. Every line
+  // is masked and learnt from as --exact does (the learner's shapes are those of masked text), but a line
+  // the gate lets through then takes the light path: no extractor, matching or suspicious-line test. (All
+  // of them the full way cost 27% of the CPU time of 1,024 per-rank files: 256 lines of each.)
   std::vector<std::string> clean;
   clean.reserve(raw.size());
-  for (const auto& [text, _] : raw) {
+  std::vector<normalize::line_meta> metas(raw.size());
+  std::vector<char> plain(raw.size(), 0);
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    std::string_view text = raw[i].first;
+    if (im.light_ok && !im.masker.line_state_open()) {
+      plain[i] = text::is_plain(text) ? 1 : text::is_clean(text) ? 2 : 0;
+      if (plain[i]) {
+        auto hit = im.eng.gate.hit(text, im.gate_scratch);
+        if (!hit) {
+          if (im.engine_error.empty()) im.engine_error = hit.error().message;
+          return 0;
+        }
+        if (hit.value() || mask::bracket_host_port_candidate(text)) plain[i] = 0;
+      }
+    }
     clean.push_back(prepare(text));
-    observe(st, clean.back());
+    im.eng.prefixes.normalize_fast(clean.back(), metas[i]);  // bodies point into `clean` (reserved: never moves)
+    st.learner.observe(metas[i].body);
   }
   std::size_t n = 0;
-  for (std::size_t i = 0; i < raw.size(); ++i) n += process(st, clean[i], raw[i].second);
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    peel_learnt(st, metas[i]);
+    n += plain[i] ? add_light(st, raw[i].first, raw[i].second, metas[i], plain[i], &clean[i]) : process(st, metas[i], raw[i].second, false);
+  }
   return n;
 }
 
 void collector::peel(const stream& st, std::string_view text, normalize::line_meta& meta) const {
-  impl_->eng.prefixes.normalize(text, meta);
+  impl_->eng.prefixes.normalize_fast(text, meta);
   peel_learnt(st, meta);
 }
 
@@ -434,7 +462,7 @@ void collector::peel_learnt(const stream& st, normalize::line_meta& meta) const 
   normalize::line_meta learnt;
   if (st.learner.peel(meta.body, learnt, rest)) {
     normalize::line_meta inner;
-    impl_->eng.prefixes.normalize(rest, inner);
+    impl_->eng.prefixes.normalize_fast(rest, inner);
     meta.body = inner.body;
     // The learnt number is a rank only where no catalogue prefix attributed the line.
     if (!meta.rank) meta.rank = inner.rank ? inner.rank : (meta.local_rank || meta.task ? std::nullopt : learnt.rank);
@@ -452,10 +480,10 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
   return process(st, meta, line_no, false);
 }
 
-// `light`: a raw line the scan gate did not hit (add_line_gated), one sanitize() leaves unchanged (`ascii`:
+// `light`: a line the scan gate did not hit (add_line_gated), one sanitize() leaves unchanged (`ascii`:
 // printable ASCII, else clean UTF-8 such as a tqdm bar): it cannot match, open a record or look
 // like a failure, so only the per-rank facts are kept, and its text is masked only if it is kept.
-std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light, bool ascii) {
+std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light, bool ascii, bool raw) {
   auto& in = impl_->in;
   ++st.lines;
   std::size_t before = in.findings.size();
@@ -486,7 +514,7 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     }
   }
   f.body = text::trim(meta.body);
-  if (!f.body.empty()) note_activity(st, rs, f, meta.ts, light, ascii);
+  if (!f.body.empty()) note_activity(st, rs, f, meta.ts, light && raw, ascii);
   if (f.body.empty() || light) return 0;
   auto restart_to = match_line(st, f, meta.level, note);
   // After a restart line the stream's lines are the next attempt's.

@@ -196,14 +196,16 @@ class collector {
 
  private:
   std::string prepare(std::string_view raw_text);           // sanitise and mask
-  void observe(stream& st, std::string_view clean);         // feed the prefix learner
   std::size_t process(stream& st, std::string_view clean, std::uint64_t line_no);
   // gate_hit, host_hit: the gates' verdicts when a block scan has them (0 or 1), -1 to scan the line here;
   // peeled, plain: line_block::peel()'s results for the line (nullptr, -1: compute them here)
   std::size_t add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit, int host_hit,
                              const normalize::line_meta* peeled, int plain);
+  std::size_t add_light(stream& st, std::string_view raw_text, std::uint64_t line_no, normalize::line_meta& meta, int plain,
+                        const std::string* masked, int host_hit = -1);
   // `meta`: the line already peeled (peel()); its body points into the caller's text.
-  std::size_t process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light, bool ascii = false);
+  // `raw`: a light line's text is not masked yet (its kept last line is masked later).
+  std::size_t process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light, bool ascii = false, bool raw = true);
   void peel(const stream& st, std::string_view text, normalize::line_meta& meta) const;  // catalogue, then learnt prefixes
   void peel_learnt(const stream& st, normalize::line_meta& meta) const;  // a learnt prefix left on meta.body
   void add_suspicious(const stream& st, std::string_view body, char level, bool exception_line, std::optional<int> rank,

@@ -38,17 +38,6 @@ bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 bool is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }  // RE2 \s
 unsigned char lower(unsigned char c) { return c >= 'A' && c <= 'Z' ? static_cast<unsigned char>(c | 0x20) : c; }
 
-// ASCII case-insensitive search for a lower-case word
-bool has_ci(std::string_view s, std::string_view w) {
-  for (std::size_t i = 0; i + w.size() <= s.size(); ++i) {
-    if (lower(static_cast<unsigned char>(s[i])) != static_cast<unsigned char>(w[0])) continue;
-    std::size_t k = 1;
-    while (k < w.size() && lower(static_cast<unsigned char>(s[i + k])) == static_cast<unsigned char>(w[k])) ++k;
-    if (k == w.size()) return true;
-  }
-  return false;
-}
-
 // RE2's integer argument parsing (re2.cc, parse into long): leading zeros do not count, and a value
 // that does not fit makes the whole match fail.
 std::optional<long> parse_long(std::string_view digits) {
@@ -61,26 +50,32 @@ std::optional<long> parse_long(std::string_view digits) {
   return v;
 }
 
-// Calls f(i) for each i, ascending, where s[i] in lower case is a, b or c (lower-case ASCII letters),
+// Calls f(i) for each i, ascending, where s[i] in lower case is a, b, c or d (lower-case ASCII letters),
 // until f returns true; returns whether it did. 16 bytes at a time with SSE2: this runs on every line, and
 // most bytes are none of the letters. (c | 0x20 equals a letter exactly for that letter in either case.)
 template <class F>
-bool for_letters(std::string_view s, char a, char b, char c, F&& f) {
+bool for_letters(std::string_view s, char a, char b, char c, char d, F&& f) {
   std::size_t i = 0;
 #if defined(__SSE2__)
-  const __m128i to_lower = _mm_set1_epi8(0x20), va = _mm_set1_epi8(a), vb = _mm_set1_epi8(b), vc = _mm_set1_epi8(c);
+  const __m128i to_lower = _mm_set1_epi8(0x20), va = _mm_set1_epi8(a), vb = _mm_set1_epi8(b), vc = _mm_set1_epi8(c),
+                vd = _mm_set1_epi8(d);
   for (; i + 16 <= s.size(); i += 16) {
     __m128i v = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i)), to_lower);
-    __m128i eq = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, va), _mm_cmpeq_epi8(v, vb)), _mm_cmpeq_epi8(v, vc));
+    __m128i eq = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, va), _mm_cmpeq_epi8(v, vb)),
+                              _mm_or_si128(_mm_cmpeq_epi8(v, vc), _mm_cmpeq_epi8(v, vd)));
     for (auto m = static_cast<unsigned>(_mm_movemask_epi8(eq)); m != 0; m &= m - 1)
       if (f(i + static_cast<std::size_t>(__builtin_ctz(m)))) return true;
   }
 #endif
   for (; i < s.size(); ++i) {
     char l = static_cast<char>(s[i] | 0x20);
-    if ((l == a || l == b || l == c) && f(i)) return true;
+    if ((l == a || l == b || l == c || l == d) && f(i)) return true;
   }
   return false;
+}
+template <class F>
+bool for_letters(std::string_view s, char a, char b, char c, F&& f) {
+  return for_letters(s, a, b, c, c, std::forward<F>(f));
 }
 
 // step_re() on a printable-ASCII body: the leftmost position where an alternative (in order) is followed
@@ -115,15 +110,33 @@ std::pair<bool, std::optional<long>> scan_step(std::string_view b) {
   return out;
 }
 
-// has_ci(s, "step") || has_ci(s, "iter"), looking only where an 's' or an 'i' is
-bool has_step_word(std::string_view s) {
-  auto at = [&](std::size_t i, std::string_view w) {
-    if (i + w.size() > s.size()) return false;
-    for (std::size_t k = 0; k < w.size(); ++k)
-      if (lower(static_cast<unsigned char>(s[i + k])) != static_cast<unsigned char>(w[k])) return false;
+// The words read_progress() looks for, in one pass that stops only at an 's', 'i' or 'b' (either case):
+// `step` is has_ci(s, "step") || has_ci(s, "iter"), `batch` has_ci(s, "batch"), `batches` " batches"
+// (case-sensitive, as batches_re() is).
+struct progress_words {
+  bool step = false, batch = false, batches = false;
+};
+progress_words find_progress_words(std::string_view s) {
+  progress_words w;
+  auto at = [&](std::size_t i, std::string_view word) {
+    if (i + word.size() > s.size()) return false;
+    for (std::size_t k = 0; k < word.size(); ++k)
+      if (lower(static_cast<unsigned char>(s[i + k])) != static_cast<unsigned char>(word[k])) return false;
     return true;
   };
-  return for_letters(s, 's', 'i', 'i', [&](std::size_t i) { return at(i, "step") || at(i, "iter"); });
+  for_letters(s, 's', 'i', 'b', [&](std::size_t i) {
+    switch (s[i] | 0x20) {
+      case 's': w.step |= at(i, "step"); break;
+      case 'i': w.step |= at(i, "iter"); break;
+      default:
+        if (at(i, "batch")) {
+          w.batch = true;
+          w.batches |= i > 0 && s[i - 1] == ' ' && s.substr(i, 7) == "batches";
+        }
+    }
+    return w.step && w.batches;  // nothing more to learn
+  });
+  return w;
 }
 
 // A necessary condition for planned_re(): some '/' with a digit before it and after it (spaces between).
@@ -144,17 +157,17 @@ bool has_ratio_shape(std::string_view b) {
 progress read_progress(std::string_view body, bool plain) {
   progress out;
   re2::StringPiece bsp(body.data(), body.size());
-  const bool stepish = has_step_word(body);
-  if (stepish) {
+  const auto words = find_progress_words(body);
+  if (words.step) {
     long step = 0;
     if (plain || text::is_plain(body)) out.step = scan_step(body).second;
     else if (re2::RE2::PartialMatch(bsp, step_re(), &step)) out.step = step;
   }
   long planned = 0;
-  if (body.find('/') != std::string_view::npos && (stepish || has_ci(body, "batch")) && has_ratio_shape(body) &&
+  if ((words.step || words.batch) && body.find('/') != std::string_view::npos && has_ratio_shape(body) &&
       re2::RE2::PartialMatch(bsp, planned_re(), &planned))
     out.planned = planned;
-  else if (::memmem(body.data(), body.size(), " batches", 8) != nullptr && re2::RE2::PartialMatch(bsp, batches_re(), &planned))
+  else if (words.batches && re2::RE2::PartialMatch(bsp, batches_re(), &planned))
     out.planned = planned;
   return out;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Equality guard of the scan-first path: diagnoses every input twice, with the gate (default) and with
---exact (every line read in full), both with --learn-lines 0 so that the gate decides every line, and fails on any difference in the JSON report other than the
+"""Equality guard of the scan-first path: diagnoses every input with the gate (default) and with --exact
+(every line read in full), both with --learn-lines 0 (the gate decides every line) and with the default
+first batch of 256 lines, and fails on any difference in the JSON report other than the
 masking counts, which by design cover only the lines read in full (docs/ARCHITECTURE.md, "Scan first").
 
 Usage: check_exact_equal.py BIN PATH... ; a PATH that is a corpus directory (holding CASE/logs) stands
@@ -86,17 +87,20 @@ def main():
         if i % stride:
             continue
         n += 1
-        # --learn-lines 0: no first batch read in full, so the gate decides from the first line on
-        g, grc, gerr = report(binary, p, False, 0)
-        e, erc, eerr = report(binary, p, True, 0)
-        if g is None or e is None:
-            bad += 1
-            print(f"DIFF {p}: no JSON report ({gerr if g is None else eerr})")
-            continue
-        d = first_difference(g, e)
-        if d or grc != erc or gerr != eerr:
-            bad += 1
-            print(f"DIFF {p}: {d or ('exit code' if grc != erc else 'messages')}")
+        # --learn-lines 0: no first batch, so the gate decides from the first line on; 256 (the default):
+        # the first batch is learnt from before any line is matched, and its lines are gated too
+        for learn in (0, 256):
+            g, grc, gerr = report(binary, p, False, learn)
+            e, erc, eerr = report(binary, p, True, learn)
+            if g is None or e is None:
+                bad += 1
+                print(f"DIFF {p} (--learn-lines {learn}): no JSON report ({gerr if g is None else eerr})")
+                break
+            d = first_difference(g, e)
+            if d or grc != erc or gerr != eerr:
+                bad += 1
+                print(f"DIFF {p} (--learn-lines {learn}): {d or ('exit code' if grc != erc else 'messages')}")
+                break
     print(f"{n} inputs, {bad} with a difference between the gated and the --exact report")
     return 1 if bad else 0
 
