@@ -100,6 +100,7 @@ struct collector::impl {
   std::map<int, std::size_t> first_of_signature;  // signature -> index of its first finding
   bool rank_bound_hit = false, findings_bound_hit = false, pairs_bound_hit = false;
   std::string engine_error;  // the first matching-engine error: the run is an error, never "healthy"
+  bool deferring = false;    // in add_block(): a light line's text stays valid until flush_light() at the block's end
   impl(const engine& e, const options& o)
       : eng(e), opt(o), scratch(e.matcher), gate_scratch(e.gate), host_gate_scratch(e.host_gate), masker(o.mask),
         light_ok(!o.exact && e.gate.enabled() && o.mask.extra.empty()) {}
@@ -277,6 +278,7 @@ std::string collector::prepare(std::string_view raw_text) {
 }
 
 void collector::close_stream(stream& st) {
+  flush_light(st);
   if (st.last_body_raw) {
     st.last_body = impl_->masker.apply(st.last_body);
     impl_->masker.reset_stream();
@@ -336,9 +338,12 @@ std::size_t collector::add_block(stream& st, const line_block& blk) {
     if (im.engine_error.empty()) im.engine_error = (!g ? g : h).error().message;
     return 0;
   }
+  im.deferring = true;
   for (std::size_t i = 0; i < blk.size(); ++i)
     n += add_line_gated(st, blk.line(i), blk.line_nos[i], im.block_hit[i], im.block_host_hit[i],
                         blk.peeled ? &blk.metas[i] : nullptr, blk.peeled ? blk.plain[i] : -1);
+  im.deferring = false;
+  flush_light(st);
   return n;
 }
 
@@ -485,6 +490,7 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
 // like a failure, so only the per-rank facts are kept, and its text is masked only if it is kept.
 std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light, bool ascii, bool raw) {
   auto& in = impl_->in;
+  if (!(light && impl_->deferring)) flush_light(st);  // in order: what the block's light lines left pending first
   ++st.lines;
   std::size_t before = in.findings.size();
   line_facts f;
@@ -612,7 +618,15 @@ void collector::feed_extractor(stream& st, stream::rank_state& rs, std::string_v
 void collector::note_activity(stream& st, stream::rank_state& rs, const line_facts& f,
                               const std::optional<normalize::timestamp>& own_ts, bool light, bool ascii) {
   auto& im = *impl_;
-  st.last_body.assign(text::prefix_utf8(f.body, limits::kLastLineBytes));
+  // In add_block() a light line's text is kept as a view until the block's end (flush_light): the copies of
+  // the last line and the step scan are done once per rank and block instead of once per line.
+  const bool defer = light && im.deferring;
+  if (defer) {
+    st.pending_body = f.body;
+    st.has_pending_body = true;
+  } else {
+    st.last_body.assign(text::prefix_utf8(f.body, limits::kLastLineBytes));
+  }
   st.last_body_line = f.line_no;
   st.last_body_raw = light;
   if (!rs.key) return;
@@ -633,18 +647,46 @@ void collector::note_activity(stream& st, stream::rank_state& rs, const line_fac
     }
     act.last_ts = own_ts;
   }
-  act.last_line.assign(text::prefix_utf8(f.body, limits::kLastLineBytes));
   act.last_source = st.source_id;
   act.last_line_no = f.line_no;
   *rs.deferred = light;
-  auto prog = extract::read_progress(f.body, ascii);
-  if (prog.step) act.last_step = prog.step;
-  if (prog.planned && prog.planned != act.planned_steps) {  // rare: kept as evidence for uneven plans
-    act.planned_steps = prog.planned;
-    act.planned_line = light ? im.masker.apply_detached(act.last_line) : act.last_line;
+  std::optional<long> planned;
+  if (defer) {
+    if (rs.pending.empty()) st.pending_ranks.push_back(&rs);
+    rs.pending.emplace_back(f.body, ascii);
+    planned = extract::read_planned(f.body);
+  } else {
+    act.last_line.assign(text::prefix_utf8(f.body, limits::kLastLineBytes));
+    auto prog = extract::read_progress(f.body, ascii);
+    if (prog.step) act.last_step = prog.step;
+    planned = prog.planned;
+  }
+  if (planned && planned != act.planned_steps) {  // rare: kept as evidence for uneven plans
+    act.planned_steps = planned;
+    std::string line(text::prefix_utf8(f.body, limits::kLastLineBytes));
+    act.planned_line = light ? im.masker.apply_detached(line) : line;
     act.planned_source = st.source_id;
     act.planned_line_no = f.line_no;
   }
+}
+
+void collector::flush_light(stream& st) {
+  if (st.has_pending_body) {
+    st.last_body.assign(text::prefix_utf8(st.pending_body, limits::kLastLineBytes));
+    st.has_pending_body = false;
+  }
+  for (auto* rs : st.pending_ranks) {
+    auto& act = *rs->act;
+    act.last_line.assign(text::prefix_utf8(rs->pending.back().first, limits::kLastLineBytes));
+    // The step of the newest line that has one (read_progress(line).step in line order, walked back).
+    for (auto it = rs->pending.rbegin(); it != rs->pending.rend(); ++it)
+      if (auto step = extract::read_step(it->first, it->second)) {
+        act.last_step = step;
+        break;
+      }
+    rs->pending.clear();
+  }
+  st.pending_ranks.clear();
 }
 
 // Matching: the full database on the body, then which hits the line keeps as findings. Returns the attempt a

@@ -133,6 +133,11 @@ struct progress {
 };
 /// `plain`: the caller knows the body is printable ASCII (text::is_plain), so it is not checked again.
 progress read_progress(std::string_view body, bool plain = false);
+/// read_progress()'s two halves, for a caller that needs the planned count of every line but the step of
+/// only the last line that has one (the pipeline's light path: it looks for the step walking back from a
+/// rank's last line). read_step(b).step and read_planned(b) are read_progress(b)'s step and planned.
+std::optional<long> read_step(std::string_view body, bool plain = false);
+std::optional<long> read_planned(std::string_view body);
 namespace detail {
 progress read_progress_by_regex(std::string_view body);  ///< the regexps alone (tests compare the two)
 }

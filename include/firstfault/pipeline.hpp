@@ -146,6 +146,9 @@ class collector {
       bool* deferred = nullptr;                 ///< its "last_line still unmasked" flag (collector-owned)
       std::string paired_host;                  ///< a host already in host_ranks with this rank
       std::optional<int> paired_local;          ///< a local rank already in local_to_rank with this rank
+      /// Light lines of the block being read (add_block), views into its text, oldest first: the last one
+      /// is the rank's last line, and the newest one with a step gives the rank's step (flush_light()).
+      std::vector<std::pair<std::string_view, bool>> pending;  // (body, printable ASCII)
     };
     std::unordered_map<std::int64_t, rank_state> ranks;  ///< by rank_code()
     std::optional<normalize::timestamp> stream_ts;
@@ -159,6 +162,9 @@ class collector {
     std::string last_raw_host, last_host;  ///< the last host a prefix named in this stream, as read and masked (in the run's host set)
     std::size_t busy = 0;  ///< extractors of this stream with an open record (their lines take the full path)
     normalize::prefix_learner learner;  ///< prefixes no catalogue entry lists, learnt from this stream
+    std::vector<rank_state*> pending_ranks;  ///< rank states with pending light lines (std::unordered_map nodes are stable)
+    std::string_view pending_body;           ///< last_body as a view into the current block, while one is pending
+    bool has_pending_body = false;
   };
   collector(const engine& eng, const options& opt);
   ~collector();
@@ -230,6 +236,9 @@ class collector {
   std::optional<int> restart_attempt(const stream& st, const std::vector<match::hit>& hits) const;
   void keep_finding(const stream& st, const line_facts& f, match::hit& h, const extract::line_note& note);
   void start_attempt(stream& st, int to);
+  // The per-rank facts add_block() left pending for the block's light lines: last lines copied, steps
+  // read walking back. Called at the end of each block and before any line of the stream takes the full path.
+  void flush_light(stream& st);
   struct impl;
   std::unique_ptr<impl> impl_;
 };

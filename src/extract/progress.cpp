@@ -154,22 +154,43 @@ bool has_ratio_shape(std::string_view b) {
 
 }  // namespace
 
-progress read_progress(std::string_view body, bool plain) {
-  progress out;
+namespace {
+std::optional<long> step_of(std::string_view body, bool plain) {
+  long step = 0;
+  if (plain || text::is_plain(body)) return scan_step(body).second;
+  if (re2::RE2::PartialMatch(re2::StringPiece(body.data(), body.size()), step_re(), &step)) return step;
+  return std::nullopt;
+}
+
+std::optional<long> planned_of(std::string_view body, const progress_words& words) {
   re2::StringPiece bsp(body.data(), body.size());
-  const auto words = find_progress_words(body);
-  if (words.step) {
-    long step = 0;
-    if (plain || text::is_plain(body)) out.step = scan_step(body).second;
-    else if (re2::RE2::PartialMatch(bsp, step_re(), &step)) out.step = step;
-  }
   long planned = 0;
   if ((words.step || words.batch) && body.find('/') != std::string_view::npos && has_ratio_shape(body) &&
       re2::RE2::PartialMatch(bsp, planned_re(), &planned))
-    out.planned = planned;
-  else if (words.batches && re2::RE2::PartialMatch(bsp, batches_re(), &planned))
-    out.planned = planned;
+    return planned;
+  if (words.batches && re2::RE2::PartialMatch(bsp, batches_re(), &planned)) return planned;
+  return std::nullopt;
+}
+}  // namespace
+
+progress read_progress(std::string_view body, bool plain) {
+  progress out;
+  const auto words = find_progress_words(body);
+  if (words.step) out.step = step_of(body, plain);
+  out.planned = planned_of(body, words);
   return out;
+}
+
+std::optional<long> read_step(std::string_view body, bool plain) {
+  return find_progress_words(body).step ? step_of(body, plain) : std::nullopt;
+}
+
+std::optional<long> read_planned(std::string_view body) {
+  // Both rules need a '/' between digits or " batches": most lines have neither, and are done after
+  // two byte searches instead of the word scan.
+  bool ratio = body.find('/') != std::string_view::npos && has_ratio_shape(body);
+  if (!ratio && ::memmem(body.data(), body.size(), " batches", 8) == nullptr) return std::nullopt;
+  return planned_of(body, find_progress_words(body));
 }
 
 namespace detail {

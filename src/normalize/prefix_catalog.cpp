@@ -236,6 +236,11 @@ result<prefix_catalog> prefix_catalog::load(const std::vector<std::pair<std::str
   cat.impl_->lexer_ok = h == kLexerCatalogue;
   cat.impl_->digit_blind = std::all_of(cat.defs_.begin(), cat.defs_.end(),
                                        [&](const prefix_def& d) { return detail::digit_blind(d.regex, &cat.impl_->digit_words); });
+  {  // each word once: every line's shape key looks for each of them ("c10d" is in several prefixes)
+    auto& w = cat.impl_->digit_words;
+    std::sort(w.begin(), w.end());
+    w.erase(std::unique(w.begin(), w.end()), w.end());
+  }
   // Samples are checked at every load: a prefix that does not peel its own sample is a load error.
   for (const auto& s : samples) {
     line_meta m;
@@ -694,6 +699,14 @@ void digits_to_zero(std::string_view line, std::string& out) {
     __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, below), _mm_cmplt_epi8(v, above));
     v = _mm_or_si128(_mm_and_si128(digit, zero), _mm_andnot_si128(digit, v));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + i), v);
+  }
+  if (i < line.size() && line.size() >= 16) {  // the tail: the last 16 bytes again (zeroing is idempotent)
+    i = line.size() - 16;
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line.data() + i));
+    __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, below), _mm_cmplt_epi8(v, above));
+    v = _mm_or_si128(_mm_and_si128(digit, zero), _mm_andnot_si128(digit, v));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + i), v);
+    return;
   }
 #endif
   for (; i < line.size(); ++i) out[i] = line[i] >= '0' && line[i] <= '9' ? '0' : line[i];
