@@ -315,9 +315,10 @@ void line_block::clear() {
 void line_block::peel(const normalize::prefix_catalog& prefixes) {
   metas.assign(size(), normalize::line_meta{});
   plain.assign(size(), 0);
+  const bool all_plain = text::is_plain_lines(text);  // one pass over the block; most blocks are all ASCII
   for (std::size_t i = 0; i < size(); ++i) {
     auto l = line(i);
-    plain[i] = text::is_plain(l) ? 1 : text::is_clean(l) ? 2 : 0;
+    plain[i] = all_plain || text::is_plain(l) ? 1 : text::is_clean(l) ? 2 : 0;
     if (plain[i]) prefixes.normalize_fast(l, metas[i]);
   }
   peeled = true;

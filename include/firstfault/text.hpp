@@ -16,6 +16,9 @@ std::string sanitize(std::string_view raw, std::size_t* invalid = nullptr);
 std::string html_escape(std::string_view s);
 /// True when `raw` is printable ASCII and tabs only (then sanitize() returns it unchanged).
 bool is_plain(std::string_view raw);
+/// is_plain() of every line of `text` at once: printable ASCII, tabs and '\n' only (a block of lines whose
+/// lines are all plain).
+bool is_plain_lines(std::string_view text);
 /// True exactly when sanitize() would return `raw` unchanged: is_plain(), or valid UTF-8 without ESC, other
 /// C0/C1 controls, DEL or bidirectional controls (a tqdm bar's block characters, accented names).
 bool is_clean(std::string_view raw);

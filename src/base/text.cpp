@@ -56,6 +56,28 @@ bool is_plain(std::string_view s) {
   return true;
 }
 
+bool is_plain_lines(std::string_view s) {
+  // As is_plain(), with '\n' allowed: a word's bytes < 0x20 are checked one by one (tabs and newlines
+  // are the only ones allowed, and a line's newline is in every eighth word or so).
+  constexpr std::uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+  auto byte_ok = [](unsigned char c) { return (c >= 0x20 && c < 0x7F) || c == '\t' || c == '\n'; };
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    const std::uint64_t del = w ^ (0x7F * ones);
+    // a byte >= 0x80, == 0x7F, or < 0x20 other than '\n' (the last test only rules out words without any)
+    if (w & highs) return false;
+    if ((del - ones) & ~del & highs) return false;
+    if (((w - 0x20 * ones) & ~w & highs) == 0) continue;
+    for (std::size_t k = i; k < i + 8; ++k)
+      if (!byte_ok(static_cast<unsigned char>(s[k]))) return false;
+  }
+  for (; i < s.size(); ++i)
+    if (!byte_ok(static_cast<unsigned char>(s[i]))) return false;
+  return true;
+}
+
 namespace {
 // The bidirectional controls sanitize() shows escaped (ALM U+061C, LRM/RLM U+200E/F, U+202A-U+202E,
 // U+2066-U+2069), given the first bytes of an n-byte UTF-8 sequence.

@@ -403,6 +403,8 @@ TEST(progress, shortcuts_agree_with_the_regexps) {
     auto a = ff::extract::read_progress(l), b = ff::extract::detail::read_progress_by_regex(l);
     EXPECT_EQ(a.step, b.step) << l;
     EXPECT_EQ(a.planned, b.planned) << l;
+    EXPECT_EQ(ff::extract::read_step(l), b.step) << l;
+    EXPECT_EQ(ff::extract::read_planned(l), b.planned) << l;
   }
   const std::vector<std::string> pieces = {"step", "Step", "STEP", "iter", "Iteration", "global_step", "batch", "batches",
                                            " batches", "_", "x", "s", " ", "  ", "\t", "=", ":", "/", " / ", "0", "7",
@@ -421,6 +423,9 @@ TEST(progress, shortcuts_agree_with_the_regexps) {
     auto a = ff::extract::read_progress(l), b = ff::extract::detail::read_progress_by_regex(l);
     ASSERT_EQ(a.step, b.step) << "'" << l << "'";
     ASSERT_EQ(a.planned, b.planned) << "'" << l << "'";
+    // the halves the light path reads separately (the step walking back, the planned count on each line)
+    ASSERT_EQ(ff::extract::read_step(l), b.step) << "'" << l << "'";
+    ASSERT_EQ(ff::extract::read_planned(l), b.planned) << "'" << l << "'";
     with_step += b.step.has_value();
     with_planned += b.planned.has_value();
   }

@@ -70,6 +70,32 @@ TEST(text, is_plain_word_at_a_time_equals_the_byte_rule) {
   EXPECT_LT(plain, 90000u);
 }
 
+// A block of lines is plain exactly when each of its lines is (line_block::peel decides a block at once).
+TEST(text, is_plain_lines_is_is_plain_of_every_line) {
+  std::uint64_t seed = 777;
+  auto next = [&seed] {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<unsigned>(seed >> 33);
+  };
+  const unsigned char special[] = {0x00, 0x09, 0x0B, 0x0D, 0x1B, 0x1F, 0x7F, 0x80, 0xE2, 0xFF};
+  std::size_t plain = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string block;
+    bool each = true;
+    for (unsigned n = 1 + next() % 12; n > 0; --n) {
+      std::string l(next() % 30, 'a');
+      for (auto& c : l) c = static_cast<char>(0x20 + next() % 95);
+      if (next() % 16 == 0 && !l.empty()) l[next() % l.size()] = static_cast<char>(special[next() % sizeof special]);
+      each = each && ff::text::is_plain(l);
+      block += l + "\n";
+    }
+    ASSERT_EQ(ff::text::is_plain_lines(block), each) << i;
+    plain += each;
+  }
+  EXPECT_GT(plain, 5000u);
+  EXPECT_LT(plain, 19000u);
+}
+
 // Metrics labels come from a struct key: a '|' or a quote in a host name stays inside its label.
 TEST(watch_metrics, a_bar_in_a_host_name_stays_in_the_host_label) {
   ff::watch::metrics m;
