@@ -36,6 +36,8 @@ double epoch(int y, int mon0, int d, int h, int mi, double s) {
   return static_cast<double>(days_from_civil(y, static_cast<unsigned>(mon0 + 1), 1) + (d - 1)) * 86400.0 + h * 3600.0 + mi * 60.0 + s;
 }
 
+std::size_t fast_iso_seconds(std::string_view t, double& sec);
+
 // "YYYY-MM-DD?HH:MM:SS[.,]frac" with exactly these digit counts: the common ISO form, parsed without
 // sscanf (the per-line cost of a diagnosis). Returns the bytes consumed, 0 when the text has another shape.
 std::size_t fast_iso(std::string_view t, int& y, int& mo, int& d, int& h, int& mi, double& sec) {
@@ -49,10 +51,16 @@ std::size_t fast_iso(std::string_view t, int& y, int& mo, int& d, int& h, int& m
     out = v;
     return true;
   };
-  int ss = 0;
   if (!dig(0, 4, y) || t[4] != '-' || !dig(5, 2, mo) || t[7] != '-' || !dig(8, 2, d) || !dig(11, 2, h) || t[13] != ':' ||
-      !dig(14, 2, mi) || t[16] != ':' || !dig(17, 2, ss))
+      !dig(14, 2, mi))
     return 0;
+  return fast_iso_seconds(t, sec);
+}
+
+// fast_iso() from ":SS" on (t[16]), once the minute's fields are read (or known: parse_timestamp's memo).
+std::size_t fast_iso_seconds(std::string_view t, double& sec) {
+  if (t.size() < 19 || t[16] != ':' || t[17] < '0' || t[17] > '9' || t[18] < '0' || t[18] > '9') return 0;
+  const int ss = (t[17] - '0') * 10 + (t[18] - '0');
   std::size_t i = 19;
   if (i < t.size() && (t[i] == '.' || t[i] == ',')) {
     ++i;
@@ -80,8 +88,21 @@ std::size_t fast_iso(std::string_view t, int& y, int& mo, int& d, int& h, int& m
   if (n > 2) buf[2] = '.';
   auto r = std::from_chars(buf, buf + n, sec);
   if (r.ec != std::errc()) return 0;
-  (void)ss;
   return i;
+}
+
+// An explicit UTC offset after the `consumed` bytes of an ISO time (+02:00, -0700) moves the instant;
+// "Z" or none means UTC.
+timestamp with_offset(timestamp ts, std::string_view text_in, std::size_t consumed) {
+  if (consumed > 0 && consumed < text_in.size() && (text_in[consumed] == '+' || text_in[consumed] == '-')) {
+    std::string z(text_in.substr(consumed + 1));
+    int oh = 0, om = 0;
+    if (std::sscanf(z.c_str(), "%2d:%2d", &oh, &om) == 2 || std::sscanf(z.c_str(), "%2d%2d", &oh, &om) == 2) {
+      double off = oh * 3600.0 + om * 60.0;
+      ts.seconds += text_in[consumed] == '+' ? -off : off;
+    }
+  }
+  return ts;
 }
 
 // Parses "SS[.,]frac" into seconds.
@@ -102,7 +123,24 @@ std::optional<timestamp> parse_timestamp(std::string_view format, std::string_vi
     // a NUL-terminated copy, only decides the other shapes.
     int y = 0, mo = 0, d = 0, h = 0, mi = 0;
     double secs = 0;
-    std::size_t consumed = text_in.size() >= 19 ? fast_iso(text_in, y, mo, d, h, mi, secs) : 0;
+    // Consecutive lines mostly share their minute: its epoch is kept per thread with the 16 bytes
+    // "YYYY-MM-DD?HH:MM" it was read from (only a valid minute read by fast_iso), and added to the seconds
+    // in epoch()'s order, so the sum is the same double.
+    struct minute_memo {
+      char key[16];
+      double base = 0;
+      bool valid = false;
+    };
+    thread_local minute_memo memo;
+    std::size_t consumed = 0;
+    if (memo.valid && text_in.size() >= 19 && std::memcmp(memo.key, text_in.data(), 16) == 0 &&
+        (consumed = fast_iso_seconds(text_in, secs)) > 0) {
+      if (secs >= 61) return std::nullopt;
+      ts.seconds = memo.base + secs;
+      return with_offset(ts, text_in, consumed);
+    }
+    consumed = text_in.size() >= 19 ? fast_iso(text_in, y, mo, d, h, mi, secs) : 0;
+    const bool fast = consumed > 0;
     if (consumed == 0) {
       std::string text(text_in);
       char sec[40] = {0};
@@ -116,16 +154,12 @@ std::optional<timestamp> parse_timestamp(std::string_view format, std::string_vi
     }
     if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || secs >= 61) return std::nullopt;
     ts.seconds = epoch(y, mo - 1, d, h, mi, secs);
-    // An explicit UTC offset (+02:00, -0700) moves the instant; "Z" or none means UTC.
-    if (consumed > 0 && consumed < text_in.size() && (text_in[consumed] == '+' || text_in[consumed] == '-')) {
-      std::string z(text_in.substr(consumed + 1));
-      int oh = 0, om = 0;
-      if (std::sscanf(z.c_str(), "%2d:%2d", &oh, &om) == 2 || std::sscanf(z.c_str(), "%2d%2d", &oh, &om) == 2) {
-        double off = oh * 3600.0 + om * 60.0;
-        ts.seconds += text_in[consumed] == '+' ? -off : off;
-      }
+    if (fast) {
+      std::memcpy(memo.key, text_in.data(), 16);
+      memo.base = epoch(y, mo - 1, d, h, mi, 0.0);  // epoch(..., s) is this + s, the last addition of its sum
+      memo.valid = true;
     }
-    return ts;
+    return with_offset(ts, text_in, consumed);
   }
   std::string text(text_in);
   int y = 0, mo = 0, d = 0, h = 0, mi = 0;

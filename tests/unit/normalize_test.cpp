@@ -484,6 +484,28 @@ TEST(parse_timestamp, iso_seconds_equal_strtod_for_every_fraction_length) {
   }
 }
 
+// The minute's epoch is remembered per thread: a time read after another of the same minute (memo hit),
+// of another minute, with an offset, or malformed, gives what a fresh thread (no memo) gives.
+TEST(parse_timestamp, iso_minute_memo_gives_what_a_fresh_parse_gives) {
+  const std::vector<std::string> times = {
+      "2026-11-30 02:09:01,880", "2026-11-30 02:09:59.5", "2026-11-30 02:09:07", "2026-11-30T02:09:07+02:00",
+      "2026-11-30 02:10:00,001", "2026-11-30 02:09:7",   "2026-11-30 02:09:61",  "2026-13-30 02:09:01",
+      "2026-11-30 02:09:01.123456789012345678", "2026-11-30_02:09:01Z", "2026-11-30 02:09:0x", "2026-11-30 02:09:01-0700"};
+  auto fresh = [](const std::string& t) {
+    std::optional<ff::normalize::timestamp> out;
+    std::thread([&] { out = parse_timestamp("iso", t, 2026); }).join();
+    return out;
+  };
+  for (int round = 0; round < 3; ++round)
+    for (const auto& t : times) {
+      auto a = parse_timestamp("iso", t, 2026), b = fresh(t);
+      ASSERT_EQ(a.has_value(), b.has_value()) << t;
+      if (a) {
+        EXPECT_EQ(a->seconds, b->seconds) << t;
+      }
+    }
+}
+
 TEST(parse_timestamp, iso) {
   auto t = parse_timestamp("iso", "2025-11-24T03:20:21.5Z", 2026);
   ASSERT_TRUE(t.has_value());
