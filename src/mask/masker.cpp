@@ -16,6 +16,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
+#include <bitset>
+#include <climits>
 #include <deque>
 #include <mutex>
 #include <set>
@@ -246,7 +249,22 @@ struct masker::impl {
   std::unordered_map<std::string, std::unordered_map<std::string, std::string>> seen;  // kind -> value -> token
   std::unordered_map<std::string, std::size_t> next;                                  // token -> last number
   std::set<std::string> keep;
-  std::unordered_map<std::string, std::string> hosts;  // learnt host name -> token, masked wherever it appears
+  // Learnt host name -> token, masked wherever it appears. Looked up with a string_view (no copy of each word
+  // of each line); `host_first` and the length range rule out most words before any hashing.
+  struct sv_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::string, sv_hash, std::equal_to<>> hosts;
+  std::bitset<256> host_first;
+  std::size_t host_min = SIZE_MAX, host_max = 0;
+  void learn_host(const std::string& host, const std::string& token) {
+    if (host.empty()) return;
+    hosts[host] = token;
+    host_first.set(static_cast<unsigned char>(host[0]));
+    host_min = std::min(host_min, host.size());
+    host_max = std::max(host_max, host.size());
+  }
   std::set<std::string> produced;  // every replacement token handed out
   bool in_key_block = false;
   int key_block_lines = 0;
@@ -287,14 +305,25 @@ struct masker::impl {
     if (hosts.empty()) return 0;
     std::string out;
     std::size_t n = 0, i = 0, last = 0;
-    auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'; };
+    // isalnum() in the "C" locale, '.', '_' and '-' (a table: this runs over every byte of every masked line)
+    static const auto word_table = [] {
+      std::array<bool, 256> t{};
+      for (int c = 0; c < 256; ++c) t[static_cast<std::size_t>(c)] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '_' || c == '-';
+      return t;
+    }();
+    auto is_word = [](char c) { return word_table[static_cast<unsigned char>(c)]; };
+    const std::string_view view(line);
     while (i < line.size()) {
       if (!is_word(line[i])) { ++i; continue; }
       std::size_t j = i;
       while (j < line.size() && is_word(line[j])) ++j;
       std::size_t k = j;  // a sentence's final '.' or '-' is not part of the name
       while (k > i && (line[k - 1] == '.' || line[k - 1] == '-')) --k;
-      auto it = hosts.find(line.substr(i, k - i));
+      if (k - i < host_min || k - i > host_max || !host_first.test(static_cast<unsigned char>(line[i]))) {
+        i = j;
+        continue;
+      }
+      auto it = hosts.find(view.substr(i, k - i));
       if (it != hosts.end()) {
         out.append(line, last, i - last);
         out += it->second;
@@ -413,7 +442,7 @@ std::string masker::mask_host(const std::string& host) {
   if (im.produced.count(host) || im.keep.count(lower)) return host;
   bool is_new = false;
   std::string tok = im.token("hostname", "node", false, host, &is_new);
-  if (is_new && learnable(host) && im.hosts.size() < impl::kMaxLearned) im.hosts[host] = tok;
+  if (is_new && learnable(host) && im.hosts.size() < impl::kMaxLearned) im.learn_host(host, tok);
   if (im.bound_hit) counts_["over_table_bound"] = 1;
   ++counts_["hostname"];
   return tok;
@@ -535,7 +564,7 @@ std::string masker::apply(std::string_view line_in) {
         bool is_new = false;
         std::string tok = im.token(r.kind, r.token, r.secret, value, &is_new);
         if (is_new && r.kind == "hostname" && learnable(value) && im.hosts.size() < impl::kMaxLearned) {
-          im.hosts[value] = tok;
+          im.learn_host(value, tok);
           learnt_now = true;
         }
         if (im.bound_hit) counts_["over_table_bound"] = 1;
