@@ -1,5 +1,6 @@
 // The history in PostgreSQL, through libpq (https://www.postgresql.org/docs/15/libpq.html): one database
 // shared by every machine of a cluster (login nodes, the Slurm controller's epilog, watch on the nodes).
+#include <dlfcn.h>
 #include <libpq-fe.h>
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "backend.hpp"
@@ -42,13 +44,53 @@ const char* kSelect =
     "SELECT id, created_at, source, inputs, verdict, signature, kind, initiating_rank, initiating_host, host_key,"
     " report_json FROM diagnoses";
 
+// libpq is loaded when a postgresql:// history is opened, not linked: linked, it made every run of every
+// command load 22 more shared libraries (Kerberos, LDAP, SASL, GnuTLS among them), ~5 ms of the ~65 ms a
+// small diagnosis takes. Only the functions below are used. https://man7.org/linux/man-pages/man3/dlopen.3.html
+struct pq_api {
+  decltype(&::PQclear) PQclear = nullptr;
+  decltype(&::PQresultStatus) PQresultStatus = nullptr;
+  decltype(&::PQgetisnull) PQgetisnull = nullptr;
+  decltype(&::PQgetvalue) PQgetvalue = nullptr;
+  decltype(&::PQfinish) PQfinish = nullptr;
+  decltype(&::PQerrorMessage) PQerrorMessage = nullptr;
+  decltype(&::PQexecParams) PQexecParams = nullptr;
+  decltype(&::PQconnectdbParams) PQconnectdbParams = nullptr;
+  decltype(&::PQstatus) PQstatus = nullptr;
+  decltype(&::PQsetNoticeProcessor) PQsetNoticeProcessor = nullptr;
+  decltype(&::PQexec) PQexec = nullptr;
+  decltype(&::PQntuples) PQntuples = nullptr;
+};
+const pq_api* pq = nullptr;  // set by load_pq() before any connection exists
+
+// The libpq of the Debian package libpq5 (its soname), once per process. Returns "" or why it failed.
+std::string load_pq() {
+  static const std::string why = [] {
+    void* h = dlopen("libpq.so.5", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* e = dlerror();
+      return std::string("libpq (Debian package libpq5) could not be loaded: ") + (e ? e : "dlopen failed");
+    }
+    static pq_api api;
+    auto sym = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
+      return fn != nullptr;
+    };
+    bool ok = sym(api.PQclear, "PQclear") && sym(api.PQresultStatus, "PQresultStatus") && sym(api.PQgetisnull, "PQgetisnull") && sym(api.PQgetvalue, "PQgetvalue") && sym(api.PQfinish, "PQfinish") && sym(api.PQerrorMessage, "PQerrorMessage") && sym(api.PQexecParams, "PQexecParams") && sym(api.PQconnectdbParams, "PQconnectdbParams") && sym(api.PQstatus, "PQstatus") && sym(api.PQsetNoticeProcessor, "PQsetNoticeProcessor") && sym(api.PQexec, "PQexec") && sym(api.PQntuples, "PQntuples");
+    if (!ok) return std::string("libpq.so.5 lacks a function firstfault uses");
+    pq = &api;
+    return std::string();
+  }();
+  return why;
+}
+
 struct result_ptr {
   PGresult* r;
   explicit result_ptr(PGresult* p) : r(p) {}
-  ~result_ptr() { PQclear(r); }
+  ~result_ptr() { pq->PQclear(r); }
   result_ptr(const result_ptr&) = delete;
   result_ptr& operator=(const result_ptr&) = delete;
-  ExecStatusType status() const { return r ? PQresultStatus(r) : PGRES_FATAL_ERROR; }
+  ExecStatusType status() const { return r ? pq->PQresultStatus(r) : PGRES_FATAL_ERROR; }
 };
 
 // The passwords a connection string holds, as written and percent-decoded: libpq quotes parts of the
@@ -111,7 +153,7 @@ std::string trim_message(const char* m, const std::vector<std::string>& secrets)
 }
 
 entry row_to_entry(const PGresult* r, int row) {
-  auto text = [&](int c) { return PQgetisnull(r, row, c) ? std::string() : std::string(PQgetvalue(r, row, c)); };
+  auto text = [&](int c) { return pq->PQgetisnull(r, row, c) ? std::string() : std::string(pq->PQgetvalue(r, row, c)); };
   entry e;
   e.id = std::stoll(text(0));
   e.created_at = std::stoll(text(1));
@@ -120,7 +162,7 @@ entry row_to_entry(const PGresult* r, int row) {
   e.verdict = text(4);
   e.signature = text(5);
   e.kind = text(6);
-  if (!PQgetisnull(r, row, 7)) e.initiating_rank = std::stoi(text(7));
+  if (!pq->PQgetisnull(r, row, 7)) e.initiating_rank = std::stoi(text(7));
   e.initiating_host = text(8);
   e.host_key = text(9);
   e.report_json = text(10);
@@ -134,7 +176,7 @@ std::int64_t now_s() {
 class pg_backend final : public backend {
  public:
   ~pg_backend() override {
-    if (conn_) PQfinish(conn_);
+    if (conn_) pq->PQfinish(conn_);
   }
   status connect(const std::string& url);
   status add(entry& e) override;
@@ -147,11 +189,11 @@ class pg_backend final : public backend {
 
  private:
   error fail(const std::string& what) const {
-    return error{shown_ + ": history database error: " + what + ": " + trim_message(PQerrorMessage(conn_), secrets_)};
+    return error{shown_ + ": history database error: " + what + ": " + trim_message(pq->PQerrorMessage(conn_), secrets_)};
   }
   // Runs `sql` with text parameters (nullptr for NULL).
   PGresult* exec(const char* sql, const std::vector<const char*>& params) const {
-    return PQexecParams(conn_, sql, static_cast<int>(params.size()), nullptr, params.data(), nullptr, nullptr, 0);
+    return pq->PQexecParams(conn_, sql, static_cast<int>(params.size()), nullptr, params.data(), nullptr, nullptr, 0);
   }
   status migrate();
   PGconn* conn_ = nullptr;
@@ -168,13 +210,14 @@ status pg_backend::connect(const std::string& url) {
     if (url[i] == '%' && (i + 2 >= url.size() || !std::isxdigit(static_cast<unsigned char>(url[i + 1])) ||
                           !std::isxdigit(static_cast<unsigned char>(url[i + 2]))))
       return error{shown_ + ": the history database URL has a '%' that is not followed by two hex digits (percent-encoding)"};
+  if (auto why = load_pq(); !why.empty()) return error{shown_ + ": " + why};
   // connect_timeout first, so a value in the URI wins (libpq: later keywords override earlier ones).
   const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
   const char* vals[] = {"10", "firstfault", url.c_str(), nullptr};
-  conn_ = PQconnectdbParams(keys, vals, 1);
+  conn_ = pq->PQconnectdbParams(keys, vals, 1);
   if (!conn_) return error{shown_ + ": history database error: out of memory"};
-  if (PQstatus(conn_) != CONNECTION_OK) return error{shown_ + ": cannot connect to the history database: " + trim_message(PQerrorMessage(conn_), secrets_)};
-  PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);  // "relation already exists, skipping"
+  if (pq->PQstatus(conn_) != CONNECTION_OK) return error{shown_ + ": cannot connect to the history database: " + trim_message(pq->PQerrorMessage(conn_), secrets_)};
+  pq->PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);  // "relation already exists, skipping"
   return migrate();
 }
 
@@ -182,36 +225,36 @@ status pg_backend::migrate() {
   // A schema already at this version needs no lock and no CREATE: a role that may only read (a login
   // node's `history list`) opens the history without the privileges a migration needs.
   {
-    result_ptr v(PQexec(conn_,
+    result_ptr v(pq->PQexec(conn_,
                         "SELECT (SELECT value FROM firstfault_meta WHERE key = 'schema_version'),"
                         " (SELECT count(*) FROM firstfault_meta WHERE key = 'host_salt')"));
-    if (v.status() == PGRES_TUPLES_OK && PQntuples(v.r) == 1 && !PQgetisnull(v.r, 0, 0) &&
-        std::atoi(PQgetvalue(v.r, 0, 0)) == store::kSchemaVersion && std::atoi(PQgetvalue(v.r, 0, 1)) == 1) {
+    if (v.status() == PGRES_TUPLES_OK && pq->PQntuples(v.r) == 1 && !pq->PQgetisnull(v.r, 0, 0) &&
+        std::atoi(pq->PQgetvalue(v.r, 0, 0)) == store::kSchemaVersion && std::atoi(pq->PQgetvalue(v.r, 0, 1)) == 1) {
       version_ = store::kSchemaVersion;
       return ok();
     }
   }
-  result_ptr b(PQexec(conn_, "BEGIN"));
+  result_ptr b(pq->PQexec(conn_, "BEGIN"));
   if (b.status() != PGRES_COMMAND_OK) return fail("BEGIN");
   auto rollback = [&](error e) -> status {
-    PQclear(PQexec(conn_, "ROLLBACK"));
+    pq->PQclear(pq->PQexec(conn_, "ROLLBACK"));
     return e;
   };
-  if (result_ptr l(PQexec(conn_, kMigrationLock)); l.status() != PGRES_TUPLES_OK) return rollback(fail("lock for migrations"));
-  if (result_ptr m(PQexec(conn_, "CREATE TABLE IF NOT EXISTS firstfault_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"));
+  if (result_ptr l(pq->PQexec(conn_, kMigrationLock)); l.status() != PGRES_TUPLES_OK) return rollback(fail("lock for migrations"));
+  if (result_ptr m(pq->PQexec(conn_, "CREATE TABLE IF NOT EXISTS firstfault_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"));
       m.status() != PGRES_COMMAND_OK)
     return rollback(fail("create firstfault_meta"));
   int version = 0;
   {
-    result_ptr v(PQexec(conn_, "SELECT value FROM firstfault_meta WHERE key = 'schema_version'"));
+    result_ptr v(pq->PQexec(conn_, "SELECT value FROM firstfault_meta WHERE key = 'schema_version'"));
     if (v.status() != PGRES_TUPLES_OK) return rollback(fail("read the schema version"));
-    if (PQntuples(v.r) == 1) version = std::atoi(PQgetvalue(v.r, 0, 0));
+    if (pq->PQntuples(v.r) == 1) version = std::atoi(pq->PQgetvalue(v.r, 0, 0));
   }
   if (version > store::kSchemaVersion)
     return rollback(error{shown_ + ": history database has schema version " + std::to_string(version) + ", newer than this firstfault (" +
                           std::to_string(store::kSchemaVersion) + "); upgrade firstfault"});
   for (int v = version; v < store::kSchemaVersion; ++v) {
-    if (result_ptr m(PQexec(conn_, kMigrations[v])); m.status() != PGRES_COMMAND_OK)
+    if (result_ptr m(pq->PQexec(conn_, kMigrations[v])); m.status() != PGRES_COMMAND_OK)
       return rollback(fail("migration to schema version " + std::to_string(v + 1)));
   }
   if (version < store::kSchemaVersion) {
@@ -220,11 +263,11 @@ status pg_backend::migrate() {
     if (u.status() != PGRES_COMMAND_OK) return rollback(fail("write the schema version"));
   }
   // The host_key salt, made once by the database itself, shared by every client.
-  result_ptr s(PQexec(conn_,
+  result_ptr s(pq->PQexec(conn_,
                       "INSERT INTO firstfault_meta(key, value) VALUES('host_salt', md5(random()::text || clock_timestamp()::text))"
                       " ON CONFLICT(key) DO NOTHING"));
   if (s.status() != PGRES_COMMAND_OK) return rollback(fail("create the host salt"));
-  if (result_ptr c(PQexec(conn_, "COMMIT")); c.status() != PGRES_COMMAND_OK) return fail("COMMIT");
+  if (result_ptr c(pq->PQexec(conn_, "COMMIT")); c.status() != PGRES_COMMAND_OK) return fail("COMMIT");
   version_ = store::kSchemaVersion;
   return ok();
 }
@@ -236,8 +279,8 @@ status pg_backend::add(entry& e) {
                     " host_key, report_json) VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) RETURNING id",
                     {created.c_str(), e.source.c_str(), e.inputs.c_str(), e.verdict.c_str(), e.signature.c_str(), e.kind.c_str(),
                      e.initiating_rank ? rank.c_str() : nullptr, e.initiating_host.c_str(), e.host_key.c_str(), e.report_json.c_str()}));
-  if (r.status() != PGRES_TUPLES_OK || PQntuples(r.r) != 1) return fail("insert");
-  e.id = std::stoll(PQgetvalue(r.r, 0, 0));
+  if (r.status() != PGRES_TUPLES_OK || pq->PQntuples(r.r) != 1) return fail("insert");
+  e.id = std::stoll(pq->PQgetvalue(r.r, 0, 0));
   return ok();
 }
 
@@ -246,7 +289,7 @@ result<std::vector<entry>> pg_backend::list(int limit) const {
   result_ptr r(exec((std::string(kSelect) + " ORDER BY id DESC LIMIT $1").c_str(), {l.c_str()}));
   if (r.status() != PGRES_TUPLES_OK) return fail("list");
   std::vector<entry> out;
-  for (int i = 0; i < PQntuples(r.r); ++i) out.push_back(row_to_entry(r.r, i));
+  for (int i = 0; i < pq->PQntuples(r.r); ++i) out.push_back(row_to_entry(r.r, i));
   return out;
 }
 
@@ -255,7 +298,7 @@ result<std::optional<entry>> pg_backend::get(std::int64_t id) const {
   result_ptr r(exec((std::string(kSelect) + " WHERE id = $1").c_str(), {i.c_str()}));
   if (r.status() != PGRES_TUPLES_OK) return fail("show");
   std::optional<entry> out;
-  if (PQntuples(r.r) == 1) out = row_to_entry(r.r, 0);
+  if (pq->PQntuples(r.r) == 1) out = row_to_entry(r.r, 0);
   return out;
 }
 
@@ -264,8 +307,8 @@ result<std::vector<count_row>> pg_backend::stats(const std::string& by, int days
   result_ptr r(exec(stats_sql(by, "$1").c_str(), {since.c_str()}));
   if (r.status() != PGRES_TUPLES_OK) return fail("stats");
   std::vector<count_row> out;
-  for (int i = 0; i < PQntuples(r.r); ++i)
-    out.push_back({PQgetisnull(r.r, i, 0) ? "" : PQgetvalue(r.r, i, 0), std::stoll(PQgetvalue(r.r, i, 1))});
+  for (int i = 0; i < pq->PQntuples(r.r); ++i)
+    out.push_back({pq->PQgetisnull(r.r, i, 0) ? "" : pq->PQgetvalue(r.r, i, 0), std::stoll(pq->PQgetvalue(r.r, i, 1))});
   return out;
 }
 
@@ -273,14 +316,14 @@ result<std::int64_t> pg_backend::recurrences(const std::string& key, const std::
   std::string since = std::to_string(now_s() - static_cast<std::int64_t>(days) * 86400);
   result_ptr r(exec("SELECT COUNT(*) FROM diagnoses WHERE host_key = $1 AND kind = $2 AND created_at >= $3",
                     {key.c_str(), kind.c_str(), since.c_str()}));
-  if (r.status() != PGRES_TUPLES_OK || PQntuples(r.r) != 1) return fail("recurrences");
-  return static_cast<std::int64_t>(std::stoll(PQgetvalue(r.r, 0, 0)));
+  if (r.status() != PGRES_TUPLES_OK || pq->PQntuples(r.r) != 1) return fail("recurrences");
+  return static_cast<std::int64_t>(std::stoll(pq->PQgetvalue(r.r, 0, 0)));
 }
 
 result<std::string> pg_backend::salt() {
-  result_ptr r(PQexec(conn_, "SELECT value FROM firstfault_meta WHERE key = 'host_salt'"));
-  if (r.status() != PGRES_TUPLES_OK || PQntuples(r.r) != 1) return fail("read the host salt");
-  return std::string(PQgetvalue(r.r, 0, 0));
+  result_ptr r(pq->PQexec(conn_, "SELECT value FROM firstfault_meta WHERE key = 'host_salt'"));
+  if (r.status() != PGRES_TUPLES_OK || pq->PQntuples(r.r) != 1) return fail("read the host salt");
+  return std::string(pq->PQgetvalue(r.r, 0, 0));
 }
 
 }  // namespace
