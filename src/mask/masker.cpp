@@ -18,7 +18,7 @@
 #include <algorithm>
 #include <array>
 #include <bitset>
-#include <climits>
+#include <cstdint>
 #include <deque>
 #include <mutex>
 #include <set>

@@ -85,7 +85,7 @@ bool has_message_word(std::string_view t) {
 
 std::size_t detail::leading_token_extent(std::string_view line, bool by_regex) {
   std::string_view in = line.substr(0, kTokenWindow);
-  // Every token starts with '[' or a [\w.@-] byte (RE2's \w is ASCII): most bodies start with neither.
+  // Every token starts with '[' or a [\w.@-] byte (RE2's \w is ASCII): a body that starts otherwise has none.
   if (in.empty() || (in[0] != '[' && !token_char(in[0]))) return 0;
   return by_regex || !ascii(in) ? token_by_regex(in) : token_by_hand(in);
 }
