@@ -671,6 +671,10 @@ void collector::note_activity(stream& st, stream::rank_state& rs, const line_fac
   }
 }
 
+namespace {
+constexpr std::size_t kPendingKept = 32;  // pending light lines whose room a rank keeps between blocks
+}  // namespace
+
 void collector::flush_light(stream& st) {
   if (st.has_pending_body) {
     st.last_body.assign(text::prefix_utf8(st.pending_body, limits::kLastLineBytes));
@@ -685,7 +689,10 @@ void collector::flush_light(stream& st) {
         act.last_step = step;
         break;
       }
-    rs->pending.clear();
+    // Bounded memory: a rank that had a block to itself (thousands of lines) does not keep that capacity
+    // while it idles; with up to 16,384 ranks the kept capacity is at most 16,384 x 32 entries.
+    if (rs->pending.capacity() > kPendingKept) std::vector<std::pair<std::string_view, bool>>().swap(rs->pending);
+    else rs->pending.clear();
   }
   st.pending_ranks.clear();
 }
