@@ -73,24 +73,6 @@ bool for_letters(std::string_view s, char a, char b, char c, char d, F&& f) {
   }
   return false;
 }
-// Calls f(i) for each i, ascending, where s[i] is a or b (exactly), until f returns true.
-template <class F>
-bool for_bytes(std::string_view s, char a, char b, F&& f) {
-  std::size_t i = 0;
-#if defined(__SSE2__)
-  const __m128i va = _mm_set1_epi8(a), vb = _mm_set1_epi8(b);
-  for (; i + 16 <= s.size(); i += 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
-    __m128i eq = _mm_or_si128(_mm_cmpeq_epi8(v, va), _mm_cmpeq_epi8(v, vb));
-    for (auto m = static_cast<unsigned>(_mm_movemask_epi8(eq)); m != 0; m &= m - 1)
-      if (f(i + static_cast<std::size_t>(__builtin_ctz(m)))) return true;
-  }
-#endif
-  for (; i < s.size(); ++i)
-    if ((s[i] == a || s[i] == b) && f(i)) return true;
-  return false;
-}
-
 template <class F>
 bool for_letters(std::string_view s, char a, char b, char c, F&& f) {
   return for_letters(s, a, b, c, c, std::forward<F>(f));
@@ -157,7 +139,6 @@ progress_words find_progress_words(std::string_view s) {
   return w;
 }
 
-// A necessary condition for planned_re(): some '/' with a digit before it and after it (spaces between).
 // The '/' at b[i] has a digit before it and after it (spaces between).
 bool ratio_at(std::string_view b, std::size_t i) {
   std::size_t l = i;
@@ -168,15 +149,13 @@ bool ratio_at(std::string_view b, std::size_t i) {
   return r < b.size() && is_digit(static_cast<unsigned char>(b[r]));
 }
 
+// A necessary condition for planned_re(): some '/' with a digit before it and after it (spaces between).
 bool has_ratio_shape(std::string_view b) {
   for (std::size_t i = b.find('/'); i != std::string_view::npos; i = b.find('/', i + 1))
     if (ratio_at(b, i)) return true;
   return false;
 }
 
-}  // namespace
-
-namespace {
 std::optional<long> step_of(std::string_view body, bool plain) {
   long step = 0;
   if (plain || text::is_plain(body)) return scan_step(body).second;
@@ -187,7 +166,7 @@ std::optional<long> step_of(std::string_view body, bool plain) {
 std::optional<long> planned_of(std::string_view body, const progress_words& words) {
   re2::StringPiece bsp(body.data(), body.size());
   long planned = 0;
-  if ((words.step || words.batch) && body.find('/') != std::string_view::npos && has_ratio_shape(body) &&
+  if ((words.step || words.batch) && has_ratio_shape(body) &&
       re2::RE2::PartialMatch(bsp, planned_re(), &planned))
     return planned;
   if (words.batches && re2::RE2::PartialMatch(bsp, batches_re(), &planned)) return planned;
@@ -208,12 +187,13 @@ std::optional<long> read_step(std::string_view body, bool plain) {
 }
 
 std::optional<long> read_planned(std::string_view body) {
-  // Both rules need a '/' between digits or " batches": most lines have neither, and are done after
-  // two byte searches instead of the word scan.
+  // Both rules need a '/' between digits or " batches": most lines have neither, and are done after one
+  // SSE pass instead of the word scan. ('/' | 0x20 is '/'; for_letters also stops at 'B' and 0x0F, which
+  // are neither.)
   bool candidate = false;
-  for_bytes(body, '/', 'b', [&](std::size_t i) {
+  for_letters(body, '/', 'b', 'b', [&](std::size_t i) {
     if (body[i] == 'b') candidate = i > 0 && body[i - 1] == ' ' && body.substr(i, 7) == "batches";
-    else candidate = ratio_at(body, i);
+    else if (body[i] == '/') candidate = ratio_at(body, i);
     return candidate;
   });
   if (!candidate) return std::nullopt;

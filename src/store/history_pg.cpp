@@ -47,19 +47,13 @@ const char* kSelect =
 // libpq is loaded when a postgresql:// history is opened, not linked: linked, it made every run of every
 // command load 22 more shared libraries (Kerberos, LDAP, SASL, GnuTLS among them): a small diagnosis took
 // 71 ms instead of 59 ms. Only the functions below are used. https://man7.org/linux/man-pages/man3/dlopen.3.html
+#define FF_PQ_FUNCTIONS(X) \
+  X(PQclear) X(PQresultStatus) X(PQgetisnull) X(PQgetvalue) X(PQfinish) X(PQerrorMessage) X(PQexecParams) \
+  X(PQconnectdbParams) X(PQstatus) X(PQsetNoticeProcessor) X(PQexec) X(PQntuples)
 struct pq_api {
-  decltype(&::PQclear) PQclear = nullptr;
-  decltype(&::PQresultStatus) PQresultStatus = nullptr;
-  decltype(&::PQgetisnull) PQgetisnull = nullptr;
-  decltype(&::PQgetvalue) PQgetvalue = nullptr;
-  decltype(&::PQfinish) PQfinish = nullptr;
-  decltype(&::PQerrorMessage) PQerrorMessage = nullptr;
-  decltype(&::PQexecParams) PQexecParams = nullptr;
-  decltype(&::PQconnectdbParams) PQconnectdbParams = nullptr;
-  decltype(&::PQstatus) PQstatus = nullptr;
-  decltype(&::PQsetNoticeProcessor) PQsetNoticeProcessor = nullptr;
-  decltype(&::PQexec) PQexec = nullptr;
-  decltype(&::PQntuples) PQntuples = nullptr;
+#define FF_PQ_FIELD(name) decltype(&::name) name = nullptr;
+  FF_PQ_FUNCTIONS(FF_PQ_FIELD)
+#undef FF_PQ_FIELD
 };
 const pq_api* pq = nullptr;  // set by load_pq() before any connection exists
 
@@ -76,18 +70,17 @@ std::string load_pq() {
       fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
       return fn != nullptr;
     };
-    bool ok = sym(api.PQclear, "PQclear") && sym(api.PQresultStatus, "PQresultStatus") &&
-              sym(api.PQgetisnull, "PQgetisnull") && sym(api.PQgetvalue, "PQgetvalue") && sym(api.PQfinish, "PQfinish") &&
-              sym(api.PQerrorMessage, "PQerrorMessage") && sym(api.PQexecParams, "PQexecParams") &&
-              sym(api.PQconnectdbParams, "PQconnectdbParams") && sym(api.PQstatus, "PQstatus") &&
-              sym(api.PQsetNoticeProcessor, "PQsetNoticeProcessor") && sym(api.PQexec, "PQexec") &&
-              sym(api.PQntuples, "PQntuples");
+    bool ok = true;
+#define FF_PQ_SYM(name) ok = ok && sym(api.name, #name);
+    FF_PQ_FUNCTIONS(FF_PQ_SYM)
+#undef FF_PQ_SYM
     if (!ok) return std::string("libpq.so.5 lacks a function firstfault uses");
     pq = &api;
     return std::string();
   }();
   return why;
 }
+#undef FF_PQ_FUNCTIONS
 
 struct result_ptr {
   PGresult* r;
