@@ -145,7 +145,7 @@ class library {
   std::vector<std::pair<std::string, std::string>> prefix_files;  ///< (name, yaml text)
   macro_table macros;  ///< kb/_macros/*.yaml, already expanded into every signature
   std::vector<std::pair<std::string, std::string>> encyclopedia_files;  ///< kb/_encyclopedia/*.yaml
-  std::string content_hash;  ///< FNV-1a over all loaded texts, hex (cache key for compiled databases)
+  std::string content_hash;  ///< 64-bit hash (FNV-1a prime, 8-byte words) of all loaded names and texts, hex (cache key for compiled databases)
 
   const signature* find(std::string_view name) const;
   const kind_info* kind(std::string_view k) const;

@@ -55,6 +55,12 @@ std::vector<std::string> prefix_host_patterns();
 /// cost on torchrun consoles, where every "[rankN]:" tag starts a candidate): true for every line that
 /// rule could match (a superset, by hand), so the caller reads such a line in full.
 bool bracket_host_port_candidate(std::string_view line);
+/// `re` (RE2 syntax) with each counted repetition ({n}, {n,}, {n,m}, lazy or not) made unbounded: `*` when n
+/// is 0, else `+`. The result matches every text `re` matches (and maybe more), and compiles far smaller: the
+/// masker's rule set is compiled from these and confirms a relaxed rule with its exact regexp (masker.cpp).
+/// Escapes (\x{41}, \p{Greek}, \Q...\E) and character classes ([{}0-9]) are copied unchanged. `changed`:
+/// whether anything was replaced.
+std::string relax_counted_repeats(std::string_view re, bool* changed);
 
 /// Loads a team config (YAML): `enabled: bool`, `rules: [{name, regex}]`, `keep_hosts: [..]`.
 result<options> load_config(const std::string& path, options base);

@@ -82,6 +82,11 @@ struct prefix_def {
 class prefix_catalog {
  public:
   static constexpr int kMaxLayers = 8;
+  /// A prefix entry's sample line and the fields it must yield (`expect`: field -> value); load() checks them.
+  struct prefix_sample {
+    std::string prefix, file, line;
+    std::map<std::string, std::string> expect;
+  };
   /// files: (file name, YAML text). Errors name the file and the prefix.
   static result<prefix_catalog> load(const std::vector<std::pair<std::string, std::string>>& files);
   /// Peels prefixes off `line` and fills `out`. Returns true when at least one prefix was peeled.
@@ -115,11 +120,10 @@ class prefix_catalog {
   bool take(int id, std::string_view rest, detail::layer_fields& fresh, const detail::layer_fields*& f, std::size_t& len) const;
   bool normalize_impl(std::string_view line, line_meta& out, detail::layer_trace* tr) const;
   bool normalize_fast_impl(std::string_view line, line_meta& out, detail::layer_trace* tr) const;
-  struct prefix_sample {
-    std::string prefix, file, line;
-    std::map<std::string, std::string> expect;
-  };
   static void order_by_samples(prefix_catalog& cat, const std::vector<prefix_sample>& samples);
+  /// The entries and samples of the prefix files, in file order (YAML; errors name the file and prefix).
+  static status parse_files(const std::vector<std::pair<std::string, std::string>>& files, std::vector<prefix_def>& defs,
+                            std::vector<prefix_sample>& samples);
   std::vector<prefix_def> defs_;
   std::unique_ptr<impl> impl_;
   int default_year_ = 2026;

@@ -1,6 +1,12 @@
 #include "cache.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
 
 #include <cstdlib>
 #include <filesystem>
@@ -17,15 +23,41 @@ std::string cache_dir() {
   return dir;
 }
 
-bool read_cache_file(const std::string& path, std::size_t max_bytes, std::string& out) {
-  std::error_code ec;
-  auto size = std::filesystem::file_size(path, ec);
-  if (ec || size == 0 || size > max_bytes) return false;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  out.resize(size);
-  in.read(out.data(), static_cast<std::streamsize>(size));
-  return in.gcount() == static_cast<std::streamsize>(size);
+cache_bytes::~cache_bytes() {
+  if (data_) ::munmap(data_, size_);
+}
+
+bool cache_bytes::read(const std::string& path, std::size_t max_bytes) {
+  if (data_) ::munmap(data_, size_);
+  data_ = nullptr;
+  size_ = 0;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && static_cast<std::uint64_t>(st.st_size) <= max_bytes;
+  std::size_t size = ok ? static_cast<std::size_t>(st.st_size) : 0;
+  void* m = ok ? ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0) : MAP_FAILED;
+  if (m != MAP_FAILED) {
+    data_ = static_cast<char*>(m);
+    size_ = size;
+    std::size_t got = 0;
+    while (got < size) {
+      ssize_t n = ::read(fd, data_ + got, size - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    ok = got == size;
+  } else {
+    ok = false;
+  }
+  ::close(fd);
+  if (!ok && data_) {
+    ::munmap(data_, size_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+  return ok;
 }
 
 void store_cache_file(const std::string& path, std::string_view bytes) {

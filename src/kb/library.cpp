@@ -7,7 +7,11 @@
 #include <fstream>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <tuple>
+#include <type_traits>
 
 #include "../base/cache.hpp"
 #include "firstfault/kb.hpp"
@@ -17,35 +21,19 @@ namespace fs = std::filesystem;
 
 namespace ff::kb {
 
-// The parsed signatures are cached (CBOR, nlohmann-json) beside the compiled databases: yaml-cpp took
-// ~120 ms of every start. Every field is stored; kKbCacheSchema changes with the struct.
-NLOHMANN_JSON_SERIALIZE_ENUM(role, {{role::unknown, "unknown"}, {role::cause, "cause"}, {role::symptom, "symptom"}, {role::benign, "benign"}})
-NLOHMANN_JSON_SERIALIZE_ENUM(layer, {{layer::unknown, "unknown"}, {layer::specific, "specific"}, {layer::family, "family"}, {layer::generic, "generic"}})
-NLOHMANN_JSON_SERIALIZE_ENUM(initiator::how, {{initiator::how::unknown, "unknown"},
-                                              {initiator::how::none, "none"},
-                                              {initiator::how::printing_rank, "printing_rank"},
-                                              {initiator::how::named_rank, "named_rank"},
-                                              {initiator::how::rank_zero, "rank_zero"},
-                                              {initiator::how::exit_code, "exit_code"}})
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(initiator, kind, exit_code)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(example, line, expect)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(code_fix, stack, code)
-// A signature is stored as an array, its fields in this order (no key per field: reading the cache is
-// a third of a small run's start-up, and an object per signature doubled it).
-auto signature_fields(signature& s) {
+// The parsed signatures are cached beside the compiled databases: yaml-cpp took ~120 ms of every start.
+// The cache is a flat byte image of the fields (detail::byte_writer; kKbCacheSchema changes with the
+// struct): reading it is copying strings. Through a JSON DOM (CBOR with nlohmann-json) the read was 42% of
+// a small diagnosis's instructions (91M of 215M), one allocation per value and again per field.
+auto cache_fields(signature& s) {
   return std::tie(s.file, s.line_of_name, s.macros_used, s.title, s.id, s.name, s.status, s.level, s.description, s.author, s.date,
                   s.references, s.tags, s.systems, s.collateral_of, s.related, s.kind, s.category, s.role, s.inferred_by, s.layer,
-                  s.initiator, s.match_in_stack, s.priority, s.fingerprints, s.extract, s.lookup_table, s.lookup_field, s.root_cause,
-                  s.fix, s.verify, s.confirm, s.prevention, s.falsepositives, s.fix_code, s.positive, s.negative, s.field_order);
+                  s.initiator.kind, s.initiator.exit_code, s.match_in_stack, s.priority, s.fingerprints, s.extract, s.lookup_table,
+                  s.lookup_field, s.root_cause, s.fix, s.verify, s.confirm, s.prevention, s.falsepositives, s.fix_code, s.positive,
+                  s.negative, s.field_order);
 }
-void to_json(nlohmann::json& j, const signature& s) {
-  j = nlohmann::json::array();
-  std::apply([&](const auto&... f) { (j.push_back(f), ...); }, signature_fields(const_cast<signature&>(s)));
-}
-void from_json(const nlohmann::json& j, signature& s) {
-  std::size_t i = 0;
-  std::apply([&](auto&... f) { (j.at(i++).get_to(f), ...); }, signature_fields(s));
-}
+auto cache_fields(example& e) { return std::tie(e.line, e.expect); }
+auto cache_fields(code_fix& c) { return std::tie(c.stack, c.code); }
 
 status expand_macros(const macro_table& table, std::vector<std::string>& patterns, std::vector<std::string>* used) {
   auto note = [used](const std::string& name) {
@@ -140,7 +128,7 @@ std::string to_string(const initiator& i) {
 namespace {
 
 // Bump when `signature` gains, loses or changes a field (the size catches most changes by itself).
-const std::string kKbCacheSchema = "kb-signatures-4-" + std::to_string(sizeof(signature));
+const std::string kKbCacheSchema = "kb-signatures-5-" + std::to_string(sizeof(signature));
 
 std::vector<std::string> str_list(const YAML::Node& n) {
   std::vector<std::string> out;
@@ -235,22 +223,31 @@ result<signature> parse_signature(const std::string& file, const std::string& te
   return s;
 }
 
-std::string fnv1a_hex(const std::vector<std::pair<std::string, std::string>>& files) {
+// A 64-bit hash of (name, text) pairs, hex: FNV-1a's prime over 8-byte words, each step folded (h ^= h >> 32)
+// so that a word's high bytes reach the low bits, then the tail bytes and a NUL after each text. Only
+// `pred(name)` files count. Bytewise FNV-1a over the 0.8 MB of built-in texts,
+// twice, was 9M instructions of every start (a third of loading the cached knowledge base).
+template <class Pred>
+std::string files_hash_hex(const std::vector<std::pair<std::string, std::string>>& files, std::string_view seed, Pred pred) {
+  constexpr std::uint64_t kPrime = 1099511628211ull;
   std::uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](std::string_view s) {  // each text, then a NUL
-    for (unsigned char c : s) {
-      h ^= c;
-      h *= 1099511628211ull;
+  auto mix = [&h](std::string_view t) {
+    std::size_t i = 0;
+    for (; i + 8 <= t.size(); i += 8) {
+      std::uint64_t w;
+      std::memcpy(&w, t.data() + i, 8);
+      h = (h ^ w) * kPrime;
+      h ^= h >> 32;
     }
-    h *= 1099511628211ull;  // ^= '\0' changes nothing
+    for (; i < t.size(); ++i) h = (h ^ static_cast<unsigned char>(t[i])) * kPrime;
+    h *= kPrime;  // the NUL after each text
   };
-  for (const auto& [n, t] : files) {
-    mix(n);
-    mix(t);
-  }
-  std::ostringstream o;
-  o << std::hex << h;
-  return o.str();
+  mix(seed);
+  for (const auto& [n, t] : files)
+    if (pred(n)) mix(n), mix(t);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(h));
+  return hex;
 }
 
 }  // namespace
@@ -301,25 +298,19 @@ status read_macros(const std::string& file, const std::string& text, macro_table
 std::string signature_cache_path(const std::vector<std::pair<std::string, std::string>>& files) {
   std::string dir = ff::detail::cache_dir();
   if (dir.empty()) return "";
-  std::vector<std::pair<std::string, std::string>> sig_files{{kKbCacheSchema, ""}};
-  for (const auto& f : files)
-    if (is_signature_file(f.first) || is_macro_file(f.first)) sig_files.push_back(f);
-  return dir + "/kb-" + fnv1a_hex(sig_files) + ".cbor";
+  auto sig = [](const std::string& name) { return is_signature_file(name) || is_macro_file(name); };
+  return dir + "/kb-" + files_hash_hex(files, kKbCacheSchema, sig) + ".bin";
 }
 
 // Signatures in file order, as parse_signature gave them; false on any doubt (absent, foreign, stale).
 bool load_signature_cache(const std::string& path, std::size_t expected, std::vector<signature>& out) {
-  std::string bytes;
-  if (path.empty() || !ff::detail::read_cache_file(path, 64u << 20, bytes)) return false;
-  try {
-    auto j = nlohmann::json::from_cbor(bytes);
-    if (!j.is_array() || j.size() != expected) return false;
-    out = j.get<std::vector<signature>>();
-    return true;
-  } catch (const nlohmann::json::exception&) {
-    out.clear();
-    return false;
-  }
+  ff::detail::cache_bytes bytes;
+  if (path.empty() || !bytes.read(path, 64u << 20)) return false;
+  ff::detail::byte_reader r(bytes.view());
+  r.get(out);
+  if (r.ok() && r.at_end() && out.size() == expected) return true;
+  out.clear();
+  return false;
 }
 }  // namespace
 
@@ -403,13 +394,11 @@ result<library> library::from_files(const std::vector<std::pair<std::string, std
     else lib.signatures.push_back(std::move(s));
   }
   if (!cached && !cache.empty()) {
-    try {
-      auto bytes = nlohmann::json::to_cbor(nlohmann::json(parsed));
-      ff::detail::store_cache_file(cache, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-    } catch (const nlohmann::json::exception&) {  // text that is not UTF-8: not cached, still loaded
-    }
+    ff::detail::byte_writer w;
+    w.put(parsed);
+    ff::detail::store_cache_file(cache, w.out);
   }
-  lib.content_hash = fnv1a_hex(files);
+  lib.content_hash = files_hash_hex(files, "", [](const std::string&) { return true; });
   return lib;
 }
 

@@ -73,10 +73,10 @@ std::string cache_path(const std::string& key) {
 }
 
 bool load_cached(const std::string& path, hs_database_t** db) {
-  std::string bytes;
-  if (!ff::detail::read_cache_file(path, 256u << 20, bytes)) return false;
+  ff::detail::cache_bytes bytes;
+  if (!bytes.read(path, 256u << 20)) return false;
   // hs_deserialize_database checks the platform and version; a stale or foreign file just fails.
-  return hs_deserialize_database(bytes.data(), bytes.size(), db) == HS_SUCCESS;
+  return hs_deserialize_database(bytes.view().data(), bytes.view().size(), db) == HS_SUCCESS;
 }
 
 void store_cached(const std::string& path, const hs_database_t* db) {

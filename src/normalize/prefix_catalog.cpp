@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <tuple>
 #include <map>
 #include <unordered_map>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
+#include "../base/cache.hpp"
 #include "firstfault/normalize.hpp"
 
 namespace ff::normalize {
@@ -166,14 +169,34 @@ void prefix_catalog::order_by_samples(prefix_catalog& cat, const std::vector<pre
   cat.impl_->pats = std::move(pats);
 }
 
-result<prefix_catalog> prefix_catalog::load(const std::vector<std::pair<std::string, std::string>>& files) {
-  prefix_catalog cat;
-  static std::atomic<std::uint64_t> generations{0};
-  cat.impl_->generation = ++generations;
-  re2::RE2::Options ro;
-  ro.set_log_errors(false);
-  cat.impl_->set = std::make_unique<re2::RE2::Set>(ro, re2::RE2::ANCHOR_START);
-  std::vector<prefix_sample> samples;
+namespace {
+// The parsed and ordered catalogue is cached (base/cache.hpp) keyed by the prefix files' names and texts:
+// the YAML parse and the ordering by samples were a quarter of a small diagnosis's instructions (24M of
+// 106M). Bump kPrefixCacheSchema when prefix_def, prefix_sample or the ordering changes. A hit still
+// compiles every regexp and checks every sample below.
+constexpr std::string_view kPrefixCacheSchema = "prefix-catalogue-1";
+
+std::string prefix_cache_path(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::string dir = ff::detail::cache_dir();
+  if (dir.empty()) return "";
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the schema, then each name and text (NUL after each)
+  auto mix = [&h](std::string_view t) {
+    for (unsigned char c : t) h = (h ^ c) * 1099511628211ull;
+    h *= 1099511628211ull;
+  };
+  mix(kPrefixCacheSchema);
+  for (const auto& [name, text] : files) mix(name), mix(text);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return dir + "/prefixes-" + hex + ".bin";
+}
+}  // namespace
+
+auto cache_fields(prefix_def& d) { return std::tie(d.name, d.title, d.regex, d.ts_format, d.midline); }
+auto cache_fields(prefix_catalog::prefix_sample& s) { return std::tie(s.prefix, s.file, s.line, s.expect); }
+
+status prefix_catalog::parse_files(const std::vector<std::pair<std::string, std::string>>& files, std::vector<prefix_def>& defs,
+                                   std::vector<prefix_sample>& samples) {
   for (const auto& [fname, text] : files) {
     YAML::Node doc;
     try {
@@ -190,39 +213,73 @@ result<prefix_catalog> prefix_catalog::load(const std::vector<std::pair<std::str
         d.regex = p["regex"].as<std::string>();
         d.ts_format = p["ts_format"] ? p["ts_format"].as<std::string>() : "";
         d.midline = p["midline"] && p["midline"].as<bool>();
+        if (!p["samples"]) return error{fname + ": prefix " + d.name + ": no samples (every prefix needs at least one)"};
+        for (const auto& smp : p["samples"]) {
+          prefix_sample one{d.name, fname, smp["line"].as<std::string>(), {}};
+          if (smp["expect"])
+            for (const auto& kv : smp["expect"]) one.expect[kv.first.as<std::string>()] = kv.second.as<std::string>();
+          samples.push_back(std::move(one));
+        }
       } catch (const YAML::Exception& e) {
         return error{fname + ": prefix entry: " + e.what()};
       }
-      impl::compiled c;
-      c.re = std::make_unique<re2::RE2>(d.regex, ro);
-      if (!c.re->ok()) return error{fname + ": prefix " + d.name + ": bad regex: " + c.re->error()};
-      c.n_groups = c.re->NumberOfCapturingGroups();
-      for (const auto& [gname, idx] : c.re->NamedCapturingGroups()) {
-        if (gname == "rank") c.g_rank = idx;
-        else if (gname == "local_rank") c.g_local_rank = idx;
-        else if (gname == "host") c.g_host = idx;
-        else if (gname == "task") c.g_task = idx;
-        else if (gname == "ts") c.g_ts = idx;
-        else if (gname == "level") c.g_level = idx;
-      }
-      // A prefix with a time in it matches new bytes on every line: a memo would only fill up.
-      c.memo_ok = memo_safe(d.regex) && c.g_ts < 0;
-      if (c.g_ts >= 0 && d.ts_format.empty()) return error{fname + ": prefix " + d.name + ": has (?P<ts>) but no ts_format"};
-      c.ts_format = d.ts_format;
-      cat.impl_->pats.push_back(std::move(c));
-      if (p["samples"])
-        for (const auto& s : p["samples"]) {
-          prefix_sample smp{d.name, fname, s["line"].as<std::string>(), {}};
-          if (s["expect"])
-            for (const auto& kv : s["expect"]) smp.expect[kv.first.as<std::string>()] = kv.second.as<std::string>();
-          samples.push_back(std::move(smp));
-        }
-      else
-        return error{fname + ": prefix " + d.name + ": no samples (every prefix needs at least one)"};
-      cat.defs_.push_back(std::move(d));
+      defs.push_back(std::move(d));
     }
   }
-  order_by_samples(cat, samples);
+  return ok();
+}
+
+result<prefix_catalog> prefix_catalog::load(const std::vector<std::pair<std::string, std::string>>& files) {
+  prefix_catalog cat;
+  static std::atomic<std::uint64_t> generations{0};
+  cat.impl_->generation = ++generations;
+  re2::RE2::Options ro;
+  ro.set_log_errors(false);
+  cat.impl_->set = std::make_unique<re2::RE2::Set>(ro, re2::RE2::ANCHOR_START);
+  std::vector<prefix_sample> samples;
+  const std::string cache = prefix_cache_path(files);
+  ff::detail::cache_bytes bytes;
+  bool cached = false;
+  if (!cache.empty() && bytes.read(cache, 16u << 20)) {
+    ff::detail::byte_reader r(bytes.view());
+    r.get(cat.defs_), r.get(samples);
+    cached = r.ok() && r.at_end();
+    if (!cached) cat.defs_.clear(), samples.clear();
+  }
+  if (!cached)
+    if (auto st = parse_files(files, cat.defs_, samples); !st) return st.error();
+  auto file_of = [&samples](const std::string& prefix) -> std::string {  // every entry has a sample (parse_files)
+    for (const auto& smp : samples)
+      if (smp.prefix == prefix) return smp.file + ": ";
+    return "";
+  };
+  for (const auto& d : cat.defs_) {
+    impl::compiled c;
+    c.re = std::make_unique<re2::RE2>(d.regex, ro);
+    if (!c.re->ok()) return error{file_of(d.name) + "prefix " + d.name + ": bad regex: " + c.re->error()};
+    c.n_groups = c.re->NumberOfCapturingGroups();
+    for (const auto& [gname, idx] : c.re->NamedCapturingGroups()) {
+      if (gname == "rank") c.g_rank = idx;
+      else if (gname == "local_rank") c.g_local_rank = idx;
+      else if (gname == "host") c.g_host = idx;
+      else if (gname == "task") c.g_task = idx;
+      else if (gname == "ts") c.g_ts = idx;
+      else if (gname == "level") c.g_level = idx;
+    }
+    // A prefix with a time in it matches new bytes on every line: a memo would only fill up.
+    c.memo_ok = memo_safe(d.regex) && c.g_ts < 0;
+    if (c.g_ts >= 0 && d.ts_format.empty()) return error{file_of(d.name) + "prefix " + d.name + ": has (?P<ts>) but no ts_format"};
+    c.ts_format = d.ts_format;
+    cat.impl_->pats.push_back(std::move(c));
+  }
+  if (!cached) {
+    order_by_samples(cat, samples);
+    if (!cache.empty()) {
+      ff::detail::byte_writer w;
+      w.put(cat.defs_), w.put(samples);
+      ff::detail::store_cache_file(cache, w.out);
+    }
+  }
   for (const auto& d : cat.defs_) {
     std::string err;
     if (cat.impl_->set->Add(d.regex, &err) < 0) return error{"prefix " + d.name + ": " + err};

@@ -32,9 +32,13 @@ check "healthy exits 0" test "$rc" -eq 0
 check "healthy says so" has "$out" "verdict: healthy"
 
 # every corpus report validates
+# (each report is kept in $tmp/reports for the placeholder and evidence checks further down: one run per case)
 allvalid=0
+mkdir -p "$tmp/reports"
 for c in "$CORPUS"/*/; do
-  "$BIN" diagnose "$c/logs" --format json 2>/dev/null | /usr/bin/python3 "$T/cli/validate_report.py" >/dev/null || { allvalid=1; echo "  invalid report: $c"; }
+  r="$tmp/reports/$(basename "$c").json"
+  "$BIN" diagnose "$c/logs" --format json 2>/dev/null >"$r"
+  /usr/bin/python3 "$T/cli/validate_report.py" <"$r" >/dev/null || { allvalid=1; echo "  invalid report: $c"; }
 done
 check "every corpus report validates" test "$allvalid" -eq 0
 
@@ -312,10 +316,10 @@ check "planted: no piece of a value in watch --json alerts, --exec input, webhoo
 
 # Reports: over every corpus case, no unfilled {placeholder} and no "(unknown ...)" text in any report field.
 unfilled=0
-for d in "$CORPUS"/*/logs; do
-  "$BIN" diagnose "$d" --format json --no-history 2>/dev/null >"$tmp/report.json"
-  grep -oE '\{[a-z_.]+\}|\(unknown[^)]*\)' "$tmp/report.json" | head -1 | sed "s|^|  $d: |" >>"$tmp/unfilled"
-  python3 "$T/cli/check_evidence.py" "$d" <"$tmp/report.json" >>"$tmp/nofileline"
+for d in "$CORPUS"/*/logs; do  # the reports written by "every corpus report validates" above
+  r="$tmp/reports/$(basename "$(dirname "$d")").json"
+  grep -oE '\{[a-z_.]+\}|\(unknown[^)]*\)' "$r" | head -1 | sed "s|^|  $d: |" >>"$tmp/unfilled"
+  python3 "$T/cli/check_evidence.py" "$d" <"$r" >>"$tmp/nofileline"
 done
 check "reports: no unfilled placeholder or (unknown) text in any corpus report" sh -c "! test -s '$tmp/unfilled' || { cat '$tmp/unfilled'; false; }"
 check "reports: every evidence item has a file and a line, every verify is a command (no prose, <placeholder> or ...)" sh -c "! test -s '$tmp/nofileline' || { cat '$tmp/nofileline'; false; }"

@@ -323,3 +323,35 @@ TEST(mask_keyed, same_key_same_token_other_key_other_token_secrets_numbered) {
   EXPECT_EQ(ff::mask::job_key("k", "").size(), 1u);  // no job id: the site key itself
   EXPECT_EQ(ff::mask::job_key("", "4711").size(), 64u);
 }
+
+// The masker's rule set holds each rule with its counted repetitions unbounded (relax_counted_repeats) and
+// confirms a relaxed rule with the exact regexp: the relaxed text must match wherever the exact one does,
+// and escapes and classes that hold braces must come through unchanged.
+TEST(mask_set, relax_counted_repeats) {
+  bool changed = false;
+  EXPECT_EQ(ff::mask::relax_counted_repeats(R"x(\bhf_[A-Za-z0-9]{30,})x", &changed), R"x(\bhf_[A-Za-z0-9]+)x");
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(ff::mask::relax_counted_repeats(R"x("([^"\\\n]{1,256})")x", &changed), R"x("([^"\\\n]+)")x");
+  EXPECT_EQ(ff::mask::relax_counted_repeats(R"x([bBrRuU]{0,2}x{3}?)x", &changed), R"x([bBrRuU]*x+?)x");
+  EXPECT_EQ(ff::mask::relax_counted_repeats(R"x([{}0-9]\x{41}\p{Greek}\Qa{2}\E{ {a} {,3})x", &changed),
+            R"x([{}0-9]\x{41}\p{Greek}\Qa{2}\E{ {a} {,3})x");
+  EXPECT_FALSE(changed);
+  EXPECT_EQ(ff::mask::relax_counted_repeats(R"x([]{2}]{2}[^]{]{1,2}[[:digit:]{]{4})x", &changed), R"x([]{2}]+[^]{]+[[:digit:]{]+)x");
+  // Random texts over the pieces of a rule with bounds: the relaxed regexp matches every text the exact one does.
+  const std::string exact = R"x((?i)\bkey[:=]\s*"([^"\n]{1,6})"|\b[0-9a-f]{2}(?::[0-9a-f]{2}){2}\b)x";
+  const re2::RE2 e(exact), r(ff::mask::relax_counted_repeats(exact, &changed));
+  ASSERT_TRUE(e.ok() && r.ok() && changed);
+  const std::vector<std::string> pieces = {"key", "KEY=", ":", "\"", "ab", "0f", "9", " ", "abcdefg", "x", "\n"};
+  ff::testing::lcg next(11);
+  int matched = 0, looser = 0;
+  for (int i = 0; i < 100000; ++i) {
+    std::string l;
+    for (std::size_t k = 0, n = next() % 8; k < n; ++k) l += pieces[next() % pieces.size()];
+    bool m = re2::RE2::PartialMatch(l, e);
+    matched += m;
+    if (m) ASSERT_TRUE(re2::RE2::PartialMatch(l, r)) << "line: '" << l << "'";
+    else looser += re2::RE2::PartialMatch(l, r);
+  }
+  EXPECT_GT(matched, 50);
+  EXPECT_GT(looser, 0);  // the confirmation step has something to reject
+}

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -643,13 +644,66 @@ TEST(prefix_catalog_load, sample_with_wrong_expectation_fails) {
 TEST(prefix_catalog_load, bad_regex_and_missing_samples_fail) {
   auto bad = prefix_catalog::load({{"b.yaml", "prefixes:\n  - name: broken\n    regex: '(unclosed'\n    samples:\n      - line: x\n"}});
   ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().message.find("broken"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("b.yaml: prefix broken: bad regex"), std::string::npos) << bad.error().message;
   auto nos = prefix_catalog::load({{"n.yaml", "prefixes:\n  - name: lonely\n    regex: 'x: '\n"}});
   ASSERT_FALSE(nos);
   EXPECT_NE(nos.error().message.find("lonely"), std::string::npos) << nos.error().message;
   auto nots = prefix_catalog::load({{"ts.yaml", "prefixes:\n  - name: tsnofmt\n    regex: '(?P<ts>\\d+) '\n    samples:\n      - line: '1 x'\n"}});
   ASSERT_FALSE(nots);
-  EXPECT_NE(nots.error().message.find("ts_format"), std::string::npos) << nots.error().message;
+  EXPECT_NE(nots.error().message.find("ts.yaml: prefix tsnofmt: has (?P<ts>) but no ts_format"), std::string::npos) << nots.error().message;
+}
+
+// The parsed and ordered catalogue is cached: a catalogue loaded from the cache has the same entries in the
+// same order and peels every sample line as one parsed from YAML; a corrupt cache file is parsed again.
+TEST(prefix_catalog_load, the_cache_gives_the_same_catalogue) {
+  auto dir = std::filesystem::temp_directory_path() / ("ff-prefixcache-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ::setenv("FIRSTFAULT_CACHE_DIR", "off", 1);
+  auto lib = ff::kb::library::load(true, {});
+  ASSERT_TRUE(lib);
+  const auto& files = lib.value().prefix_files;
+  auto reference = prefix_catalog::load(files);
+  ASSERT_TRUE(reference);
+  ::setenv("FIRSTFAULT_CACHE_DIR", dir.c_str(), 1);
+  auto first = prefix_catalog::load(files);   // parsed, stored
+  auto second = prefix_catalog::load(files);  // from the cache
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(second);
+  std::vector<std::filesystem::path> caches;
+  for (auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename().string().rfind("prefixes-", 0) == 0) caches.push_back(e.path());
+  ASSERT_EQ(caches.size(), 1u);
+  auto describe = [](const prefix_catalog& c) {
+    std::string out;
+    for (const auto& d : c.defs()) out += d.name + '\x1f' + d.title + '\x1f' + d.regex + '\x1f' + d.ts_format + (d.midline ? "m" : "-") + '\n';
+    return out;
+  };
+  EXPECT_EQ(describe(second.value()), describe(reference.value()));
+  EXPECT_EQ(second.value().fingerprint(), reference.value().fingerprint());
+  EXPECT_TRUE(second.value().lexer_enabled());
+  std::size_t lines = 0;
+  for (const auto& [name, text] : files) {
+    std::istringstream in(text);
+    std::string l;
+    while (std::getline(in, l)) {
+      auto at = l.find("line: '");
+      if (at == std::string::npos || l.size() < at + 8) continue;
+      std::string line = l.substr(at + 7, l.size() - at - 8);
+      line_meta a, b;
+      reference.value().normalize(line, a);
+      second.value().normalize(line, b);
+      EXPECT_EQ(names(a), names(b)) << line;
+      EXPECT_EQ(a.body, b.body) << line;
+      ++lines;
+    }
+  }
+  EXPECT_GT(lines, 30u);
+  std::ofstream(caches[0], std::ios::binary | std::ios::trunc) << "\x05garbage";
+  auto third = prefix_catalog::load(files);  // corrupt cache: parsed again
+  ASSERT_TRUE(third);
+  EXPECT_EQ(describe(third.value()), describe(reference.value()));
+  ::unsetenv("FIRSTFAULT_CACHE_DIR");
+  std::filesystem::remove_all(dir);
 }
 
 // The memo of prefix captures is a shortcut: on every line of the test corpus, normalize() gives what
