@@ -14,6 +14,7 @@
 
 #include "firstfault/ingest.hpp"
 
+#include "../base/dl.hpp"
 #include "journal.hpp"
 #include "firstfault/text.hpp"
 
@@ -181,6 +182,35 @@ bool line_reader::physical(raw_line& out) {
 
 namespace {
 
+// libarchive is opened at first use (base/dl.hpp): a plain log never needs it. The functions called:
+#define FF_ARCHIVE_FUNCTIONS(X)                                                                                        \
+  X(archive_entry_filetype) X(archive_entry_pathname) X(archive_error_string) X(archive_filter_bytes)                  \
+  X(archive_filter_count) X(archive_format) X(archive_read_data) X(archive_read_free) X(archive_read_new)              \
+  X(archive_read_next_header) X(archive_read_open) X(archive_read_open_fd) X(archive_read_open_filename)               \
+  X(archive_read_support_filter_all) X(archive_read_support_format_raw) X(archive_read_support_format_tar)             \
+  X(archive_read_support_format_zip)
+struct archive_api {
+  FF_ARCHIVE_FUNCTIONS(FF_DL_FIELD)
+};
+const archive_api* la = nullptr;  // set by load_archive()
+
+// libarchive of the Debian package libarchive13, once per process: "" or why it could not be loaded.
+std::string load_archive() {
+  static const std::string why = [] {
+    std::string w;
+    void* h = ff::detail::open_shared("libarchive.so.13", "libarchive (Debian package libarchive13)", &w);
+    if (!h) return w;
+    static archive_api api;
+    bool ok = true;
+    FF_ARCHIVE_FUNCTIONS(FF_DL_BIND)
+    if (!ok) return std::string("libarchive.so.13 lacks a function firstfault uses");
+    la = &api;
+    return std::string();
+  }();
+  return why;
+}
+#undef FF_ARCHIVE_FUNCTIONS
+
 std::string lower(std::string_view s) {
   std::string o(s);
   std::transform(o.begin(), o.end(), o.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -214,25 +244,25 @@ class archive_entry_source final : public line_reader::byte_source {
   /// `whole_stream`: the entry is the whole (raw) stream, so its compressed bytes count from 0; a bundle's
   /// member counts from where the member began (libarchive reads ahead, so that count runs a block late).
   archive_entry_source(archive* a, const options& opt, bool whole_stream)
-      : a_(a), opt_(opt), start_(whole_stream ? 0 : archive_filter_bytes(a, -1)) {}
+      : a_(a), opt_(opt), start_(whole_stream ? 0 : la->archive_filter_bytes(a, -1)) {}
   long read(char* buf, std::size_t n, std::string* err) override {
-    la_ssize_t got = archive_read_data(a_, buf, n);
+    la_ssize_t got = la->archive_read_data(a_, buf, n);
     if (got < 0) {
-      const char* msg = archive_error_string(a_);
+      const char* msg = la->archive_error_string(a_);
       *err = explain_read_error(msg ? msg : "read error");
       return -1;
     }
     total_ += static_cast<std::uint64_t>(got);
     // Lines only matter to the bomb test below, which only runs under a compression filter.
-    if (archive_filter_count(a_) > 1) lines_ += static_cast<std::uint64_t>(std::count(buf, buf + got, '\n'));
+    if (la->archive_filter_count(a_) > 1) lines_ += static_cast<std::uint64_t>(std::count(buf, buf + got, '\n'));
     if (total_ > opt_.max_stream_bytes) {
       *err = "stopped after " + std::to_string(opt_.max_stream_bytes >> 20) + " MiB of decompressed data (limit); the input was cut short";
       cut_short = true;
       return -1;
     }
-    la_int64_t now = archive_filter_bytes(a_, -1);
+    la_int64_t now = la->archive_filter_bytes(a_, -1);
     std::uint64_t compressed = now > start_ ? static_cast<std::uint64_t>(now - start_) : 1;
-    if (archive_filter_count(a_) > 1 &&  // a compression filter is in use (the raw "none" filter counts one)
+    if (la->archive_filter_count(a_) > 1 &&  // a compression filter is in use (the raw "none" filter counts one)
         ((total_ > opt_.bomb_min_bytes && total_ / compressed > opt_.bomb_ratio) ||
          (lines_ > opt_.bomb_min_lines && lines_ / compressed > opt_.bomb_line_ratio))) {
       *err = "decompression bomb: " + std::to_string(total_ >> 20) + " MiB and " + std::to_string(lines_) +
@@ -439,73 +469,81 @@ void read_nested(reader_ctx& ctx, line_reader::byte_source& outer, const source&
     char buf[1 << 16];
     std::string err;
   } p{&outer, {}, {}};
-  archive* in = archive_read_new();
-  archive_read_support_filter_all(in);
-  archive_read_support_format_raw(in);
+  if (auto why = load_archive(); !why.empty()) {
+    ctx.errors.push_back({src.display, why});
+    return;
+  }
+  archive* in = la->archive_read_new();
+  la->archive_read_support_filter_all(in);
+  la->archive_read_support_format_raw(in);
   auto read_cb = [](archive*, void* ud, const void** out) -> la_ssize_t {
     auto* pp = static_cast<pump*>(ud);
     long n = pp->outer->read(pp->buf, sizeof pp->buf, &pp->err);
     *out = pp->buf;
     return n < 0 ? -1 : n;
   };
-  if (archive_read_open(in, &p, nullptr, read_cb, nullptr) != ARCHIVE_OK) {
-    const char* msg = archive_error_string(in);
+  if (la->archive_read_open(in, &p, nullptr, read_cb, nullptr) != ARCHIVE_OK) {
+    const char* msg = la->archive_error_string(in);
     ctx.errors.push_back({src.display, std::string("cannot decompress: ") + (msg ? msg : "unknown format")});
-    archive_read_free(in);
+    la->archive_read_free(in);
     return;
   }
   archive_entry* e = nullptr;
-  if (archive_read_next_header(in, &e) == ARCHIVE_OK) {
+  if (la->archive_read_next_header(in, &e) == ARCHIVE_OK) {
     archive_entry_source es(in, ctx.opt, true);
     std::size_t before = ctx.errors.size();
     read_stream(ctx, es, src);
     mark_cut_short(ctx, before, es.cut_short);
   }
-  archive_read_free(in);
+  la->archive_read_free(in);
 }
 
 // Opens a file or stdin through libarchive: archives are walked member by member, anything else is
 // read as one raw (possibly compressed) stream.
 void read_with_libarchive(reader_ctx& ctx, const std::string& path, bool is_stdin, std::uint64_t size) {
-  archive* a = archive_read_new();
-  archive_read_support_filter_all(a);
+  if (auto why = load_archive(); !why.empty()) {
+    ctx.errors.push_back({is_stdin ? "<stdin>" : path, why});
+    return;
+  }
+  archive* a = la->archive_read_new();
+  la->archive_read_support_filter_all(a);
   bool bundle = !is_stdin && is_archive_name(path);
   if (bundle || is_stdin) {
-    archive_read_support_format_tar(a);
-    archive_read_support_format_zip(a);
+    la->archive_read_support_format_tar(a);
+    la->archive_read_support_format_zip(a);
   }
-  archive_read_support_format_raw(a);
-  int rc = is_stdin ? archive_read_open_fd(a, 0, 1 << 16) : archive_read_open_filename(a, path.c_str(), 1 << 16);
+  la->archive_read_support_format_raw(a);
+  int rc = is_stdin ? la->archive_read_open_fd(a, 0, 1 << 16) : la->archive_read_open_filename(a, path.c_str(), 1 << 16);
   if (rc != ARCHIVE_OK) {
-    const char* msg = archive_error_string(a);
+    const char* msg = la->archive_error_string(a);
     std::string m = msg ? msg : "cannot open";
     // libarchive cannot tell an empty decompressed stream from an unknown format
     if (m.find("Unrecognized archive format") != std::string::npos && is_compressed_name(path))
       ctx.errors.push_back({path, "empty file", false});
     else
       ctx.errors.push_back({path, m});
-    archive_read_free(a);
+    la->archive_read_free(a);
     return;
   }
   archive_entry* entry = nullptr;
   bool any = false;
   for (;;) {
-    rc = archive_read_next_header(a, &entry);
+    rc = la->archive_read_next_header(a, &entry);
     if (rc == ARCHIVE_EOF) break;
     if (rc < ARCHIVE_WARN) {
-      const char* msg = archive_error_string(a);
+      const char* msg = la->archive_error_string(a);
       ctx.errors.push_back({path, std::string("corrupt archive: ") + (msg ? msg : "bad header")});
       break;
     }
-    bool raw = archive_format(a) == ARCHIVE_FORMAT_RAW;
+    bool raw = la->archive_format(a) == ARCHIVE_FORMAT_RAW;
     source src;
     if (raw) {
       src.display = is_stdin ? "<stdin>" : path;
       src.hint = hints_from_path(path, ctx.below(path));
     } else {
-      const char* name = archive_entry_pathname(entry);
+      const char* name = la->archive_entry_pathname(entry);
       std::string member = name ? name : "?";
-      if (archive_entry_filetype(entry) != AE_IFREG) continue;  // links, dirs, devices: never followed
+      if (la->archive_entry_filetype(entry) != AE_IFREG) continue;  // links, dirs, devices: never followed
       if (!looks_like_log_name(member)) continue;
       src.display = path + "!" + member;
       src.hint = hints_from_path(member);
@@ -519,7 +557,76 @@ void read_with_libarchive(reader_ctx& ctx, const std::string& path, bool is_stdi
     if (ctx.stop || raw) break;
   }
   if (!any && rc == ARCHIVE_EOF && !is_stdin && size == 0) ctx.errors.push_back({path, "empty file", false});
-  archive_read_free(a);
+  la->archive_read_free(a);
+}
+
+// A plain (uncompressed, not archived) file, read with read(2) straight into the line reader's buffer:
+// libarchive's raw format copied every block once more and sat in the way of the scan (and linking it
+// loads 11 libraries, ~5 ms of every start, for an input that is plain text nearly always).
+class plain_file_source final : public line_reader::byte_source {
+ public:
+  plain_file_source(int fd, const options& opt) : fd_(fd), opt_(opt) {}
+  long read(char* buf, std::size_t n, std::string* err) override {
+    for (;;) {
+      ssize_t got = ::read(fd_, buf, n);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) {
+        *err = std::string("read error: ") + std::strerror(errno);
+        return -1;
+      }
+      total_ += static_cast<std::uint64_t>(got);
+      if (total_ > opt_.max_stream_bytes) {
+        *err = "stopped after " + std::to_string(opt_.max_stream_bytes >> 20) + " MiB of data (limit); the input was cut short";
+        cut_short = true;
+        return -1;
+      }
+      return static_cast<long>(got);
+    }
+  }
+  bool cut_short = false;
+
+ private:
+  int fd_;
+  const options& opt_;
+  std::uint64_t total_ = 0;
+};
+
+// Whether a file that starts with `head` may be something libarchive's filters decode (so it must go
+// through libarchive, as before): the first two bytes of any of their signatures. gzip 1f 8b, compress
+// 1f 9d, bzip2 "BZh", xz fd 37 7a 58 5a, lzma 5d 00 (the usual properties byte, then the dictionary size),
+// zstd 28 b5 2f fd, lz4 04 22 4d 18 (legacy 02 21 4c 18), lzip "LZIP", lzop 89 4c 5a 4f, uuencode "begin",
+// rpm ed ab ee db, grzip "GRZipII", lrzip "LRZI" (libarchive's archive_read_support_filter_*.c bidders).
+// A plain log starting with one of these pairs just takes the libarchive path.
+bool may_be_filtered(std::string_view head) {
+  if (head.size() < 2) return true;
+  static constexpr std::string_view kPairs[] = {"\x1f\x8b", "\x1f\x9d", "BZ", "\xfd\x37", "\x5d\x00", "\x28\xb5", "\x04\x22", "\x02\x21",
+                                                "LZ", "\x89\x4c", "be", "\xed\xab", "GR", "LR"};
+  for (auto p : kPairs)
+    if (head.substr(0, 2) == p) return true;
+  return false;
+}
+
+// A regular file that is neither a bundle by name nor compressed by its first bytes is read directly;
+// anything else through libarchive. false: not read here (the caller uses libarchive).
+bool read_plain_file(reader_ctx& ctx, const std::string& path) {
+  if (is_archive_name(path) || is_compressed_name(path)) return false;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // libarchive reports it in its words
+  char head[2];
+  ssize_t n = ::pread(fd, head, sizeof head, 0);
+  if (n < 0 || may_be_filtered(std::string_view(head, static_cast<std::size_t>(n)))) {
+    ::close(fd);
+    return false;
+  }
+  source src;
+  src.display = path;
+  src.hint = hints_from_path(path, ctx.below(path));
+  plain_file_source fs_src(fd, ctx.opt);
+  std::size_t before = ctx.errors.size();
+  read_stream(ctx, fs_src, src);
+  mark_cut_short(ctx, before, fs_src.cut_short);
+  ::close(fd);
+  return true;
 }
 
 void read_path(reader_ctx& ctx, const fs::path& p, bool explicit_arg);
@@ -581,7 +688,7 @@ void read_path(reader_ctx& ctx, const fs::path& p, bool explicit_arg) {
     ctx.errors.push_back({ps, "empty file", false});
     return;
   }
-  read_with_libarchive(ctx, ps, false, ec ? 0 : size);
+  if (!read_plain_file(ctx, ps)) read_with_libarchive(ctx, ps, false, ec ? 0 : size);
 }
 
 }  // namespace

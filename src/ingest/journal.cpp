@@ -1,6 +1,8 @@
 // Journal files as text lines (journal.hpp).
 #include "journal.hpp"
 
+#include "../base/dl.hpp"
+
 #include <systemd/sd-journal.h>
 
 #include <cstring>
@@ -11,11 +13,36 @@ namespace ff::ingest::detail {
 
 namespace {
 
+// libsystemd is opened at first use (base/dl.hpp): only `--journal DIR` needs it. The functions called:
+#define FF_SDJ_FUNCTIONS(X) \
+  X(sd_journal_close) X(sd_journal_get_data) X(sd_journal_get_realtime_usec) X(sd_journal_next) X(sd_journal_open_directory)
+struct sd_journal_api {
+  FF_SDJ_FUNCTIONS(FF_DL_FIELD)
+};
+const sd_journal_api* sdj = nullptr;  // set by load_sd_journal()
+
+// libsystemd of the Debian package libsystemd0, once per process: "" or why it could not be loaded.
+std::string load_sd_journal() {
+  static const std::string why = [] {
+    std::string w;
+    void* h = ff::detail::open_shared("libsystemd.so.0", "libsystemd (Debian package libsystemd0)", &w);
+    if (!h) return w;
+    static sd_journal_api api;
+    bool ok = true;
+    FF_SDJ_FUNCTIONS(FF_DL_BIND)
+    if (!ok) return std::string("libsystemd.so.0 lacks a function firstfault uses");
+    sdj = &api;
+    return std::string();
+  }();
+  return why;
+}
+#undef FF_SDJ_FUNCTIONS
+
 // One field of the current entry ("" when absent): sd_journal_get_data returns "FIELD=value".
 std::string field(sd_journal* j, const char* name) {
   const void* data = nullptr;
   std::size_t len = 0;
-  if (sd_journal_get_data(j, name, &data, &len) < 0) return "";
+  if (sdj->sd_journal_get_data(j, name, &data, &len) < 0) return "";
   std::size_t skip = std::strlen(name) + 1;
   if (len < skip) return "";
   return std::string(static_cast<const char*>(data) + skip, len - skip);
@@ -25,7 +52,7 @@ class journal_source final : public line_reader::byte_source {
  public:
   /// `j` is positioned on its first entry already (open_journal checked that there is one).
   explicit journal_source(sd_journal* j) : j_(j) { format_entry(); }
-  ~journal_source() override { sd_journal_close(j_); }
+  ~journal_source() override { sdj->sd_journal_close(j_); }
   journal_source(const journal_source&) = delete;
   journal_source& operator=(const journal_source&) = delete;
 
@@ -34,7 +61,7 @@ class journal_source final : public line_reader::byte_source {
       if (done_) return 0;
       pending_.clear();
       pos_ = 0;
-      int r = sd_journal_next(j_);
+      int r = sdj->sd_journal_next(j_);
       if (r < 0) {
         *err = std::string("journal: ") + std::strerror(-r);
         return -1;
@@ -54,7 +81,7 @@ class journal_source final : public line_reader::byte_source {
  private:
   void format_entry() {
     std::uint64_t usec = 0;
-    if (sd_journal_get_realtime_usec(j_, &usec) < 0) usec = 0;
+    if (sdj->sd_journal_get_realtime_usec(j_, &usec) < 0) usec = 0;
     std::time_t secs = static_cast<std::time_t>(usec / 1000000);
     std::tm tm{};
     gmtime_r(&secs, &tm);
@@ -123,14 +150,18 @@ std::unique_ptr<line_reader::byte_source> open_journal(const std::string& dir, s
     *err = "no journal files (*.journal) in this directory";
     return nullptr;
   }
+  if (auto why = load_sd_journal(); !why.empty()) {
+    *err = why;
+    return nullptr;
+  }
   sd_journal* j = nullptr;
-  if (int r = sd_journal_open_directory(&j, dir.c_str(), 0); r < 0) {
+  if (int r = sdj->sd_journal_open_directory(&j, dir.c_str(), 0); r < 0) {
     *err = std::string("cannot open the journal: ") + std::strerror(-r);
     return nullptr;
   }
-  int r = sd_journal_next(j);
+  int r = sdj->sd_journal_next(j);
   if (r <= 0) {
-    sd_journal_close(j);
+    sdj->sd_journal_close(j);
     *err = r < 0 ? std::string("cannot read the journal: ") + std::strerror(-r)
                  : "no readable journal entries (the files are empty or corrupt)";
     return nullptr;

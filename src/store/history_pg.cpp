@@ -1,6 +1,5 @@
 // The history in PostgreSQL, through libpq (https://www.postgresql.org/docs/15/libpq.html): one database
 // shared by every machine of a cluster (login nodes, the Slurm controller's epilog, watch on the nodes).
-#include <dlfcn.h>
 #include <libpq-fe.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../base/dl.hpp"
 #include "backend.hpp"
 
 namespace ff::history::detail {
@@ -51,29 +51,19 @@ const char* kSelect =
   X(PQclear) X(PQresultStatus) X(PQgetisnull) X(PQgetvalue) X(PQfinish) X(PQerrorMessage) X(PQexecParams) \
   X(PQconnectdbParams) X(PQstatus) X(PQsetNoticeProcessor) X(PQexec) X(PQntuples)
 struct pq_api {
-#define FF_PQ_FIELD(name) decltype(&::name) name = nullptr;
-  FF_PQ_FUNCTIONS(FF_PQ_FIELD)
-#undef FF_PQ_FIELD
+  FF_PQ_FUNCTIONS(FF_DL_FIELD)
 };
 const pq_api* pq = nullptr;  // set by load_pq() before any connection exists
 
 // The libpq of the Debian package libpq5 (its soname), once per process. Returns "" or why it failed.
 std::string load_pq() {
   static const std::string why = [] {
-    void* h = dlopen("libpq.so.5", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      const char* e = dlerror();
-      return std::string("libpq (Debian package libpq5) could not be loaded: ") + (e ? e : "dlopen failed");
-    }
+    std::string w;
+    void* h = ff::detail::open_shared("libpq.so.5", "libpq (Debian package libpq5)", &w);
+    if (!h) return w;
     static pq_api api;
-    auto sym = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-      return fn != nullptr;
-    };
     bool ok = true;
-#define FF_PQ_SYM(name) ok = ok && sym(api.name, #name);
-    FF_PQ_FUNCTIONS(FF_PQ_SYM)
-#undef FF_PQ_SYM
+    FF_PQ_FUNCTIONS(FF_DL_BIND)
     if (!ok) return std::string("libpq.so.5 lacks a function firstfault uses");
     pq = &api;
     return std::string();
