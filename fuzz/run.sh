@@ -61,10 +61,25 @@ if [ ! -d "$seeds/events" ]; then  # events files as scan writes them, decompres
   rm -rf "$tmpe"
 fi
 export FIRSTFAULT_CACHE_DIR=off ASAN_OPTIONS=detect_leaks=0
+# As many targets at once as there are cores (each fuzzer is one process on one core); each target's output
+# goes to build-fuzz/work/<name>.log and its last lines are printed when it ends. Any target that fails
+# (a crash, a leak, a timeout: libFuzzer exits non-zero) fails the run, after the others have finished.
+par=$(nproc 2>/dev/null || echo 1)
+pids=() names=() failed=0
+finish_one() {  # waits for the oldest running target and prints its tail
+  local pid=${pids[0]} name=${names[0]}
+  if ! wait "$pid"; then failed=1; echo "== fuzz_$name FAILED (artifacts in fuzz/regressions/$name/)"; fi
+  echo "== fuzz_$name"; tail -3 "build-fuzz/work/$name.log"
+  pids=("${pids[@]:1}") names=("${names[@]:1}")
+}
 for t in "${targets[@]}"; do
   name=${t#fuzz_}
   mkdir -p "fuzz/regressions/$name" "build-fuzz/work/$name"
   echo "== $t for ${secs}s"
   build-fuzz/fuzz/$t -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
-    -artifact_prefix="fuzz/regressions/$name/" "build-fuzz/work/$name" "$seeds/$name" 2>&1 | tail -3
+    -artifact_prefix="fuzz/regressions/$name/" "build-fuzz/work/$name" "$seeds/$name" >"build-fuzz/work/$name.log" 2>&1 &
+  pids+=($!) names+=("$name")
+  [ ${#pids[@]} -lt "$par" ] || finish_one
 done
+while [ ${#pids[@]} -gt 0 ]; do finish_one; done
+exit $failed

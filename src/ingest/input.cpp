@@ -599,8 +599,9 @@ class plain_file_source final : public line_reader::byte_source {
 // A plain log starting with one of these pairs just takes the libarchive path.
 bool may_be_filtered(std::string_view head) {
   if (head.size() < 2) return true;
-  static constexpr std::string_view kPairs[] = {"\x1f\x8b", "\x1f\x9d", "BZ", "\xfd\x37", "\x5d\x00", "\x28\xb5", "\x04\x22", "\x02\x21",
-                                                "LZ", "\x89\x4c", "be", "\xed\xab", "GR", "LR"};
+  using namespace std::string_view_literals;  // ""sv keeps the NUL in "\x5d\x00"
+  static constexpr std::string_view kPairs[] = {"\x1f\x8b"sv, "\x1f\x9d"sv, "BZ"sv, "\xfd\x37"sv, "\x5d\x00"sv, "\x28\xb5"sv, "\x04\x22"sv,
+                                                "\x02\x21"sv, "LZ"sv, "\x89\x4c"sv, "be"sv, "\xed\xab"sv, "GR"sv, "LR"sv};
   for (auto p : kPairs)
     if (head.substr(0, 2) == p) return true;
   return false;

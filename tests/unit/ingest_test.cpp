@@ -316,6 +316,25 @@ TEST(compressed, zstd_file_is_read) {
   EXPECT_EQ(r.streams[0].hint.host.value_or(""), "node-b");
 }
 
+// A plain file is read directly, not through libarchive; a file whose name does not say it is compressed
+// but whose first bytes do (a .log that is really gzip or zstd) still goes through libarchive's filters.
+TEST(compressed, compressed_bytes_under_a_plain_name_are_decompressed) {
+  temp_dir t;
+  auto p = t.write("src.txt", numbered_lines(500));
+  ASSERT_EQ(sh("gzip -c '" + p + "' > '" + t.str("gz-rank1.log") + "'"), 0);
+  ASSERT_EQ(sh("zstd -q -c '" + p + "' > '" + t.str("zst-rank2.log") + "'"), 0);
+  auto plain = read_all({p});
+  ASSERT_EQ(plain.streams.size(), 1u);
+  for (const char* name : {"gz-rank1.log", "zst-rank2.log"}) {
+    auto r = read_all({t.str(name)});
+    EXPECT_TRUE(r.errors.empty()) << name;
+    ASSERT_EQ(r.streams.size(), 1u) << name;
+    EXPECT_EQ(r.streams[0].lines, plain.streams[0].lines) << name;
+  }
+  EXPECT_EQ(plain.streams[0].lines.size(), 500u);
+  EXPECT_EQ(plain.streams[0].lines[499], numbered_line(500));
+}
+
 TEST(compressed, tar_gz_bundle_members_read_in_place) {
   temp_dir t;
   t.write("src/rank0.log", "r0 line\n");
