@@ -8,10 +8,7 @@
 #include <sstream>
 
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
 #include <tuple>
-#include <type_traits>
 
 #include "../base/cache.hpp"
 #include "firstfault/kb.hpp"
@@ -223,32 +220,6 @@ result<signature> parse_signature(const std::string& file, const std::string& te
   return s;
 }
 
-// A 64-bit hash of (name, text) pairs, hex: FNV-1a's prime over 8-byte words, each step folded (h ^= h >> 32)
-// so that a word's high bytes reach the low bits, then the tail bytes and a NUL after each text. Only
-// `pred(name)` files count. Bytewise FNV-1a over the 0.8 MB of built-in texts,
-// twice, was 9M instructions of every start (a third of loading the cached knowledge base).
-template <class Pred>
-std::string files_hash_hex(const std::vector<std::pair<std::string, std::string>>& files, std::string_view seed, Pred pred) {
-  constexpr std::uint64_t kPrime = 1099511628211ull;
-  std::uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](std::string_view t) {
-    std::size_t i = 0;
-    for (; i + 8 <= t.size(); i += 8) {
-      std::uint64_t w;
-      std::memcpy(&w, t.data() + i, 8);
-      h = (h ^ w) * kPrime;
-      h ^= h >> 32;
-    }
-    for (; i < t.size(); ++i) h = (h ^ static_cast<unsigned char>(t[i])) * kPrime;
-    h *= kPrime;  // the NUL after each text
-  };
-  mix(seed);
-  for (const auto& [n, t] : files)
-    if (pred(n)) mix(n), mix(t);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(h));
-  return hex;
-}
 
 }  // namespace
 
@@ -299,7 +270,7 @@ std::string signature_cache_path(const std::vector<std::pair<std::string, std::s
   std::string dir = ff::detail::cache_dir();
   if (dir.empty()) return "";
   auto sig = [](const std::string& name) { return is_signature_file(name) || is_macro_file(name); };
-  return dir + "/kb-" + files_hash_hex(files, kKbCacheSchema, sig) + ".bin";
+  return dir + "/kb-" + ff::detail::files_hash_hex(files, kKbCacheSchema, sig) + ".bin";
 }
 
 // Signatures in file order, as parse_signature gave them; false on any doubt (absent, foreign, stale).
@@ -398,7 +369,7 @@ result<library> library::from_files(const std::vector<std::pair<std::string, std
     w.put(parsed);
     ff::detail::store_cache_file(cache, w.out);
   }
-  lib.content_hash = files_hash_hex(files, "", [](const std::string&) { return true; });
+  lib.content_hash = ff::detail::files_hash_hex(files, "", [](const std::string&) { return true; });
   return lib;
 }
 

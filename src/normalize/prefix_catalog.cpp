@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
 #include <tuple>
 #include <map>
 #include <unordered_map>
@@ -179,16 +178,7 @@ constexpr std::string_view kPrefixCacheSchema = "prefix-catalogue-1";
 std::string prefix_cache_path(const std::vector<std::pair<std::string, std::string>>& files) {
   std::string dir = ff::detail::cache_dir();
   if (dir.empty()) return "";
-  std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the schema, then each name and text (NUL after each)
-  auto mix = [&h](std::string_view t) {
-    for (unsigned char c : t) h = (h ^ c) * 1099511628211ull;
-    h *= 1099511628211ull;
-  };
-  mix(kPrefixCacheSchema);
-  for (const auto& [name, text] : files) mix(name), mix(text);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return dir + "/prefixes-" + hex + ".bin";
+  return dir + "/prefixes-" + ff::detail::files_hash_hex(files, kPrefixCacheSchema, [](const std::string&) { return true; }) + ".bin";
 }
 }  // namespace
 
