@@ -33,9 +33,14 @@ check "healthy says so" has "$out" "verdict: healthy"
 
 # every corpus report validates
 # (each report is kept in $tmp/reports for the placeholder and evidence checks further down: one run per case)
+# Under the sanitizers (FF_SANITIZED) every second case: the release pass reads them all, and the sanitizers
+# look for memory and undefined-behaviour errors, which the equality guard and the fuzzers also drive.
 allvalid=0
 mkdir -p "$tmp/reports"
+case_stride=1; [ -n "${FF_SANITIZED:-}" ] && case_stride=2
+case_i=0
 for c in "$CORPUS"/*/; do
+  case_i=$((case_i + 1)); [ $(((case_i - 1) % case_stride)) -eq 0 ] || continue
   r="$tmp/reports/$(basename "$c").json"
   "$BIN" diagnose "$c/logs" --format json 2>/dev/null >"$r"
   /usr/bin/python3 "$T/cli/validate_report.py" <"$r" >/dev/null || { allvalid=1; echo "  invalid report: $c"; }
@@ -318,6 +323,7 @@ check "planted: no piece of a value in watch --json alerts, --exec input, webhoo
 unfilled=0
 for d in "$CORPUS"/*/logs; do  # the reports written by "every corpus report validates" above
   r="$tmp/reports/$(basename "$(dirname "$d")").json"
+  [ -f "$r" ] || continue  # a case the sanitizer pass skipped
   grep -oE '\{[a-z_.]+\}|\(unknown[^)]*\)' "$r" | head -1 | sed "s|^|  $d: |" >>"$tmp/unfilled"
   python3 "$T/cli/check_evidence.py" "$d" <"$r" >>"$tmp/nofileline"
 done
