@@ -4,8 +4,9 @@
 //
 //   #define FF_PQ_FUNCTIONS(X) X(PQclear) X(PQexec)
 //   struct pq_api { FF_PQ_FUNCTIONS(FF_DL_FIELD) };
-//   void* h = ff::detail::open_shared("libpq.so.5", "libpq (Debian package libpq5)", &why);
-//   bool ok = true; FF_PQ_FUNCTIONS(FF_DL_BIND)   // with `h`, `api` and `ok` in scope
+//   const pq_api* pq = nullptr;
+//   auto why = ff::detail::load_library_once(pq, "libpq.so.5", "libpq (Debian package libpq5)",
+//                                            [](void* h, pq_api& api) { bool ok = true; FF_PQ_FUNCTIONS(FF_DL_BIND) return ok; });
 //
 // Measured on a small diagnosis (this repository's Debian 12 VM): libpq linked cost 12 ms of every start
 // (22 dependencies), libarchive 5 ms (11), libsystemd 2.5 ms.
@@ -26,6 +27,22 @@ template <class F>
 bool bind_symbol(void* handle, F*& fn, const char* name) {
   fn = reinterpret_cast<F*>(dlsym(handle, name));
   return fn != nullptr;
+}
+
+/// Opens `soname` once per process (per Api type) and fills a static Api with `bind(handle, api)`, which
+/// returns false when a function is missing. Sets `table` on success. Returns "" or why it failed.
+template <class Api, class Bind>
+const std::string& load_library_once(const Api*& table, const char* soname, const char* what, Bind bind) {
+  static const std::string why = [&] {
+    std::string w;
+    void* h = open_shared(soname, what, &w);
+    if (!h) return w;
+    static Api api;
+    if (!bind(h, api)) return std::string(soname) + " lacks a function firstfault uses";
+    table = &api;
+    return std::string();
+  }();
+  return why;
 }
 
 }  // namespace ff::detail

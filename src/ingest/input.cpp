@@ -196,18 +196,11 @@ const archive_api* la = nullptr;  // set by load_archive()
 
 // libarchive of the Debian package libarchive13, once per process: "" or why it could not be loaded.
 std::string load_archive() {
-  static const std::string why = [] {
-    std::string w;
-    void* h = ff::detail::open_shared("libarchive.so.13", "libarchive (Debian package libarchive13)", &w);
-    if (!h) return w;
-    static archive_api api;
+  return ff::detail::load_library_once(la, "libarchive.so.13", "libarchive (Debian package libarchive13)", [](void* h, archive_api& api) {
     bool ok = true;
     FF_ARCHIVE_FUNCTIONS(FF_DL_BIND)
-    if (!ok) return std::string("libarchive.so.13 lacks a function firstfault uses");
-    la = &api;
-    return std::string();
-  }();
-  return why;
+    return ok;
+  });
 }
 #undef FF_ARCHIVE_FUNCTIONS
 

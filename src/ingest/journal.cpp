@@ -23,18 +23,11 @@ const sd_journal_api* sdj = nullptr;  // set by load_sd_journal()
 
 // libsystemd of the Debian package libsystemd0, once per process: "" or why it could not be loaded.
 std::string load_sd_journal() {
-  static const std::string why = [] {
-    std::string w;
-    void* h = ff::detail::open_shared("libsystemd.so.0", "libsystemd (Debian package libsystemd0)", &w);
-    if (!h) return w;
-    static sd_journal_api api;
+  return ff::detail::load_library_once(sdj, "libsystemd.so.0", "libsystemd (Debian package libsystemd0)", [](void* h, sd_journal_api& api) {
     bool ok = true;
     FF_SDJ_FUNCTIONS(FF_DL_BIND)
-    if (!ok) return std::string("libsystemd.so.0 lacks a function firstfault uses");
-    sdj = &api;
-    return std::string();
-  }();
-  return why;
+    return ok;
+  });
 }
 #undef FF_SDJ_FUNCTIONS
 

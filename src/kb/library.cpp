@@ -7,7 +7,6 @@
 #include <fstream>
 #include <sstream>
 
-#include <cstdint>
 #include <tuple>
 
 #include "../base/cache.hpp"

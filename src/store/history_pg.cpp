@@ -57,18 +57,11 @@ const pq_api* pq = nullptr;  // set by load_pq() before any connection exists
 
 // The libpq of the Debian package libpq5 (its soname), once per process. Returns "" or why it failed.
 std::string load_pq() {
-  static const std::string why = [] {
-    std::string w;
-    void* h = ff::detail::open_shared("libpq.so.5", "libpq (Debian package libpq5)", &w);
-    if (!h) return w;
-    static pq_api api;
+  return ff::detail::load_library_once(pq, "libpq.so.5", "libpq (Debian package libpq5)", [](void* h, pq_api& api) {
     bool ok = true;
     FF_PQ_FUNCTIONS(FF_DL_BIND)
-    if (!ok) return std::string("libpq.so.5 lacks a function firstfault uses");
-    pq = &api;
-    return std::string();
-  }();
-  return why;
+    return ok;
+  });
 }
 #undef FF_PQ_FUNCTIONS
 
