@@ -7,10 +7,10 @@ cd "$(dirname "$0")/.."
 secs=${1:-30}; shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_normalize fuzz_extract fuzz_kb_loader fuzz_pipeline fuzz_mask fuzz_ingest fuzz_lsp fuzz_events)
-if ! command -v clang++ >/dev/null; then echo "fuzz: needs clang++ (Debian packages clang, libclang-rt-14-dev)"; exit 2; fi
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFF_FUZZ=ON -DFF_DEVELOPER_MODE=OFF >/dev/null
-cmake --build build-fuzz -j"$(nproc)" >/dev/null
-seeds=build-fuzz/seeds
+bdir=${FF_SAN_BUILD:-build-san}  # shared with make test-sanitize (fuzz/configure.sh)
+./fuzz/configure.sh
+cmake --build "$bdir" -j"$(nproc)" --target firstfault "${targets[@]}" >/dev/null
+seeds=$bdir/seeds
 if [ ! -d "$seeds" ]; then
   mkdir -p "$seeds"/{normalize,extract,kb_loader,pipeline,mask,ingest}
   i=0
@@ -52,7 +52,7 @@ if [ ! -d "$seeds/events" ]; then  # events files as scan writes them, decompres
   i=0
   for d in tests/corpus/run2-torchrun-cgroup-oom-rank0/logs tests/corpus/run-c_rank_exception/logs; do
     i=$((i + 1))
-    if build-fuzz/firstfault scan --quiet --mask-key fuzz -o "$tmpe/$i.ffev" "$d" 2>/dev/null ||
+    if "$bdir/firstfault" scan --quiet --mask-key fuzz -o "$tmpe/$i.ffev" "$d" 2>/dev/null ||
        build/firstfault scan --quiet --mask-key fuzz -o "$tmpe/$i.ffev" "$d" 2>/dev/null; then
       { printf '\x01'; zstd -q -dc "$tmpe/$i.ffev"; } >"$seeds/events/s$i"
       { printf '\x00'; cat "$tmpe/$i.ffev"; } >"$seeds/events/z$i"
@@ -62,22 +62,22 @@ if [ ! -d "$seeds/events" ]; then  # events files as scan writes them, decompres
 fi
 export FIRSTFAULT_CACHE_DIR=off ASAN_OPTIONS=detect_leaks=0
 # As many targets at once as there are cores (each fuzzer is one process on one core); each target's output
-# goes to build-fuzz/work/<name>.log and its last lines are printed when it ends. Any target that fails
+# goes to $bdir/work/<name>.log and its last lines are printed when it ends. Any target that fails
 # (a crash, a leak, a timeout: libFuzzer exits non-zero) fails the run, after the others have finished.
 par=$(nproc 2>/dev/null || echo 1)
 pids=() names=() failed=0
 finish_one() {  # waits for the oldest running target and prints its tail
   local pid=${pids[0]} name=${names[0]}
   if ! wait "$pid"; then failed=1; echo "== fuzz_$name FAILED (artifacts in fuzz/regressions/$name/)"; fi
-  echo "== fuzz_$name"; tail -3 "build-fuzz/work/$name.log"
+  echo "== fuzz_$name"; tail -3 "$bdir/work/$name.log"
   pids=("${pids[@]:1}") names=("${names[@]:1}")
 }
 for t in "${targets[@]}"; do
   name=${t#fuzz_}
-  mkdir -p "fuzz/regressions/$name" "build-fuzz/work/$name"
+  mkdir -p "fuzz/regressions/$name" "$bdir/work/$name"
   echo "== $t for ${secs}s"
-  build-fuzz/fuzz/$t -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
-    -artifact_prefix="fuzz/regressions/$name/" "build-fuzz/work/$name" "$seeds/$name" >"build-fuzz/work/$name.log" 2>&1 &
+  "$bdir/fuzz/$t" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="fuzz/regressions/$name/" "$bdir/work/$name" "$seeds/$name" >"$bdir/work/$name.log" 2>&1 &
   pids+=($!) names+=("$name")
   [ ${#pids[@]} -lt "$par" ] || finish_one
 done

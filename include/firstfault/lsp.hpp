@@ -46,6 +46,9 @@
 
 namespace ff::lsp {
 
+/// LSP DiagnosticSeverity (specification 3.17, "Diagnostic").
+inline constexpr int kSeverityError = 1, kSeverityWarning = 2, kSeverityInformation = 3;
+
 struct options {
   mask::options mask;                        ///< masking of everything in messages (on by default)
   int debounce_ms = 300;                     ///< quiet time after an edit before the document is diagnosed

@@ -7,7 +7,7 @@ namespace ff::cli {
 
 namespace {
 
-struct command {
+struct cli_command {
   std::string path;  // "diagnose", "kb lint"
   const CLI::App* app;
 };
@@ -17,7 +17,7 @@ bool visible(const CLI::App* a) { return !a->get_group().empty(); }
 bool visible_flag(const CLI::Option* o) { return o->nonpositional() && !o->get_group().empty(); }
 
 // Every visible command, depth first.
-void walk(const CLI::App* app, const std::string& prefix, std::vector<command>& out) {
+void walk(const CLI::App* app, const std::string& prefix, std::vector<cli_command>& out) {
   for (const auto* sub : app->get_subcommands(visible)) {
     std::string path = prefix.empty() ? sub->get_name() : prefix + " " + sub->get_name();
     out.push_back({path, sub});
@@ -61,7 +61,7 @@ std::string roff(const std::string& t) {
 }  // namespace
 
 std::string completion_script(const CLI::App& app, const std::string& shell) {
-  std::vector<command> cmds;
+  std::vector<cli_command> cmds;
   walk(&app, "", cmds);
   auto words_of = [](const CLI::App* a) { return join(subnames(a)) + " " + join(flags_of(a)); };
   // bash and zsh: one case arm per command path (the longest paths first, so "kb lint" wins over "kb"),
@@ -106,7 +106,7 @@ std::string completion_script(const CLI::App& app, const std::string& shell) {
 }
 
 std::string man_page(const CLI::App& app, const std::string& version) {
-  std::vector<command> cmds;
+  std::vector<cli_command> cmds;
   walk(&app, "", cmds);
   std::string m;
   m += ".TH FIRSTFAULT 1 \"\" \"" + roff(version) + "\" \"User Commands\"\n";

@@ -12,8 +12,6 @@
 namespace ff::lsp {
 
 namespace {
-// LSP DiagnosticSeverity (specification 3.17, "Diagnostic").
-constexpr int kError = 1, kWarning = 2, kInformation = 3;
 // A header line longer than this is not an LSP header (the stream is not LSP or is corrupt).
 constexpr std::size_t kMaxHeaderLine = 1024;
 // How many lines of a document looks_like_log() reads, and how much text at most.
@@ -240,7 +238,7 @@ std::map<std::string, std::vector<nlohmann::json>> to_diagnostics(const pipeline
       if (!at) continue;
       if (!root_at) root_at = at;
       out[at->first].push_back({{"range", range_of(at->second, width(at->first, at->second))},
-                                {"severity", kError},
+                                {"severity", kSeverityError},
                                 {"source", "firstfault"},
                                 {"code", d.signature.empty() ? d.rule : d.signature},
                                 {"message", msg},
@@ -255,7 +253,7 @@ std::map<std::string, std::vector<nlohmann::json>> to_diagnostics(const pipeline
     msg += fmt::format(", {} line{}", g.count, g.count == 1 ? "" : "s");
     if (!d.kind.empty()) msg += "; follows from the root cause " + d.kind;
     nlohmann::json diag{{"range", range_of(at->second, width(at->first, at->second))},
-                        {"severity", kInformation},
+                        {"severity", kSeverityInformation},
                         {"source", "firstfault"},
                         {"code", g.signature},
                         {"message", msg},
@@ -275,7 +273,7 @@ std::map<std::string, std::vector<nlohmann::json>> to_diagnostics(const pipeline
       else if (s.rank) msg += " (rank " + std::to_string(*s.rank) + ")";
       msg += "; undetermined: " + d.initiating_rule;
       out[at->first].push_back({{"range", range_of(at->second, width(at->first, at->second))},
-                                {"severity", kWarning},
+                                {"severity", kSeverityWarning},
                                 {"source", "firstfault"},
                                 {"code", "suspicious"},
                                 {"message", msg},

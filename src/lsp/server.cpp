@@ -33,7 +33,6 @@ using clock = std::chrono::steady_clock;
 // JSON-RPC and LSP error codes (LSP 3.17, "ErrorCodes").
 constexpr int kParseError = -32700, kInvalidRequest = -32600, kMethodNotFound = -32601, kInvalidParams = -32602,
               kInternalError = -32603, kServerNotInitialized = -32002, kRequestCancelled = -32800;
-constexpr int kWarning = 2;
 // A line of a file that is not open in the editor is measured only when the file is this small; past it
 // the range ends at kUnmeasured, which clients clamp to the line's end (LSP 3.17, "Position").
 constexpr std::uint64_t kMeasureFileBytes = 64u << 20;
@@ -244,7 +243,7 @@ class session {
     if (j.kind == job::what::document) {
       if (j.text.size() > opt_.max_document_bytes) {
         json d{{"range", {{"start", {{"line", 0}, {"character", 0}}}, {"end", {{"line", 0}, {"character", 0}}}}},
-               {"severity", kWarning},
+               {"severity", kSeverityWarning},
                {"source", "firstfault"},
                {"code", "too-large"},
                {"data", {{"role", "too-large"}, {"signature", ""}, {"kind", ""}}},

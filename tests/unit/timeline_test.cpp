@@ -37,7 +37,7 @@ std::string at(int rank, int s, const std::string& msg) {
   return b + std::string("train.py:1] ") + msg + "\n";
 }
 
-std::string watchdog(int rank, int s) {
+std::string watchdog_line(int rank, int s) {
   char b[400];
   std::snprintf(b, sizeof b,
                 "[rank%d]:[E1206 10:%02d:%02d.000000000 ProcessGroupNCCL.cpp:607] [Rank %d] Watchdog caught collective operation timeout: "
@@ -55,7 +55,7 @@ std::string oom_console(int n, int bad) {
   for (int r = 0; r < n; ++r) log += at(r, 30, "step 2");
   log += "[rank" + std::to_string(bad) + "]:" + std::string(kOom) + "\n";
   for (int r = 0; r < n; ++r)
-    if (r != bad) log += watchdog(r, 11 * 60);
+    if (r != bad) log += watchdog_line(r, 11 * 60);
   return log;
 }
 
@@ -125,7 +125,7 @@ TEST(timeline, a_rank_missing_from_the_timeout_every_other_rank_printed_keeps_it
   std::string log;
   for (int r = 0; r < 48; ++r) log += at(r, 0, "step 1");
   for (int r = 0; r < 48; ++r)
-    if (r != 30) log += watchdog(r, 11 * 60);
+    if (r != 30) log += watchdog_line(r, 11 * 60);
   j.file("console.log", log);
   auto r = j.run();
   const auto* lone = lane_of_rank(r.timeline, 30);
