@@ -19,6 +19,8 @@ bool is_plain(std::string_view raw);
 /// is_plain() of every line of `text` at once: printable ASCII, tabs and '\n' only (a block of lines whose
 /// lines are all plain).
 bool is_plain_lines(std::string_view text);
+/// Index of the first '\n', '\r' or NUL byte of `s` (one pass), or npos.
+std::size_t find_line_end(std::string_view s);
 /// True exactly when sanitize() would return `raw` unchanged: is_plain(), or valid UTF-8 without ESC, other
 /// C0/C1 controls, DEL or bidirectional controls (a tqdm bar's block characters, accented names).
 bool is_clean(std::string_view raw);

@@ -113,7 +113,16 @@ bool line_reader::physical(raw_line& out) {
   if (begin_ < end_ && !skip_lf_) {
     const char* start = buf_.data() + begin_;
     std::size_t avail = end_ - begin_;
-    const char* nl = static_cast<const char*>(std::memchr(start, '\n', avail));
+    // One pass for the line's end; a '\r' or NUL first (rare) takes the general code below.
+    std::size_t e = text::find_line_end(std::string_view(start, avail));
+    if (e != std::string_view::npos && start[e] == '\n' && e <= opt_.max_line_bytes) {
+      begin_ += e + 1;
+      out.text = std::string_view(start, e);
+      out.line_no = ++line_no_;
+      out.truncated = false;
+      return true;
+    }
+    const char* nl = e == std::string_view::npos ? nullptr : static_cast<const char*>(std::memchr(start + e, '\n', avail - e));
     if (nl) {
       std::size_t take = static_cast<std::size_t>(nl - start);
       const char* cr = static_cast<const char*>(std::memchr(start, '\r', take));

@@ -1,6 +1,7 @@
 // Per-stream learning of line prefixes that the catalogue does not list (see normalize.hpp).
 #include <re2/re2.h>
 
+#include <array>
 #include <cctype>
 #include <cstring>
 
@@ -119,14 +120,20 @@ std::pair<std::string_view, std::string> leading_token(std::string_view line) {
 }
 
 namespace {
-std::vector<long> numbers_in(std::string_view t) {
-  std::vector<long> out;
+// The digit runs of a token, in order (each run's value, its first 9 digits). A token is at most
+// kTokenWindow bytes, so it holds at most kTokenWindow / 2 runs: a fixed array, no allocation per line.
+struct token_numbers {
+  std::array<long, kTokenWindow / 2 + 1> v{};
+  std::size_t n = 0;
+};
+token_numbers numbers_in(std::string_view t) {
+  token_numbers out;
   for (std::size_t i = 0; i < t.size();) {
     if (!std::isdigit(static_cast<unsigned char>(t[i]))) { ++i; continue; }
     long v = 0;
     std::size_t j = i;
     for (; j < t.size() && std::isdigit(static_cast<unsigned char>(t[j])); ++j) v = j - i < 9 ? v * 10 + (t[j] - '0') : v;
-    out.push_back(v);
+    if (out.n < out.v.size()) out.v[out.n++] = v;
     i = j;
   }
   return out;
@@ -153,14 +160,18 @@ void prefix_learner::observe(std::string_view line) {
   ++lines_;
   const auto& [t, shape] = token_of(line);
   if (t.empty()) return;
-  if (shapes_.size() >= 64 && !shapes_.count(shape)) return;  // bounded: a log of random tokens learns nothing
-  auto& st = shapes_[shape];
+  auto it = shapes_.find(shape);
+  if (it == shapes_.end()) {
+    if (shapes_.size() >= 64) return;  // bounded: a log of random tokens learns nothing
+    it = shapes_.emplace(shape, shape_stats{}).first;
+  }
+  auto& st = it->second;
   ++st.lines;
-  auto nums = numbers_in(t);
-  st.numbers = static_cast<int>(nums.size());
-  st.values.resize(nums.size());
-  for (std::size_t i = 0; i < nums.size(); ++i)
-    if (st.values[i].size() < 4097) st.values[i].insert(nums[i]);
+  const auto nums = numbers_in(t);
+  st.numbers = static_cast<int>(nums.n);
+  st.values.resize(nums.n);
+  for (std::size_t i = 0; i < nums.n; ++i)
+    if (st.values[i].size() < 4097) st.values[i].insert(nums.v[i]);
 }
 
 bool prefix_learner::peel(std::string_view line, line_meta& out, std::string_view& rest) const {
@@ -181,8 +192,8 @@ bool prefix_learner::peel(std::string_view line, line_meta& out, std::string_vie
     // Ranks count from 0: a set of values far from 0 (pids, ports, years) is not ranks.
     bool small = *vals.rbegin() < 65536 && *vals.begin() <= static_cast<long>(2 * vals.size());
     bool not_a_counter = vals.size() * 2 <= st.lines;  // line numbers and pids change on (almost) every line
-    auto nums = numbers_in(t);
-    if (small && not_a_counter && static_cast<std::size_t>(varying) < nums.size()) out.rank = static_cast<int>(nums[static_cast<std::size_t>(varying)]);
+    const auto nums = numbers_in(t);
+    if (small && not_a_counter && static_cast<std::size_t>(varying) < nums.n) out.rank = static_cast<int>(nums.v[static_cast<std::size_t>(varying)]);
   }
   return true;
 }

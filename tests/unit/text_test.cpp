@@ -129,3 +129,26 @@ TEST(text, is_clean_exactly_when_sanitize_changes_nothing) {
   EXPECT_TRUE(ff::text::is_clean("Epoch 3:  45%|\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88      | 450/1000"));
   EXPECT_FALSE(ff::text::is_clean("45%|\xe2\x96\x88\r46%|\xe2\x96\x88"));
 }
+
+// line_reader's one-pass search for the end of a line: the first '\n', '\r' or NUL, at any offset.
+TEST(text, find_line_end_is_the_first_newline_return_or_nul) {
+  std::uint64_t seed = 4242;
+  auto next = [&seed] {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<unsigned>(seed >> 33);
+  };
+  const char ends[] = {'\n', '\r', '\0'};
+  std::size_t found = 0;
+  for (int i = 0; i < 50000; ++i) {
+    std::string s(next() % 70, 'a');
+    for (auto& c : s) c = static_cast<char>(0x01 + next() % 0xFE);  // every byte but the three (mostly)
+    for (auto& c : s)
+      if (c == '\n' || c == '\r') c = 'x';
+    for (unsigned n = next() % 3; n > 0 && !s.empty(); --n) s[next() % s.size()] = ends[next() % 3];
+    std::size_t naive = s.find_first_of(std::string_view("\n\r\0", 3));
+    ASSERT_EQ(ff::text::find_line_end(s), naive) << i;
+    found += naive != std::string::npos;
+  }
+  EXPECT_GT(found, 20000u);
+  EXPECT_EQ(ff::text::find_line_end(""), std::string_view::npos);
+}
