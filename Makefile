@@ -31,7 +31,8 @@ demo: deps $(BUILD)/build.ninja
 # run of every fuzz target (long runs: make fuzz).
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
-	$(MAKE) --no-print-directory test-sanitize fuzz-smoke
+	$(MAKE) --no-print-directory test-sanitize
+	$(MAKE) --no-print-directory fuzz-smoke  # after: both use $(SAN_BUILD)
 
 test-sanitize: deps
 	FF_SAN_BUILD=$(SAN_BUILD) ./fuzz/configure.sh
@@ -78,4 +79,4 @@ vsix: deps
 	python3 -m zipfile -l $(VSIX)
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) build-asan build-fuzz  # the last two: trees of older versions

@@ -760,8 +760,6 @@ void digits_to_zero(std::string_view line, std::string& out) {
   for (; i < line.size(); ++i) out[i] = line[i] >= '0' && line[i] <= '9' ? '0' : line[i];
 }
 
-// Per thread: the peel of each line shape seen (the line with every ASCII digit written '0'), as layers
-// and group spans; a line of a known shape takes its fields from its own bytes at those spans.
 // The shape memo's hash: eight bytes at a time, multiply and fold (std::hash's byte-wise Murmur cost
 // ~200 instructions on every console line). The map is bounded (kMaxEntries) and its keys are log lines,
 // not chosen to collide; a collision costs a comparison, never a wrong answer.
@@ -785,6 +783,8 @@ struct shape_key_hash {
   }
 };
 
+// Per thread: the peel of each line shape seen (the line with every ASCII digit written '0'), as layers
+// and group spans; a line of a known shape takes its fields from its own bytes at those spans.
 struct shape_memo {
   static constexpr std::size_t kMaxLine = 255;  // offsets fit a byte
   static constexpr std::uint8_t kNone = 0xFF;
