@@ -125,9 +125,10 @@ bool line_reader::physical(raw_line& out) {
     const char* nl = e == std::string_view::npos ? nullptr : static_cast<const char*>(std::memchr(start + e, '\n', avail - e));
     if (nl) {
       std::size_t take = static_cast<std::size_t>(nl - start);
-      const char* cr = static_cast<const char*>(std::memchr(start, '\r', take));
+      // No '\r' or NUL before `e` (find_line_end stopped there).
+      const char* cr = static_cast<const char*>(std::memchr(start + e, '\r', take - e));
       if (cr) take = static_cast<std::size_t>(cr - start);
-      if (take <= opt_.max_line_bytes && !std::memchr(start, '\0', take)) {
+      if (take <= opt_.max_line_bytes && !std::memchr(start + e, '\0', take - e)) {
         begin_ += take + 1;
         if (cr) skip_lf_ = true;
         out.text = std::string_view(start, take);

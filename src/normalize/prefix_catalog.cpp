@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <tuple>
 #include <map>
 #include <unordered_map>
@@ -760,29 +759,6 @@ void digits_to_zero(std::string_view line, std::string& out) {
   for (; i < line.size(); ++i) out[i] = line[i] >= '0' && line[i] <= '9' ? '0' : line[i];
 }
 
-// The shape memo's hash: eight bytes at a time, multiply and fold (std::hash's byte-wise Murmur cost
-// ~200 instructions on every console line). The map is bounded (kMaxEntries) and its keys are log lines,
-// not chosen to collide; a collision costs a comparison, never a wrong answer.
-struct shape_key_hash {
-  std::size_t operator()(const std::string& s) const noexcept {
-    std::uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
-    std::size_t i = 0;
-    for (; i + 8 <= s.size(); i += 8) {
-      std::uint64_t w;
-      std::memcpy(&w, s.data() + i, 8);
-      h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
-      h ^= h >> 31;
-    }
-    if (i < s.size()) {
-      std::uint64_t w = 0;
-      std::memcpy(&w, s.data() + i, s.size() - i);
-      h = (h ^ w) * 0x94D049BB133111EBull;
-      h ^= h >> 29;
-    }
-    return static_cast<std::size_t>(h);
-  }
-};
-
 // Per thread: the peel of each line shape seen (the line with every ASCII digit written '0'), as layers
 // and group spans; a line of a known shape takes its fields from its own bytes at those spans.
 struct shape_memo {
@@ -799,7 +775,7 @@ struct shape_memo {
   };
   std::uint64_t owner = 0;
   int year = 0;
-  std::unordered_map<std::string, entry, shape_key_hash> map;
+  std::unordered_map<std::string, entry> map;
   std::string key;
   static constexpr std::size_t kMaxEntries = 8192;
 };
