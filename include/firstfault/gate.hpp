@@ -17,7 +17,8 @@
 // shortest run of its top-level concatenation (top_level_elements) that holds a literal and matches no
 // healthy text, else the whole fingerprint.
 // Rare means not found in healthy text: kb/_tables/healthy_lines.tsv and the benign signatures' samples.
-// The stages' patterns are gated by their literals too (down to kMinStageAtom bytes) when they have them.
+// The stages' patterns are gated by their literals too (down to kMinStageAtom bytes) when they have them;
+// the others are narrowed the same way, to a run holding an atom of kMinAtom bytes, else kept whole.
 //
 //   auto g = ff::match::gate::build(lib, extra);     // result<gate>
 //   ff::match::gate_scratch s(g.value());
@@ -83,6 +84,11 @@ class gate {
   /// it has no literal of kMinAtom bytes that is rare: none at all, or one found in healthy text
   /// (kb/_tables/healthy_lines.tsv, another benign signature's samples). `kb lint` lists them.
   const std::vector<std::string>& regex_gated() const { return unfiltered_; }
+  /// The stages' patterns that stay regexps in the gate, each as compiled: the whole pattern, or the run
+  /// of it chosen as for a fingerprint when that run holds an atom of kMinAtom bytes (a command-line
+  /// secret rule `--[-\w.]*(?:token|...)(?:\s+|=)...` is gated by `(?:token|...)(?:\s+|=)`). Empty when
+  /// loaded from the cache.
+  const std::vector<std::string>& stage_regexps() const { return stage_regexps_; }
   std::size_t literal_count() const { return literals_; }
   bool from_cache() const { return from_cache_; }
 
@@ -95,6 +101,7 @@ class gate {
   friend class gate_scratch;
   void* db_ = nullptr;
   std::vector<std::string> unfiltered_;
+  std::vector<std::string> stage_regexps_;
   std::size_t literals_ = 0;
   bool from_cache_ = false;
 };

@@ -176,7 +176,11 @@ gate::~gate() {
   if (db_) hs_free_database(static_cast<hs_database_t*>(db_));
 }
 gate::gate(gate&& o) noexcept
-    : db_(o.db_), unfiltered_(std::move(o.unfiltered_)), literals_(o.literals_), from_cache_(o.from_cache_) {
+    : db_(o.db_),
+      unfiltered_(std::move(o.unfiltered_)),
+      stage_regexps_(std::move(o.stage_regexps_)),
+      literals_(o.literals_),
+      from_cache_(o.from_cache_) {
   o.db_ = nullptr;
 }
 gate& gate::operator=(gate&& o) noexcept {
@@ -185,6 +189,7 @@ gate& gate::operator=(gate&& o) noexcept {
     db_ = o.db_;
     o.db_ = nullptr;
     unfiltered_ = std::move(o.unfiltered_);
+    stage_regexps_ = std::move(o.stage_regexps_);
     literals_ = o.literals_;
     from_cache_ = o.from_cache_;
   }
@@ -196,7 +201,7 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
   // Building the gate (atoms of every fingerprint, then the Vectorscan compile) costs about a second, so
   // like the matcher's database it is cached on disk, keyed by the library's content hash, the stages'
   // gate patterns and this code's version (bump kVersion when the atom selection changes).
-  constexpr const char* kVersion = "gate-v5";  // v3: MULTILINE, every match reported; v4: own samples not common; v5: runs
+  constexpr const char* kVersion = "gate-v6";  // v3: MULTILINE, every match reported; v4: own samples not common; v5: runs; v6: stage runs
   std::string key_text = kVersion + std::string("\n") + lib.content_hash;
   for (const auto& e : extra) key_text += "\n" + e;
   std::string cache = detail::cache_path("gate-" + std::to_string(std::hash<std::string>{}(key_text)) + "-" + std::to_string(key_text.size()));
@@ -230,9 +235,11 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
     if (lib.signatures[i].is_benign())
       for (const auto& e : lib.signatures[i].positive) add_healthy(i, e.line);
   const std::size_t kStage = kTable + 1;  // a stage's pattern: only the table counts
+  // Whether healthy text h (a sample of signature `from`, or a table row) counts against pattern `sig`.
+  auto counts = [&](std::size_t sig, std::size_t from) { return from != sig && (sig != kStage || from == kTable); };
   auto common_for = [&](std::size_t sig, const std::string& atom) {
     return std::any_of(healthy.begin(), healthy.end(), [&](const auto& h) {
-      return h.first != sig && (sig != kStage || h.first == kTable) && h.second.find(atom) != std::string::npos;
+      return counts(sig, h.first) && h.second.find(atom) != std::string::npos;
     });
   };
   std::set<std::string> atoms;
@@ -243,14 +250,16 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
   // the run is a superset gate), else the fingerprint itself. `\bloss\s*[:=]\s*[-+]?(?:nan|inf)\b` hits
   // every progress line on "loss" and cost Vectorscan 0.24 s per 100 MB; its run `[-+]?(?:nan|inf)\b`
   // is found on none of them.
-  auto narrowed = [&](std::size_t si, const std::string& fp) -> std::string {
+  // `atom_min`: the shortest atom FilteredRE2 may count; `longest_min`: the run's longest atom must be at
+  // least this long to be taken (else the whole pattern stays).
+  auto narrowed = [&](std::size_t si, const std::string& fp, int atom_min, std::size_t longest_min) -> std::string {
     std::string fl;
     auto el = top_level_elements(fp, &fl);
     re2::RE2::Options o;
     o.set_log_errors(false);
     for (std::size_t len = 1; len <= std::min<std::size_t>(el.size(), 6); ++len) {
       std::string best;
-      std::size_t best_atom = 0;
+      std::size_t best_atom = 0, best_repeats = 0;
       auto assertion = [](const std::string& e) { return e == "\\b" || e == "\\B" || e == "$" || e == "^"; };
       for (std::size_t st = 0; st + len <= el.size(); ++st) {
         // The zero-width assertions next to the run come with it: they cost nothing to keep and let
@@ -261,19 +270,24 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
         std::string w = fl;
         for (std::size_t k = b0; k < b1; ++k) w += el[k];
         bool filtered = false;
-        auto a = required_atoms(w, kMinStageAtom, &filtered);
+        auto a = required_atoms(w, atom_min, &filtered);
         if (!filtered) continue;  // no literal for Vectorscan to look for: not cheaper than the whole
         re2::RE2 wre(w, o);
         if (!wre.ok() || re2::RE2::PartialMatch("", wre)) continue;
         bool common = std::any_of(healthy_raw.begin(), healthy_raw.end(), [&](const auto& h) {
-          return h.first != si && re2::RE2::PartialMatch(h.second, wre);
+          return counts(si, h.first) && re2::RE2::PartialMatch(h.second, wre);
         });
         if (common) continue;
         std::size_t longest = 0;
         for (const auto& x : a) longest = std::max(longest, x.size());
-        if (longest > best_atom) {
+        // Ties go to the run with fewer unbounded repeats (`x*`, `x+`): `KW(?:\s+|=)` over `--[-\w.]*KW`,
+        // whose `[-\w.]*` before the keywords cost Vectorscan 0.7x the 742 literals' own scan time.
+        std::size_t repeats = 0;
+        for (std::size_t k = st; k < st + len; ++k) repeats += !el[k].empty() && (el[k].back() == '*' || el[k].back() == '+');
+        if (longest >= longest_min && (longest > best_atom || (longest == best_atom && repeats < best_repeats))) {
           best = w;
           best_atom = longest;
+          best_repeats = repeats;
         }
       }
       if (!best.empty()) {
@@ -298,7 +312,7 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
       auto a = required_atoms(fp, kMinAtom, &filtered);
       if (!filtered || std::any_of(a.begin(), a.end(), [&](const std::string& x) { return common_for(si, x); })) {
         // No rare literal: a regexp goes into the gate (Vectorscan prefilter, a superset).
-        std::string n = narrowed(si, fp);
+        std::string n = narrowed(si, fp, kMinStageAtom, 0);
         g.unfiltered_.push_back(s.name + ": " + n + (n == fp ? "" : "  (a run of: " + fp + ")"));
         exprs.push_back(n);
         flags.push_back(HS_FLAG_PREFILTER | HS_FLAG_MULTILINE);
@@ -316,7 +330,16 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
     bool filtered = false;
     auto a = required_atoms(e, kMinStageAtom, &filtered);
     if (!filtered || std::any_of(a.begin(), a.end(), [&](const std::string& x) { return common_for(kStage, x); })) {
-      extra_regexps.push_back(e);
+      // Narrowed like a fingerprint, to a run with an atom of kMinAtom bytes at least: the command-line
+      // secret rule `--[-\w.]*(?:password|...|token|...)` whole cost Vectorscan as much as the 742
+      // literals together on the bench console (its leading `--[-\w.]*` keeps the keywords from being
+      // the literals it looks for); its run of keywords costs nothing measurable. The table holds line
+      // bodies, not prefixes, so a run of short atoms (`\d\] ` of a host prefix rule) would pass it and
+      // hit every NCCL line: hence the kMinAtom floor. Atoms are counted down to 2 bytes here because
+      // RE2 factors alternations (`secret|sig|session` becomes `s(?:ecret|ig|ession)`) and, past 16
+      // strings, keeps the 2-byte remainder `ig` as an atom, which a 3-byte floor would treat as "no
+      // literal" for the whole keyword list.
+      extra_regexps.push_back(narrowed(kStage, e, 2, kMinAtom));
       continue;
     }
     atoms.insert(a.begin(), a.end());
@@ -326,6 +349,9 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
     flags.push_back(HS_FLAG_CASELESS | HS_FLAG_MULTILINE);
   }
   g.literals_ = atoms.size();
+  std::sort(extra_regexps.begin(), extra_regexps.end());  // narrowed runs of several rules may coincide
+  extra_regexps.erase(std::unique(extra_regexps.begin(), extra_regexps.end()), extra_regexps.end());
+  g.stage_regexps_ = extra_regexps;
   for (const auto& e : extra_regexps) {
     exprs.push_back(e);
     flags.push_back(HS_FLAG_PREFILTER | HS_FLAG_MULTILINE);

@@ -292,6 +292,40 @@ TEST(gate_atoms, common_literals_gate_on_a_rare_run) {
   ::unsetenv("FIRSTFAULT_CACHE_DIR");
 }
 
+// A stage's pattern without a rare literal is narrowed like a fingerprint, to a run holding an atom of
+// kMinAtom bytes that no healthy line matches; ties go to the run with fewer unbounded repeats, so a
+// command-line secret rule is gated on its keywords, not on `--[-\w.]*` before them. A run of only
+// short atoms (`\d\] ` of a host prefix rule) is never taken: the whole pattern stays.
+TEST(gate_atoms, stage_patterns_gate_on_a_rare_run_with_a_long_atom) {
+  ::setenv("FIRSTFAULT_CACHE_DIR", "off", 1);
+  auto lib = ff::kb::library::from_files({
+      {"kinds.tsv", "kind\tcategory\tmeaning\ncuda_oom\tresource\tout of memory\n"},
+      {"_tables/healthy_lines.tsv", "line\tsource\niteration: 3 | tokens_per_sec: 22.8K | lm_loss: 2.38\ttest\n"},
+  });
+  ASSERT_TRUE(lib) << lib.error().message;
+  const std::string flag_rule = R"((?i)--[-\w.]*(?:password|token|secret|sig)(?:[_-](?:b64|value))?(?:\s+|=)((?:\\/|[^\s"'\\,;&{}\[])+))";
+  const std::string host_rule = R"(^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] ([A-Za-z][\w.-]*) \[\d+\] )";
+  auto g = ff::match::gate::build(lib.value(), {flag_rule, host_rule});
+  ASSERT_TRUE(g) << g.error().message;
+  const auto& re = g.value().stage_regexps();
+  ASSERT_EQ(re.size(), 2u);
+  std::vector<std::string> want = {R"((?i)(?:password|token|secret|sig)(?:[_-](?:b64|value))?(?:\s+|=))", host_rule};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(re, want);
+  ff::match::gate_scratch s(g.value());
+  for (const char* line : {"python train.py --hf-token hf_abc", "torchrun x.py --db_password=s3cret", "[2026-01-02 03:04:05] node-7 [12] started"}) {
+    auto hit = g.value().hit(line, s);
+    ASSERT_TRUE(hit);
+    EXPECT_TRUE(hit.value()) << line;
+  }
+  for (const char* line : {"iteration: 3 | tokens_per_sec: 22.8K | lm_loss: 2.38", "[default0]:node-01:1:1 [0] NCCL INFO x"}) {
+    auto hit = g.value().hit(line, s);
+    ASSERT_TRUE(hit);
+    EXPECT_FALSE(hit.value()) << line;
+  }
+  ::unsetenv("FIRSTFAULT_CACHE_DIR");
+}
+
 // Soundness of the gate on the knowledge base itself: every positive example of every signature (a line
 // its fingerprints match) is a line the gate sends the full way.
 TEST(gate_atoms, every_positive_example_passes_the_gate) {
