@@ -207,8 +207,10 @@ class collector {
   // peeled, plain: line_block::peel()'s results for the line (nullptr, -1: compute them here)
   std::size_t add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit, int host_hit,
                              const normalize::line_meta* peeled, int plain);
+  // `masked`: the line masked already, learnt from and fully peeled; `observed`: (without `masked`) the
+  // learner has seen the raw line and `meta` is its full peel (add_lines' first batch, a line no gate hits).
   std::size_t add_light(stream& st, std::string_view raw_text, std::uint64_t line_no, normalize::line_meta& meta, int plain,
-                        const std::string* masked, int host_hit = -1);
+                        const std::string* masked, int host_hit = -1, bool observed = false);
   // `meta`: the line already peeled (peel()); its body points into the caller's text.
   // `raw`: a light line's text is not masked yet (its kept last line is masked later).
   std::size_t process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light, bool ascii = false, bool raw = true);
