@@ -10,13 +10,21 @@
 namespace ff::normalize {
 
 namespace {
-// RE2's \w and \s, in ASCII (the hand scan below runs only on ASCII text)
-bool word_char(char c) {
-  char l = static_cast<char>(c | 0x20);
-  return (c >= '0' && c <= '9') || (l >= 'a' && l <= 'z') || c == '_';
-}
+// RE2's \w and \s, in ASCII (the hand scan below runs only on ASCII text), and the token class [\w.@-],
+// as a table: the token scan runs on every line (a class test per byte was a quarter of its cost).
+struct byte_classes {
+  bool word[256] = {}, token[256] = {};
+  constexpr byte_classes() {
+    for (int c = 0; c < 256; ++c) {
+      word[c] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+      token[c] = word[c] || c == '.' || c == '@' || c == '-';
+    }
+  }
+};
+constexpr byte_classes kClasses;
+bool word_char(char c) { return kClasses.word[static_cast<unsigned char>(c)]; }
 bool space_char(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }
-bool token_char(char c) { return word_char(c) || c == '.' || c == '@' || c == '-'; }
+bool token_char(char c) { return kClasses.token[static_cast<unsigned char>(c)]; }
 
 constexpr std::size_t kTokenWindow = prefix_learner::kTokenWindow;
 
@@ -27,14 +35,22 @@ std::size_t token_by_regex(std::string_view in) {
   return re2::RE2::PartialMatch(sp, tok, &m) ? m.size() : 0;
 }
 
-// The same extent by hand, for ASCII text: each alternative is deterministic (every repeated class
-// excludes the byte that ends it), so leftmost-first is "the first alternative that fits, each optional
-// part taken when present". extract_test compares the two on generated tokens.
-std::size_t token_by_hand(std::string_view in) {
+// The same extent by hand: each alternative is deterministic (every repeated class excludes the byte
+// that ends it), so leftmost-first is "the first alternative that fits, each optional part taken when
+// present". extract_test compares the two on generated tokens. Only the bracket form's `[^\[\]\s]{1,48}`
+// counts characters where a byte of 0x80 or more can stand (UTF-8): RE2's \w is ASCII, so a non-ASCII
+// byte ends the other runs for both. `*non_ascii` is set when the bracket run meets one (the regexp decides).
+std::size_t token_by_hand(std::string_view in, bool* non_ascii) {
   std::size_t n = in.size();
   if (n > 0 && in[0] == '[') {
     std::size_t k = 1;
-    while (k < n && in[k] != '[' && in[k] != ']' && !space_char(in[k])) ++k;
+    while (k < n && in[k] != '[' && in[k] != ']' && !space_char(in[k])) {
+      if (static_cast<unsigned char>(in[k]) >= 0x80) {
+        *non_ascii = true;
+        return 0;
+      }
+      ++k;
+    }
     if (k < n && in[k] == ']' && k - 1 >= 1 && k - 1 <= 48) {
       std::size_t e = k + 1;
       if (e < n && in[e] == '<') {
@@ -88,7 +104,10 @@ std::size_t detail::leading_token_extent(std::string_view line, bool by_regex) {
   std::string_view in = line.substr(0, kTokenWindow);
   // Every token starts with '[' or a [\w.@-] byte (RE2's \w is ASCII): a body that starts otherwise has none.
   if (in.empty() || (in[0] != '[' && !token_char(in[0]))) return 0;
-  return by_regex || !ascii(in) ? token_by_regex(in) : token_by_hand(in);
+  if (by_regex) return token_by_regex(in);
+  bool non_ascii = false;
+  std::size_t len = token_by_hand(in, &non_ascii);
+  return non_ascii ? token_by_regex(in) : len;
 }
 
 std::pair<std::string_view, std::string> leading_token(std::string_view line) {

@@ -768,13 +768,15 @@ TEST(normalize_shortcuts, the_capture_memo_agrees_with_re2_on_the_corpus) {
 // generated from the bytes that decide each alternative ('[', ']', '<', '>', ':', '|', spaces, word
 // characters), at lengths around the {1,48} and {1,8} bounds and the 96-byte window.
 TEST(prefix_learner, leading_token_hand_scan_equals_regexp) {
-  static const char kAlphabet[] = "[]<>:| \t.@-_aZ09x";
+  // with UTF-8 bytes (an "é" split or whole) and an invalid one: the hand scan takes non-ASCII text too
+  static const char kAlphabet[] = "[]<>:| \t.@-_aZ09x\xc3\xa9\xff";
   ff::testing::lcg next(12345);
   std::vector<std::string> lines = {"[rank3]: x", "[default0]:y", "[1,2]<stdout>:z", "node-1: a", "w | b", "[x]",
                                     std::string(48, 'a') + ": m", std::string(49, 'a') + ": m",
                                     "[" + std::string(48, 'b') + "] m", "[" + std::string(49, 'b') + "] m",
                                     "[a]<" + std::string(8, 'c') + ">: m", "[a]<" + std::string(9, 'c') + ">: m",
-                                    std::string(95, 'q') + ": ", "[" + std::string(94, 'q') + "]"};
+                                    std::string(95, 'q') + ": ", "[" + std::string(94, 'q') + "]",
+                                    "[r\xc3\xa9]: x", "\xc3\xa9t\xc3\xa9: x", "node\xc3\xa9: x", "[" + std::string(47, 'b') + "\xc3\xa9] m"};
   for (int i = 0; i < 200000; ++i) {
     std::string l;
     std::size_t len = next() % 110;
