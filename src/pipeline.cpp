@@ -80,6 +80,8 @@ struct collector::impl {
   correlate::inputs in;
   std::vector<match::hit> hits;
   std::vector<char> block_hit, block_host_hit;  // add_block's per-line gate results
+  line_block head;                               // add_lines' batch, for one scan of each gate
+  std::vector<char> head_hit, head_host_hit;     // its per-line gate results
   // Memory stays bounded however long the input: after kMaxPerKey findings of one signature on one
   // rank, further ones only count as repeats of the last one kept.
   static constexpr int kMaxPerKey = 64;
@@ -444,19 +446,25 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
   clean.reserve(raw.size());
   std::vector<normalize::line_meta> metas(raw.size());
   std::vector<char> plain(raw.size(), 0), host(raw.size(), 1), unmasked(raw.size(), 0);
+  // Both gates scan the batch once, as add_block does (a scan per line cost about 1,300 instructions of
+  // Vectorscan's set-up each: 2% of 24 per-rank files).
+  if (im.light_ok) {
+    im.head.clear();
+    for (const auto& [line, no] : raw) im.head.add(line, no);
+    auto g = im.eng.gate.hit_lines(im.head.text, im.head.starts, im.head_hit, im.gate_scratch);
+    auto h = g ? im.eng.host_gate.hit_lines(im.head.text, im.head.starts, im.head_host_hit, im.host_gate_scratch) : g;
+    if (!g || !h) {
+      if (im.engine_error.empty()) im.engine_error = (!g ? g : h).error().message;
+      return 0;
+    }
+  }
   for (std::size_t i = 0; i < raw.size(); ++i) {
     std::string_view text = raw[i].first;
     if (im.light_ok && !im.masker.line_state_open()) {
       plain[i] = text::is_plain(text) ? 1 : text::is_clean(text) ? 2 : 0;
       if (plain[i]) {
-        auto hit = im.eng.gate.hit(text, im.gate_scratch);
-        auto h = hit && !hit.value() ? im.eng.host_gate.hit(text, im.host_gate_scratch) : hit;
-        if (!hit || !h) {
-          if (im.engine_error.empty()) im.engine_error = (!hit ? hit : h).error().message;
-          return 0;
-        }
-        if (hit.value() || mask::bracket_host_port_candidate(text)) plain[i] = 0;
-        else host[i] = h.value(), unmasked[i] = !h.value();
+        if (im.head_hit[i] || mask::bracket_host_port_candidate(text)) plain[i] = 0;
+        else host[i] = im.head_host_hit[i], unmasked[i] = !im.head_host_hit[i];
       }
     }
     clean.push_back(unmasked[i] ? std::string() : prepare(text));
