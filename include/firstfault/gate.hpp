@@ -15,7 +15,10 @@
 // A fingerprint without a rare atom of at least kMinAtom bytes is put into the gate as a regexp
 // (Vectorscan prefilter mode, a superset of its matches), so recall never depends on the atom choice: the
 // shortest run of its top-level concatenation (top_level_elements) that holds a literal and matches no
-// healthy text, else the whole fingerprint.
+// healthy text, else the whole fingerprint. When that run's literal is short or common but the bytes that
+// can stand before it make literals healthy text lacks (left_context_literals: "inf" of INFO becomes
+// ":inf", "= inf", "-inf" ...), those literals gate it instead: Vectorscan's literal matcher then does not
+// stop at every INFO.
 // Rare means not found in healthy text: kb/_tables/healthy_lines.tsv and the benign signatures' samples.
 // The stages' patterns are gated by their literals too (down to kMinStageAtom bytes) when they have them;
 // the others are narrowed the same way, to a run holding an atom of kMinAtom bytes, else kept whole.
@@ -26,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -45,6 +49,17 @@ std::vector<std::string> required_atoms(const std::string& pattern, int min_len,
 /// Empty when the pattern has a top-level alternation or syntax the splitter does not take (\Q, back
 /// references). Any contiguous run of elements, with the flags, matches inside every match of the whole.
 std::vector<std::string> top_level_elements(std::string_view re, std::string* flags);
+
+/// Literals that cover a run (a regexp of top_level_elements' kind): every match of `run` contains one of
+/// them. Each is a literal of the run (a group of literal alternatives, or literal text) with the bytes
+/// that can stand just before it, added one at a time over every way the elements on its left can end
+/// (small byte sets with ?, *, + or no quantifier; \b ignored) until `usable` accepts it. Empty when a way
+/// reaches the run's first element, needs more than `max_context` bytes, an element is of another kind,
+/// or more than `max_literals` result; of several literals in the run, the one giving the fewest.
+/// Under (?i) the literals are lower case. Example: `[:=]\s*[-+]?(?:nan|inf)\b` with " inf" unusable
+/// gives ":inf", "=inf", "-inf", "+inf", ": inf", "  inf" ... (lower case, bytes of \s included).
+std::vector<std::string> left_context_literals(const std::string& run, const std::function<bool(const std::string&)>& usable,
+                                               std::size_t max_context = 3, std::size_t max_literals = 256);
 
 class gate;
 

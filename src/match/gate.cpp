@@ -155,6 +155,207 @@ std::vector<std::string> top_level_elements(std::string_view re, std::string* fl
 }
 
 namespace {
+// One element of a run, as left_context_literals() reads it: a set of bytes (a class, an escape, one
+// literal byte) with its quantifier, a zero-width assertion, or a group of literal alternatives.
+struct run_element {
+  enum kind_t { bytes, assertion, alternatives, other } kind = other;
+  std::string set;                // bytes: the bytes it matches (lower case under (?i))
+  std::vector<std::string> alts;  // alternatives: each literal (lower case under (?i))
+  char quant = 0;                 // 0 (once), '?', '*' or '+'
+};
+
+bool unescape_byte(std::string_view e, std::size_t& i, char* out) {  // e[i] == '\\'
+  if (i + 1 >= e.size()) return false;
+  char c = e[i + 1];
+  if (std::isalnum(static_cast<unsigned char>(c))) return false;  // \d, \x41 ...: not one literal byte
+  *out = c;
+  i += 2;
+  return true;
+}
+
+// The bytes a class or escape matches; empty when it is not a small, plain set (negated, \w, \S, ranges
+// over 16 bytes).
+std::string byte_set(std::string_view body) {
+  static const std::string kSpace = " \t\n\v\f\r", kDigit = "0123456789";
+  if (body == "\\s") return kSpace;
+  if (body == "\\d") return kDigit;
+  if (body.size() == 2 && body[0] == '\\') {
+    std::size_t i = 0;
+    char c;
+    return unescape_byte(body, i, &c) ? std::string(1, c) : std::string();
+  }
+  if (body.size() < 3 || body.front() != '[' || body.back() != ']' || body[1] == '^') return {};
+  std::string out;
+  for (std::size_t i = 1; i + 1 < body.size();) {
+    char c;
+    if (body[i] == '\\') {
+      std::string_view esc = body.substr(i, 2);
+      if (esc == "\\s" || esc == "\\d") {
+        out += byte_set(esc);
+        i += 2;
+        continue;
+      }
+      if (!unescape_byte(body, i, &c)) return {};
+    } else if (body[i] == '[') {
+      return {};  // [:alpha:] and the like
+    } else {
+      c = body[i++];
+    }
+    if (i + 2 < body.size() && body[i] == '-' && body[i + 1] != ']') {  // a range c-d
+      char d = body[i + 1];
+      if (d == '\\' || d < c || d - c > 16) return {};
+      for (char x = c; x <= d; ++x) out += x;
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  return out.size() <= 16 ? out : std::string();
+}
+
+std::vector<run_element> read_run(const std::vector<std::string>& el, bool caseless) {
+  auto lower = [&](std::string x) {
+    if (caseless) std::transform(x.begin(), x.end(), x.begin(), [](unsigned char c) { return std::tolower(c); });
+    return x;
+  };
+  std::vector<run_element> out;
+  for (const auto& e0 : el) {
+    std::string_view e = e0;
+    char q = 0;
+    // a quantifier is the last byte unless a backslash escapes it ("\\+" is a literal plus)
+    auto escaped_last = [](std::string_view x) {
+      std::size_t n = 0;
+      for (std::size_t k = x.size() - 1; k > 0 && x[k - 1] == '\\'; --k) ++n;
+      return n % 2 == 1;
+    };
+    if (e.size() > 1 && std::strchr("?*+", e.back()) && !escaped_last(e)) {
+      q = e.back();
+      e.remove_suffix(1);
+      if (e.size() > 1 && std::strchr("?*+", e.back()) && !escaped_last(e)) return {};  // lazy/possessive
+    }
+    if (!e.empty() && e.back() == '}' && e.find('{') != std::string_view::npos && e[0] != '\\') return {};  // {n,m}
+    run_element r;
+    r.quant = q;
+    if (e == "\\b" || e == "\\B") {
+      r.kind = run_element::assertion;
+    } else if (e.substr(0, 3) == "(?:" || (e.size() > 2 && e[0] == '(' && e[1] != '?')) {
+      // a group of literal alternatives, or nothing this reads
+      std::string_view inner = e.substr(e[1] == '?' ? 3 : 1, e.size() - (e[1] == '?' ? 4 : 2));
+      std::string cur;
+      for (std::size_t i = 0; i < inner.size();) {
+        char c;
+        if (inner[i] == '|') {
+          r.alts.push_back(lower(cur));
+          cur.clear();
+          ++i;
+        } else if (inner[i] == '\\') {
+          if (!unescape_byte(inner, i, &c)) return {};
+          cur += c;
+        } else if (std::strchr("()[].*+?{}^$", inner[i])) {
+          return {};
+        } else {
+          cur += inner[i++];
+        }
+      }
+      r.alts.push_back(lower(cur));
+      if (std::any_of(r.alts.begin(), r.alts.end(), [](const std::string& a) { return a.empty(); })) return {};
+      r.kind = run_element::alternatives;
+      if (q) return {};  // an optional group: not an anchor, and not read as context
+    } else if (e[0] == '[' || (e[0] == '\\' && e.size() == 2)) {
+      r.set = lower(byte_set(e));
+      if (r.set.empty()) return {};
+      r.kind = run_element::bytes;
+    } else if (!q) {
+      // literal text ("Xid \(" merged by top_level_elements): one element per byte
+      for (std::size_t i = 0; i < e.size();) {
+        run_element b;
+        b.kind = run_element::bytes;
+        char c;
+        if (e[i] == '\\') {
+          if (!unescape_byte(e, i, &c)) return {};
+        } else if (std::strchr(".^$|()[]{}", e[i])) {
+          return {};
+        } else {
+          c = e[i++];
+        }
+        b.set = lower(std::string(1, c));
+        out.push_back(b);
+      }
+      continue;
+    } else if (e.size() == 1 && !std::strchr(".^$|()[]{}", e[0])) {
+      r.set = lower(std::string(e));
+      r.kind = run_element::bytes;
+    } else {
+      return {};
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<std::string> left_context_literals(const std::string& run, const std::function<bool(const std::string&)>& usable,
+                                               std::size_t max_context, std::size_t max_literals) {
+  std::string fl;
+  auto el = top_level_elements(run, &fl);
+  if (el.empty()) return {};
+  auto rs = read_run(el, fl.find('i') != std::string::npos && fl.find('-') == std::string::npos);
+  if (rs.empty()) return {};
+  // Each element, from the right: a literal ending at element j's right edge needs the bytes that can
+  // stand before it. expand() grows `lit` one byte to the left at a time, over every way the elements
+  // left of it can end, until `usable` accepts it; it fails (false) when a way reaches the run's first
+  // element (the byte before is anything) or more than max_context bytes were needed.
+  std::vector<std::string> out;
+  std::function<bool(int, char, const std::string&, std::size_t)> expand = [&](int j, char q, const std::string& lit,
+                                                                            std::size_t added) -> bool {
+    if (usable(lit)) {
+      if (std::find(out.begin(), out.end(), lit) == out.end()) out.push_back(lit);
+      return out.size() <= max_literals;
+    }
+    if (j < 0 || added >= max_context) return false;
+    const auto& e = rs[static_cast<std::size_t>(j)];
+    if (e.kind == run_element::assertion) return expand(j - 1, j > 0 ? rs[static_cast<std::size_t>(j - 1)].quant : 0, lit, added);
+    if (e.kind != run_element::bytes) return false;
+    const char prev_q = j > 0 ? rs[static_cast<std::size_t>(j - 1)].quant : 0;
+    if ((q == '?' || q == '*') && !expand(j - 1, prev_q, lit, added)) return false;  // the element matched nothing
+    for (char c : e.set) {
+      std::string l = std::string(1, c) + lit;
+      // after one byte: `?` and once are used up, `*` and `+` may take more
+      bool ok = (q == '*' || q == '+') ? expand(j, '*', l, added + 1) : expand(j - 1, prev_q, l, added + 1);
+      if (!ok) return false;
+    }
+    return true;
+  };
+  std::vector<std::string> best;
+  for (std::size_t a = 0; a < rs.size(); ++a) {
+    if (rs[a].kind != run_element::alternatives && !(rs[a].kind == run_element::bytes && !rs[a].quant && rs[a].set.size() == 1))
+      continue;
+    // the anchor: a group of alternatives, or the longest run of single literal bytes ending here
+    std::vector<std::string> anchors;
+    std::size_t left = a;
+    if (rs[a].kind == run_element::alternatives) {
+      anchors = rs[a].alts;
+    } else {
+      if (a + 1 < rs.size() && rs[a + 1].kind == run_element::bytes && !rs[a + 1].quant && rs[a + 1].set.size() == 1) continue;
+      std::string lit;
+      while (left < rs.size() && rs[left].kind == run_element::bytes && !rs[left].quant && rs[left].set.size() == 1) {
+        lit.insert(lit.begin(), rs[left].set[0]);
+        if (left == 0) break;
+        --left;
+      }
+      if (!(rs[left].kind == run_element::bytes && !rs[left].quant && rs[left].set.size() == 1)) ++left;
+      anchors = {lit};
+    }
+    out.clear();
+    bool ok = true;
+    const int j = static_cast<int>(left) - 1;
+    for (const auto& an : anchors) ok = ok && expand(j, j >= 0 ? rs[static_cast<std::size_t>(j)].quant : 0, an, 0);
+    if (ok && !out.empty() && (best.empty() || out.size() < best.size())) best = out;
+  }
+  return best;
+}
+
+namespace {
 std::string escape_literal(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -201,7 +402,7 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
   // Building the gate (atoms of every fingerprint, then the Vectorscan compile) costs about a second, so
   // like the matcher's database it is cached on disk, keyed by the library's content hash, the stages'
   // gate patterns and this code's version (bump kVersion when the atom selection changes).
-  constexpr const char* kVersion = "gate-v6";  // v3: MULTILINE, every match reported; v4: own samples not common; v5: runs; v6: stage runs
+  constexpr const char* kVersion = "gate-v7";  // v3: MULTILINE, every match reported; v4: own samples not common; v5: runs; v6: stage runs; v7: left-context literals
   std::string key_text = kVersion + std::string("\n") + lib.content_hash;
   for (const auto& e : extra) key_text += "\n" + e;
   std::string cache = detail::cache_path("gate-" + std::to_string(std::hash<std::string>{}(key_text)) + "-" + std::to_string(key_text.size()));
@@ -313,6 +514,23 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
       if (!filtered || std::any_of(a.begin(), a.end(), [&](const std::string& x) { return common_for(si, x); })) {
         // No rare literal: a regexp goes into the gate (Vectorscan prefilter, a superset).
         std::string n = narrowed(si, fp, kMinStageAtom, 0);
+        // ... unless the run's literal, with the bytes that can stand before it, makes literals that
+        // healthy text does not hold: `[:=]\s*[-+]?(?:nan|inf)\b` is found by "inf" in every "INFO",
+        // and that candidate check cost Vectorscan half as much as the 742 literals' whole scan; "=inf",
+        // ": inf", "-inf" ... are rare.
+        auto lits = left_context_literals(n, [&](std::string x) {
+          std::transform(x.begin(), x.end(), x.begin(), [](unsigned char c) { return std::tolower(c); });
+          return x.size() >= static_cast<std::size_t>(kMinAtom) && !common_for(si, x);
+        });
+        if (!lits.empty()) {
+          g.unfiltered_.push_back(s.name + ": " + n + (n == fp ? "" : "  (a run of: " + fp + ")") + "  as " +
+                                  std::to_string(lits.size()) + " literals with the bytes before them");
+          for (auto& x : lits) {
+            std::transform(x.begin(), x.end(), x.begin(), [](unsigned char c) { return std::tolower(c); });
+            atoms.insert(x);
+          }
+          continue;
+        }
         g.unfiltered_.push_back(s.name + ": " + n + (n == fp ? "" : "  (a run of: " + fp + ")"));
         exprs.push_back(n);
         flags.push_back(HS_FLAG_PREFILTER | HS_FLAG_MULTILINE);

@@ -1,6 +1,7 @@
 // The knowledge base checks itself: lint (schema, order, patterns in both engines) and every example,
 // one test case per signature so that `ctest -R kb.torch_` works.
 #include <gtest/gtest.h>
+#include <re2/re2.h>
 
 #include "test_support.hpp"
 #include <unistd.h>
@@ -324,6 +325,52 @@ TEST(gate_atoms, stage_patterns_gate_on_a_rare_run_with_a_long_atom) {
     EXPECT_FALSE(hit.value()) << line;
   }
   ::unsetenv("FIRSTFAULT_CACHE_DIR");
+}
+
+// left_context_literals: every match of the run holds one of the literals (checked by RE2 on random text
+// over the runs' own bytes); none is a literal `usable` refused; it gives up rather than guess.
+TEST(gate_atoms, left_context_literals_cover_every_match) {
+  // text a healthy run prints: what the literals must not be found in
+  const std::vector<std::string> healthy = {"node-a:41695:41772 [0] nccl info trees", "| number of nan iterations:   0 |",
+                                            "2026-11-30 02:14:01,992 info    [rank2] trainer", "lm loss: 7.9e+00 | loss scale: 1638"};
+  auto usable = [&](const std::string& x) {
+    if (x.size() < 4) return false;
+    std::string l = x;
+    std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+    return std::none_of(healthy.begin(), healthy.end(), [&](const std::string& h) { return h.find(l) != std::string::npos; });
+  };
+  const std::vector<std::string> runs = {R"((?i)[:=]\s*[-+]?(?:nan|inf)\b)", R"((?i)\([-+]?(?:nan|inf)\b)", R"(\s+\d+ \| loss scale:)",
+                                         R"(\): 137\b)", R"(xx[ab]?\+y)"};
+  ff::testing::lcg next(7);
+  const std::string alphabet = ":= \t-+(|)0137naifNAIFxyab\\+ losscale";
+  for (const auto& run : runs) {
+    auto lits = ff::match::left_context_literals(run, usable);
+    ASSERT_FALSE(lits.empty()) << run;
+    for (const auto& l : lits) EXPECT_TRUE(usable(l)) << run << ": " << l;
+    re2::RE2 re(run);
+    ASSERT_TRUE(re.ok()) << run;
+    int matched = 0;
+    for (int i = 0; i < 200000; ++i) {
+      std::string t;
+      std::size_t len = next() % 24;
+      for (std::size_t k = 0; k < len; ++k) t += alphabet[next() % alphabet.size()];
+      // and pieces of the run's own literals, so that matches are not rare
+      if (next() % 2) t.insert(next() % (t.size() + 1), std::vector<std::string>{"nan", "INF", " | loss scale:", "): 137", "xx+y", "xxa+y"}[next() % 6]);
+      if (!re2::RE2::PartialMatch(t, re)) continue;
+      ++matched;
+      std::string lower = t;
+      std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+      bool covered = std::any_of(lits.begin(), lits.end(), [&](const std::string& l) { return lower.find(l) != std::string::npos; });
+      ASSERT_TRUE(covered) << run << " matches '" << t << "' but no literal is in it";
+    }
+    EXPECT_GT(matched, 50) << run;
+  }
+  // " inf" and "inf" alone are refused and the run starts with the anchor: nothing before it is known
+  EXPECT_TRUE(ff::match::left_context_literals(R"((?i)(?:nan|inf)\b)", usable).empty());
+  // an element it does not read (`.`, a negated class) stands before the only literal
+  EXPECT_TRUE(ff::match::left_context_literals(R"(.[^a]nan\b)", usable).empty());
+  // a literal usable as it is needs no context
+  EXPECT_EQ(ff::match::left_context_literals(R"(\): 137\b)", usable), std::vector<std::string>{"): 137"});
 }
 
 // Soundness of the gate on the knowledge base itself: every positive example of every signature (a line
