@@ -120,10 +120,17 @@ struct line_block {
   std::vector<normalize::line_meta> metas;
   std::vector<char> plain;
   bool peeled = false;
+  /// With scan_gates(): each line's verdict of the engine's gate and host gate (gate::hit_lines), so
+  /// add_block() need not scan; `gated` false: add_block() scans.
+  std::vector<char> gate_hit, host_hit;
+  bool gated = false;
   void add(std::string_view line, std::uint64_t line_no);
   /// Peels every line sanitize() leaves unchanged with the catalogue (no stream state: the learner's layer is added
   /// later, in order), so this can run on another thread than the collector.
   void peel(const normalize::prefix_catalog& prefixes);
+  /// Runs both gates over the block (either thread: the verdicts are a function of the bytes). Sets
+  /// `gated` only when both scans succeed; an engine error is left to add_block() to report.
+  void scan_gates(const engine& eng, match::gate_scratch& gate_scratch, match::gate_scratch& host_scratch);
   std::string_view line(std::size_t i) const;  ///< line i, without its '\n'
   std::size_t size() const { return starts.size(); }
   bool empty() const { return starts.empty(); }
