@@ -392,10 +392,8 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
   // The full path for a line the learner has seen raw (add_lines' batch): masked out of stream order, so
   // the masker's line state (a secret running on, a key block) is left to the line after the batch's
   // last; peeled again from the masked text, without a second observation.
-  auto full = [&]() -> std::size_t {
-    if (masked) return process(st, *masked, line_no);
-    if (observed) return process(st, im.masker.apply_detached(text::sanitize(raw_text)), line_no);
-    return std::size_t(-1);
+  auto full = [&]() -> std::size_t {  // (masked or observed)
+    return masked ? process(st, *masked, line_no) : process(st, im.masker.apply_detached(text::sanitize(raw_text)), line_no);
   };
   // A record (traceback, agent error block) is open in this stream: its lines must reach its extractor.
   // That is the extractor of the line's rank (process()), so only the lines of a rank with an open record
@@ -444,21 +442,25 @@ void collector::mask_deferred() {
 
 std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::string, std::uint64_t>>& raw) {
   auto& im = *impl_;
-  // Learn unknown prefixes from the whole batch first, so that its first lines are peeled too. Every line
-  // is masked and learnt from as --exact does (the learner's shapes are those of masked text), but a line
-  // the gate lets through then takes the light path: no extractor, matching or suspicious-line test. (All
-  // of them the full way cost 27% of the CPU time of 1,024 per-rank files: 256 lines of each.)
-  // A line that neither gate hits cannot change the masker's state, and what masking would change in it
-  // (a learnt host, an address) is not what the learner reads: it is learnt from raw, as every line after
-  // the batch is, and masked only if it is kept or takes the full path. (Masking all of them was 12% of
-  // the instructions on 24 per-rank files: about 15,000 per line.)
+  // Learn unknown prefixes from the whole batch first, so that its first lines are peeled too. A line the
+  // gate lets through then takes the light path: no extractor, matching or suspicious-line test. (All of
+  // them the full way cost 27% of the CPU time of 1,024 per-rank files: 256 lines of each.) A line that
+  // neither gate hits cannot change the masker's state, and what masking would change in it (a learnt
+  // host, an address) is not what the learner reads: it is learnt from raw, as every line after the batch
+  // is, and masked only if it is kept or takes the full path. The others are masked first and learnt from
+  // masked, as --exact does. (Masking all of them was 12% of the instructions on 24 per-rank files: about
+  // 15,000 per line.)
   std::vector<std::string> clean;
   clean.reserve(raw.size());
   std::vector<normalize::line_meta> metas(raw.size());
   std::vector<char> plain(raw.size(), 0), host(raw.size(), 1), unmasked(raw.size(), 0);
   // Both gates scan the batch once, as add_block does (a scan per line cost about 1,300 instructions of
-  // Vectorscan's set-up each: 2% of 24 per-rank files).
-  if (im.light_ok) {
+  // Vectorscan's set-up each: 2% of 24 per-rank files), when the batch is no larger than a block: its copy
+  // must not add much memory to a batch of long lines (256 lines of up to 1 MiB each). Else line by line.
+  std::size_t batch_bytes = 0;
+  for (const auto& r : raw) batch_bytes += r.first.size() + 1;
+  const bool batch_scan = im.light_ok && batch_bytes <= line_block::kBytes;
+  if (batch_scan) {
     im.head.clear();
     for (const auto& [line, no] : raw) im.head.add(line, no);
     auto g = im.eng.gate.hit_lines(im.head.text, im.head.starts, im.head_hit, im.gate_scratch);
@@ -473,8 +475,22 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
     if (im.light_ok && !im.masker.line_state_open()) {
       plain[i] = text::is_plain(text) ? 1 : text::is_clean(text) ? 2 : 0;
       if (plain[i]) {
-        if (im.head_hit[i] || mask::bracket_host_port_candidate(text)) plain[i] = 0;
-        else host[i] = im.head_host_hit[i], unmasked[i] = !im.head_host_hit[i];
+        bool gate_hit = false, host_hit = false;
+        if (batch_scan) {
+          gate_hit = im.head_hit[i];
+          host_hit = im.head_host_hit[i];
+        } else {
+          auto g = im.eng.gate.hit(text, im.gate_scratch);
+          auto h = g && !g.value() ? im.eng.host_gate.hit(text, im.host_gate_scratch) : g;
+          if (!g || !h) {
+            if (im.engine_error.empty()) im.engine_error = (!g ? g : h).error().message;
+            return 0;
+          }
+          gate_hit = g.value();
+          host_hit = h.value();
+        }
+        if (gate_hit || mask::bracket_host_port_candidate(text)) plain[i] = 0;
+        else host[i] = host_hit, unmasked[i] = !host_hit;
       }
     }
     clean.push_back(unmasked[i] ? std::string() : prepare(text));
