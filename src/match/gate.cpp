@@ -306,8 +306,12 @@ std::vector<std::string> left_context_literals(const std::string& run, const std
   // left of it can end, until `usable` accepts it; it fails (false) when a way reaches the run's first
   // element (the byte before is anything) or more than max_context bytes were needed.
   std::vector<std::string> out;
+  // A bound on the work: a long run of optional classes (a --kb pattern) could branch at every element.
+  std::size_t calls = 0;
+  constexpr std::size_t kMaxCalls = 100000;
   std::function<bool(int, char, const std::string&, std::size_t)> expand = [&](int j, char q, const std::string& lit,
                                                                             std::size_t added) -> bool {
+    if (++calls > kMaxCalls) return false;
     if (usable(lit)) {
       if (std::find(out.begin(), out.end(), lit) == out.end()) out.push_back(lit);
       return out.size() <= max_literals;

@@ -369,6 +369,11 @@ TEST(gate_atoms, left_context_literals_cover_every_match) {
   EXPECT_TRUE(ff::match::left_context_literals(R"((?i)(?:nan|inf)\b)", usable).empty());
   // an element it does not read (`.`, a negated class) stands before the only literal
   EXPECT_TRUE(ff::match::left_context_literals(R"(.[^a]nan\b)", usable).empty());
+  // a long run of optional classes: C(60,3) ways to find the 3 bytes before "xy", few distinct literals;
+  // the search gives up at its bound on the work instead of walking them all
+  std::string many = "zzz";
+  for (int k = 0; k < 60; ++k) many += "[ab]?";
+  EXPECT_TRUE(ff::match::left_context_literals(many + "xy", [](const std::string& x) { return x.size() >= 5; }).empty());
   // a literal usable as it is needs no context
   EXPECT_EQ(ff::match::left_context_literals(R"(\): 137\b)", usable), std::vector<std::string>{"): 137"});
 }
