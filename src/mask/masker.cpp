@@ -64,7 +64,9 @@ const rule_def kRules[] = {
     {"hostname", "node", false, R"((?:^|[\s\]>:])([A-Za-z][\w.-]*):\d+:\d+ \[\d+\])"},
     {"hostname", "node", false, R"(^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\S+) ([A-Za-z][\w.-]*) [\w./@-]+(?:\[\d+\])?: )"},
     {"hostname", "node", false, R"(^((?:[a-z0-9]+-)*(?:node|worker|gpu|host|nid|compute|master|slave|dgx|hgx)-?[a-z0-9]+): )"},
-    {"hostname", "node", false, R"(\bhost\s*:\s*([A-Za-z][\w.-]*))"},
+    // "host: name" (torchrun's ChildFailedError table) and "host=name" (DeepSpeed's launcher: "but
+    // host=... was not reachable via ssh", deepspeed/launcher/runner.py; also --host=name)
+    {"hostname", "node", false, R"(\bhost\s*[:=]\s*([A-Za-z][\w.-]*))"},
     {"hostname", "node", false, R"(^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] ([A-Za-z][\w.-]*) \[\d+\] )"},
     {"hostname", "node", false, R"(srun: error: ([A-Za-z][\w.-]*[\w]):)"},
     {"hostname", "node", false, R"((?:\bON |Node failure on |NodeList=|[Nn]odelist[=:] ?|hostname[=:] ?)([A-Za-z][\w.-]*[\w])\b)"},
