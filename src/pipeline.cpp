@@ -79,9 +79,7 @@ struct collector::impl {
   std::map<correlate::rank_key, bool> deferred_last;  // its activity.last_line is still unmasked
   correlate::inputs in;
   std::vector<match::hit> hits;
-  std::vector<char> block_hit, block_host_hit;  // add_block's per-line gate results
-  line_block head;                               // add_lines' batch, for one scan of each gate
-  std::vector<char> head_hit, head_host_hit;     // its per-line gate results
+  line_block head;  // add_lines' batch, for one scan of each gate
   // Memory stays bounded however long the input: after kMaxPerKey findings of one signature on one
   // rank, further ones only count as repeats of the last one kept.
   static constexpr int kMaxPerKey = 64;
@@ -315,8 +313,11 @@ void line_block::clear() {
   gated = false;
 }
 
-void line_block::scan_gates(const engine& eng, match::gate_scratch& gate_scratch, match::gate_scratch& host_scratch) {
-  gated = eng.gate.hit_lines(text, starts, gate_hit, gate_scratch) && eng.host_gate.hit_lines(text, starts, host_hit, host_scratch);
+status line_block::scan_gates(const engine& eng, match::gate_scratch& gate_scratch, match::gate_scratch& host_scratch) {
+  auto g = eng.gate.hit_lines(text, starts, gate_hit, gate_scratch);
+  auto h = g ? eng.host_gate.hit_lines(text, starts, host_hit, host_scratch) : g;
+  gated = g && h;
+  return !g ? g : h;
 }
 
 void line_block::peel(const normalize::prefix_catalog& prefixes) {
@@ -331,7 +332,7 @@ void line_block::peel(const normalize::prefix_catalog& prefixes) {
   peeled = true;
 }
 
-std::size_t collector::add_block(stream& st, const line_block& blk) {
+std::size_t collector::add_block(stream& st, line_block& blk) {
   auto& im = *impl_;
   std::size_t n = 0;
   if (blk.empty()) return 0;
@@ -341,19 +342,14 @@ std::size_t collector::add_block(stream& st, const line_block& blk) {
   }
   // Two scans per block instead of two per line (unless the reader ran them: collect()); each line then
   // takes the path add_line_gated() would.
-  if (!blk.gated) {
-    auto g = im.eng.gate.hit_lines(blk.text, blk.starts, im.block_hit, im.gate_scratch);
-    auto h = g ? im.eng.host_gate.hit_lines(blk.text, blk.starts, im.block_host_hit, im.host_gate_scratch) : g;
-    if (!g || !h) {
-      if (im.engine_error.empty()) im.engine_error = (!g ? g : h).error().message;
+  if (!blk.gated)
+    if (auto s = blk.scan_gates(im.eng, im.gate_scratch, im.host_gate_scratch); !s) {
+      if (im.engine_error.empty()) im.engine_error = s.error().message;
       return 0;
     }
-  }
-  const auto& hit = blk.gated ? blk.gate_hit : im.block_hit;
-  const auto& host_hit = blk.gated ? blk.host_hit : im.block_host_hit;
   im.deferring = true;
   for (std::size_t i = 0; i < blk.size(); ++i)
-    n += add_line_gated(st, blk.line(i), blk.line_nos[i], hit[i], host_hit[i], blk.peeled ? &blk.metas[i] : nullptr,
+    n += add_line_gated(st, blk.line(i), blk.line_nos[i], blk.gate_hit[i], blk.host_hit[i], blk.peeled ? &blk.metas[i] : nullptr,
                         blk.peeled ? blk.plain[i] : -1);
   im.deferring = false;
   flush_light(st);
@@ -463,10 +459,8 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
   if (batch_scan) {
     im.head.clear();
     for (const auto& [line, no] : raw) im.head.add(line, no);
-    auto g = im.eng.gate.hit_lines(im.head.text, im.head.starts, im.head_hit, im.gate_scratch);
-    auto h = g ? im.eng.host_gate.hit_lines(im.head.text, im.head.starts, im.head_host_hit, im.host_gate_scratch) : g;
-    if (!g || !h) {
-      if (im.engine_error.empty()) im.engine_error = (!g ? g : h).error().message;
+    if (auto s = im.head.scan_gates(im.eng, im.gate_scratch, im.host_gate_scratch); !s) {
+      if (im.engine_error.empty()) im.engine_error = s.error().message;
       return 0;
     }
   }
@@ -477,8 +471,8 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
       if (plain[i]) {
         bool gate_hit = false, host_hit = false;
         if (batch_scan) {
-          gate_hit = im.head_hit[i];
-          host_hit = im.head_host_hit[i];
+          gate_hit = im.head.gate_hit[i];
+          host_hit = im.head.host_hit[i];
         } else {
           auto g = im.eng.gate.hit(text, im.gate_scratch);
           auto h = g && !g.value() ? im.eng.host_gate.hit(text, im.host_gate_scratch) : g;
@@ -1097,7 +1091,7 @@ status collect(const std::vector<std::string>& paths, const engine& eng, const o
       // The gates' scans go to whichever thread is ahead: here when the worker still has tasks waiting
       // (on 1,024 rank files the worker carried 63% of the CPU, the first 256 lines of each file being
       // its alone), there otherwise (a console: the two are even, and the reader's peel is its share).
-      if (peel_ahead && reader_gates && worker.queued() > 0) blk->scan_gates(eng, *reader_gates, *reader_host_gates);
+      if (peel_ahead && reader_gates && worker.queued() > 0) (void)blk->scan_gates(eng, *reader_gates, *reader_host_gates);
       worker.post([&col, &pool, st, blk = std::move(blk)] {
         col.add_block(*st, *blk);  // no view into the block outlives this (add_block flushes at its end)
         pool.give(blk);

@@ -120,8 +120,8 @@ struct line_block {
   std::vector<normalize::line_meta> metas;
   std::vector<char> plain;
   bool peeled = false;
-  /// With scan_gates(): each line's verdict of the engine's gate and host gate (gate::hit_lines), so
-  /// add_block() need not scan; `gated` false: add_block() scans.
+  /// With scan_gates(): each line's verdict of the engine's gate and host gate (gate::hit_lines); `gated`
+  /// false: not scanned yet (add_block() scans).
   std::vector<char> gate_hit, host_hit;
   bool gated = false;
   void add(std::string_view line, std::uint64_t line_no);
@@ -129,8 +129,9 @@ struct line_block {
   /// later, in order), so this can run on another thread than the collector.
   void peel(const normalize::prefix_catalog& prefixes);
   /// Runs both gates over the block (either thread: the verdicts are a function of the bytes). Sets
-  /// `gated` only when both scans succeed; an engine error is left to add_block() to report.
-  void scan_gates(const engine& eng, match::gate_scratch& gate_scratch, match::gate_scratch& host_scratch);
+  /// `gated` only when both scans succeed; else returns the engine's error (the reader ignores it and
+  /// leaves the scan to add_block(), which reports it).
+  status scan_gates(const engine& eng, match::gate_scratch& gate_scratch, match::gate_scratch& host_scratch);
   std::string_view line(std::size_t i) const;  ///< line i, without its '\n'
   std::size_t size() const { return starts.size(); }
   bool empty() const { return starts.empty(); }
@@ -183,7 +184,7 @@ class collector {
   /// Like add_line, but a line the scan gate does not hit takes the light path (per-rank facts only).
   std::size_t add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no);
   /// add_line_gated() for each line of a block, with one gate scan for the whole block.
-  std::size_t add_block(stream& st, const line_block& blk);
+  std::size_t add_block(stream& st, line_block& blk);
   /// Processes a batch of raw lines (text, line number), learning unknown prefixes from all of them
   /// before the first is matched (diagnose reads each input's first lines this way).
   std::size_t add_lines(stream& st, const std::vector<std::pair<std::string, std::uint64_t>>& raw);

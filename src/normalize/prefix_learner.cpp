@@ -10,8 +10,8 @@
 namespace ff::normalize {
 
 namespace {
-// RE2's \w and \s, in ASCII (the hand scan below runs only on ASCII text), and the token class [\w.@-],
-// as a table: the token scan runs on every line (a class test per byte was a quarter of its cost).
+// RE2's \w and \s (ASCII only, as RE2's are) and the token class [\w.@-], the classes as a table: the
+// token scan runs on every line (a class test per byte was a quarter of its cost).
 struct byte_classes {
   bool word[256] = {}, token[256] = {};
   constexpr byte_classes() {

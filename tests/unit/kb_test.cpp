@@ -254,6 +254,16 @@ TEST(gate_atoms, common_means_found_in_healthy_text_not_in_negatives) {
   ::unsetenv("FIRSTFAULT_CACHE_DIR");
 }
 
+// Each line's gate verdict is `want` (and the scan itself succeeds).
+static void expect_gate(const ff::match::gate& g, std::initializer_list<const char*> lines, bool want) {
+  ff::match::gate_scratch s(g);
+  for (const char* line : lines) {
+    auto hit = g.hit(line, s);
+    ASSERT_TRUE(hit) << line;
+    EXPECT_EQ(hit.value(), want) << line;
+  }
+}
+
 // A fingerprint whose literals are all common is gated by a run of its top-level concatenation that no
 // healthy line matches, with the assertions beside it; never by a run that a healthy line matches.
 TEST(gate_atoms, common_literals_gate_on_a_rare_run) {
@@ -279,17 +289,8 @@ TEST(gate_atoms, common_literals_gate_on_a_rare_run) {
   // "(?:nan|inf)\b" alone matches the healthy "nan iterations": the run must start at [:=]
   EXPECT_NE(r.find("loss_nan: (?i)[:=]"), std::string::npos) << r;
   EXPECT_NE(r.find("(?:nan|inf)\\b  (a run of:"), std::string::npos) << r;
-  ff::match::gate_scratch s(g.value());
-  for (const char* line : {"loss: nan", "loss=inf", "LOSS :  -NaN"}) {
-    auto hit = g.value().hit(line, s);
-    ASSERT_TRUE(hit);
-    EXPECT_TRUE(hit.value()) << line;
-  }
-  for (const char* line : {"step 5 loss: 2.1 | number of nan iterations: 0", "NCCL INFO comm 0x1 rank 3 nranks 8"}) {
-    auto hit = g.value().hit(line, s);
-    ASSERT_TRUE(hit);
-    EXPECT_FALSE(hit.value()) << line;
-  }
+  expect_gate(g.value(), {"loss: nan", "loss=inf", "LOSS :  -NaN"}, true);
+  expect_gate(g.value(), {"step 5 loss: 2.1 | number of nan iterations: 0", "NCCL INFO comm 0x1 rank 3 nranks 8"}, false);
   ::unsetenv("FIRSTFAULT_CACHE_DIR");
 }
 
@@ -313,17 +314,8 @@ TEST(gate_atoms, stage_patterns_gate_on_a_rare_run_with_a_long_atom) {
   std::vector<std::string> want = {R"((?i)(?:password|token|secret|sig)(?:[_-](?:b64|value))?(?:\s+|=))", host_rule};
   std::sort(want.begin(), want.end());
   EXPECT_EQ(re, want);
-  ff::match::gate_scratch s(g.value());
-  for (const char* line : {"python train.py --hf-token hf_abc", "torchrun x.py --db_password=s3cret", "[2026-01-02 03:04:05] node-7 [12] started"}) {
-    auto hit = g.value().hit(line, s);
-    ASSERT_TRUE(hit);
-    EXPECT_TRUE(hit.value()) << line;
-  }
-  for (const char* line : {"iteration: 3 | tokens_per_sec: 22.8K | lm_loss: 2.38", "[default0]:node-01:1:1 [0] NCCL INFO x"}) {
-    auto hit = g.value().hit(line, s);
-    ASSERT_TRUE(hit);
-    EXPECT_FALSE(hit.value()) << line;
-  }
+  expect_gate(g.value(), {"python train.py --hf-token hf_abc", "torchrun x.py --db_password=s3cret", "[2026-01-02 03:04:05] node-7 [12] started"}, true);
+  expect_gate(g.value(), {"iteration: 3 | tokens_per_sec: 22.8K | lm_loss: 2.38", "[default0]:node-01:1:1 [0] NCCL INFO x"}, false);
   ::unsetenv("FIRSTFAULT_CACHE_DIR");
 }
 
