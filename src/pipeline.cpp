@@ -267,8 +267,7 @@ std::size_t collector::add_line(stream& st, std::string_view raw_text, std::uint
   std::string clean = prepare(raw_text);
   normalize::line_meta meta;  // peeled once: the learner observes the catalogue's body, then adds its own layer
   impl_->eng.prefixes.normalize_fast(clean, meta);
-  st.learner.observe(meta.body);
-  peel_learnt(st, meta);
+  observe_and_peel(st, meta);
   return process(st, meta, line_no, false);
 }
 
@@ -323,10 +322,21 @@ status line_block::scan_gates(const engine& eng, match::gate_scratch& gate_scrat
 void line_block::peel(const normalize::prefix_catalog& prefixes) {
   metas.assign(size(), normalize::line_meta{});
   plain.assign(size(), 0);
-  const bool all_plain = text::is_plain_lines(text);  // one pass over the block; most blocks are all ASCII
+  // One pass over the block finds its next byte that is not plain: the lines before it are plain, the line
+  // holding it is tested (is_clean), and the pass goes on from the next line (a console with a tqdm bar
+  // every few hundred lines tested every line twice before).
+  std::size_t bad = text::find_unplain_line_byte(text);
   for (std::size_t i = 0; i < size(); ++i) {
     auto l = line(i);
-    plain[i] = all_plain || text::is_plain(l) ? 1 : text::is_clean(l) ? 2 : 0;
+    const std::size_t end = starts[i] + l.size();  // the line's '\n'
+    if (bad >= end) {
+      plain[i] = 1;
+    } else {
+      plain[i] = text::is_clean(l) ? 2 : 0;
+      const std::size_t next = end + 1;
+      bad = next < text.size() ? text::find_unplain_line_byte(std::string_view(text).substr(next)) : std::string_view::npos;
+      if (bad != std::string_view::npos) bad += next;
+    }
     if (plain[i]) prefixes.normalize_fast(l, metas[i]);
   }
   peeled = true;
@@ -407,8 +417,7 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
     if (!rank_idle) return masked || observed ? full() : add_line(st, raw_text, line_no);
   }
   if (!masked && !observed) {
-    st.learner.observe(meta.body);
-    peel_learnt(st, meta);  // the catalogue's layers again would peel the same: only what the learner adds
+    observe_and_peel(st, meta);  // the catalogue's layers again would peel the same: only what the learner adds
   }
   // An error level in the prefix makes the line suspicious whatever its words: full path (the learner
   // has seen it already).
@@ -508,21 +517,29 @@ void collector::peel(const stream& st, std::string_view text, normalize::line_me
 }
 
 void collector::peel_learnt(const stream& st, normalize::line_meta& meta) const {
-  // A prefix no catalogue entry lists, learnt from this stream: peel it, then the catalogue again.
   std::string_view rest;
   normalize::line_meta learnt;
-  if (st.learner.peel(meta.body, learnt, rest)) {
-    normalize::line_meta inner;
-    impl_->eng.prefixes.normalize_fast(rest, inner);
-    meta.body = inner.body;
-    // The learnt number is a rank only where no catalogue prefix attributed the line.
-    if (!meta.rank) meta.rank = inner.rank ? inner.rank : (meta.local_rank || meta.task ? std::nullopt : learnt.rank);
-    if (!meta.local_rank) meta.local_rank = inner.local_rank;
-    if (!meta.task) meta.task = inner.task;
-    if (!meta.host) meta.host = std::move(inner.host);
-    if (!meta.ts) meta.ts = inner.ts;
-    if (!meta.level) meta.level = inner.level;
-  }
+  if (st.learner.peel(meta.body, learnt, rest)) apply_learnt(meta, learnt, rest);
+}
+
+void collector::observe_and_peel(stream& st, normalize::line_meta& meta) const {
+  std::string_view rest;
+  normalize::line_meta learnt;
+  if (st.learner.observe_and_peel(meta.body, learnt, rest)) apply_learnt(meta, learnt, rest);
+}
+
+// A prefix no catalogue entry lists, learnt from this stream, peeled: the catalogue again on the rest.
+void collector::apply_learnt(normalize::line_meta& meta, const normalize::line_meta& learnt, std::string_view rest) const {
+  normalize::line_meta inner;
+  impl_->eng.prefixes.normalize_fast(rest, inner);
+  meta.body = inner.body;
+  // The learnt number is a rank only where no catalogue prefix attributed the line.
+  if (!meta.rank) meta.rank = inner.rank ? inner.rank : (meta.local_rank || meta.task ? std::nullopt : learnt.rank);
+  if (!meta.local_rank) meta.local_rank = inner.local_rank;
+  if (!meta.task) meta.task = inner.task;
+  if (!meta.host) meta.host = std::move(inner.host);
+  if (!meta.ts) meta.ts = inner.ts;
+  if (!meta.level) meta.level = inner.level;
 }
 
 std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t line_no) {

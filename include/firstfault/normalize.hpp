@@ -151,15 +151,15 @@ class prefix_learner {
   /// When `line` starts with a learnt token: sets out.rank (when consistent), `rest` to the remainder
   /// and returns true.
   bool peel(std::string_view line, line_meta& out, std::string_view& rest) const;
+  /// observe(line), then peel(line, out, rest), reading the line's token once.
+  bool observe_and_peel(std::string_view line, line_meta& out, std::string_view& rest);
   std::size_t observed() const { return lines_; }
   static constexpr std::size_t kTokenWindow = 96;  ///< bytes of a line its leading token is looked for in
 
  private:
-  const std::pair<std::string_view, std::string>& token_of(std::string_view line) const;  // leading_token, memoised
-  mutable const char* memo_ptr_ = nullptr;
-  mutable std::size_t memo_size_ = 0, memo_n_ = 0;
-  mutable char memo_bytes_[kTokenWindow] = {};
-  mutable std::pair<std::string_view, std::string> memo_tok_;
+  void count(const std::pair<std::string_view, std::string>& tok);
+  bool peel_token(std::string_view line, const std::pair<std::string_view, std::string>& tok, line_meta& out,
+                  std::string_view& rest) const;
   struct shape_stats {
     std::size_t lines = 0;
     int numbers = 0;              ///< digit runs in the token

@@ -224,6 +224,8 @@ class collector {
   std::size_t process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light, bool ascii = false, bool raw = true);
   void peel(const stream& st, std::string_view text, normalize::line_meta& meta) const;  // catalogue, then learnt prefixes
   void peel_learnt(const stream& st, normalize::line_meta& meta) const;  // a learnt prefix left on meta.body
+  void observe_and_peel(stream& st, normalize::line_meta& meta) const;   // the learner sees meta.body, then peel_learnt
+  void apply_learnt(normalize::line_meta& meta, const normalize::line_meta& learnt, std::string_view rest) const;
   void add_suspicious(const stream& st, std::string_view body, char level, bool exception_line, std::optional<int> rank,
                       std::uint64_t line_no);
   // What process() learns about one line, step by step (attribute, rank_state_for, note_host_and_pairs, ...).

@@ -19,6 +19,9 @@ bool is_plain(std::string_view raw);
 /// is_plain() of every line of `text` at once: printable ASCII, tabs and '\n' only (a block of lines whose
 /// lines are all plain).
 bool is_plain_lines(std::string_view text);
+/// The index of the first byte of `text` that is_plain_lines() refuses (a control character other than tab
+/// and '\n', DEL, or a byte >= 0x80), or npos: one pass finds the lines of a block that are not plain.
+std::size_t find_unplain_line_byte(std::string_view text);
 /// Index of the first '\n', '\r' or NUL byte of `s` (one pass), or npos.
 std::size_t find_line_end(std::string_view s);
 /// True exactly when sanitize() would return `raw` unchanged: is_plain(), or valid UTF-8 without ESC, other

@@ -40,11 +40,12 @@ std::size_t utf8_len(std::string_view s, std::size_t i) {
 }  // namespace
 
 namespace {
-// Printable ASCII and tabs, and '\n' too when `lines`. Sixteen bytes at a time with SSE2 (a signed compare
+// The index of the first byte that is not printable ASCII or a tab ('\n' allowed too when `lines`), or npos.
+// Sixteen bytes at a time with SSE2 (a signed compare
 // with 0x20 catches the controls and every byte >= 0x80 at once); eight at a time without it, a word with
 // a byte < 0x20 (a tab, a newline or a control character) checked byte by byte.
 template <bool lines>
-bool plain_bytes(std::string_view s) {
+std::size_t first_unplain(std::string_view s) {
   auto byte_ok = [](unsigned char c) { return (c >= 0x20 && c < 0x7F) || c == '\t' || (lines && c == '\n'); };
   std::size_t i = 0;
 #if defined(__SSE2__)
@@ -54,7 +55,7 @@ bool plain_bytes(std::string_view s) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
     const __m128i allowed = _mm_or_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(v, nl));
     const __m128i bad = _mm_or_si128(_mm_andnot_si128(allowed, _mm_cmplt_epi8(v, space)), _mm_cmpeq_epi8(v, del));
-    if (_mm_movemask_epi8(bad) != 0) return false;
+    if (const int m = _mm_movemask_epi8(bad); m != 0) return i + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(m)));
   }
 #else
   constexpr std::uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
@@ -62,21 +63,22 @@ bool plain_bytes(std::string_view s) {
     std::uint64_t w;
     std::memcpy(&w, s.data() + i, 8);
     const std::uint64_t d = w ^ (0x7F * ones);
-    if ((w & highs) || ((d - ones) & ~d & highs)) return false;
-    if (((w - 0x20 * ones) & ~w & highs) == 0) continue;
+    if (!(w & highs) && !((d - ones) & ~d & highs) && ((w - 0x20 * ones) & ~w & highs) == 0) continue;
     for (std::size_t k = i; k < i + 8; ++k)
-      if (!byte_ok(static_cast<unsigned char>(s[k]))) return false;
+      if (!byte_ok(static_cast<unsigned char>(s[k]))) return k;
   }
 #endif
   for (; i < s.size(); ++i)
-    if (!byte_ok(static_cast<unsigned char>(s[i]))) return false;
-  return true;
+    if (!byte_ok(static_cast<unsigned char>(s[i]))) return i;
+  return std::string_view::npos;
 }
 }  // namespace
 
-bool is_plain(std::string_view s) { return plain_bytes<false>(s); }
+bool is_plain(std::string_view s) { return first_unplain<false>(s) == std::string_view::npos; }
 
-bool is_plain_lines(std::string_view s) { return plain_bytes<true>(s); }
+bool is_plain_lines(std::string_view s) { return first_unplain<true>(s) == std::string_view::npos; }
+
+std::size_t find_unplain_line_byte(std::string_view s) { return first_unplain<true>(s); }
 
 std::size_t find_line_end(std::string_view s) {
   std::size_t i = 0;

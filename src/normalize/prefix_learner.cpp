@@ -159,25 +159,9 @@ token_numbers numbers_in(std::string_view t) {
 }
 }  // namespace
 
-const std::pair<std::string_view, std::string>& prefix_learner::token_of(std::string_view line) const {
-  // The collector observes a line, then peels the same bytes: the second call reuses the first's token
-  // (the same bytes: same address, size and first kTokenWindow bytes, which are all leading_token reads
-  // besides the size).
-  std::size_t n = std::min(line.size(), kTokenWindow);
-  if (!(line.data() == memo_ptr_ && line.size() == memo_size_ && std::string_view(memo_bytes_, memo_n_) == line.substr(0, n))) {
-    memo_ptr_ = line.data();
-    memo_size_ = line.size();
-    memo_n_ = n;
-    std::memcpy(memo_bytes_, line.data(), n);
-    auto tok = leading_token(line);
-    memo_tok_ = {tok.first, std::move(tok.second)};
-  }
-  return memo_tok_;
-}
-
-void prefix_learner::observe(std::string_view line) {
+void prefix_learner::count(const std::pair<std::string_view, std::string>& tok) {
   ++lines_;
-  const auto& [t, shape] = token_of(line);
+  const auto& [t, shape] = tok;
   if (t.empty()) return;
   auto it = shapes_.find(shape);
   if (it == shapes_.end()) {
@@ -193,8 +177,23 @@ void prefix_learner::observe(std::string_view line) {
     if (st.values[i].size() < 4097) st.values[i].insert(nums.v[i]);
 }
 
+void prefix_learner::observe(std::string_view line) { count(leading_token(line)); }
+
+bool prefix_learner::observe_and_peel(std::string_view line, line_meta& out, std::string_view& rest) {
+  // The collector observes every line and then peels it: one token for both (a memo of the last line's
+  // token, compared and copied on every line, cost more than the token).
+  const auto tok = leading_token(line);
+  count(tok);
+  return peel_token(line, tok, out, rest);
+}
+
 bool prefix_learner::peel(std::string_view line, line_meta& out, std::string_view& rest) const {
-  const auto& [t, shape] = token_of(line);
+  return peel_token(line, leading_token(line), out, rest);
+}
+
+bool prefix_learner::peel_token(std::string_view line, const std::pair<std::string_view, std::string>& tok, line_meta& out,
+                                std::string_view& rest) const {
+  const auto& [t, shape] = tok;
   if (t.empty()) return false;
   auto it = shapes_.find(shape);
   if (it == shapes_.end()) return false;

@@ -90,6 +90,12 @@ TEST(text, is_plain_lines_is_is_plain_of_every_line) {
       block += l + "\n";
     }
     ASSERT_EQ(ff::text::is_plain_lines(block), each) << i;
+    std::size_t first = std::string::npos;  // the first byte a line of its own would not pass, by byte loop
+    for (std::size_t k = 0; k < block.size() && first == std::string::npos; ++k) {
+      auto c = static_cast<unsigned char>(block[k]);
+      if (!((c >= 0x20 && c < 0x7F) || c == '\t' || c == '\n')) first = k;
+    }
+    ASSERT_EQ(ff::text::find_unplain_line_byte(block), first) << i;
     plain += each;
   }
   EXPECT_GT(plain, 5000u);
