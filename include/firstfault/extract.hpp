@@ -123,7 +123,12 @@ std::string_view exception_type(std::string_view body);
 /// Drain-style line template (He et al., "Drain: An Online Log Parsing Approach with Fixed Depth
 /// Tree", ICWS 2017): numbers, hex ids, paths, addresses and quoted values become "<*>", so the
 /// same message from many ranks groups into one template.
+/// `body` is valid UTF-8 (sanitized text): a quoted value counts characters, as the regexp does.
 std::string line_template(std::string_view body);
+namespace detail {
+/// line_template() by the regexp it implements (RE2::GlobalReplace), for the tests that compare the two.
+std::string line_template_by_regex(std::string_view body);
+}  // namespace detail
 
 /// Progress a line reports: the step reached ("step 79", "iteration: 12", "global_step=300") and the steps
 /// planned ("step 79/5000", "Epoch 0: 12/100", "5 batches"). The rules are regexps (progress.cpp); on

@@ -53,13 +53,106 @@ suspicion classify_line(std::string_view body, char level) {
   return suspicion::none;
 }
 
+namespace {
+// RE2's \w and \b are ASCII: a byte of a multi-byte character is a non-word byte.
+bool word_byte(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+bool digit_byte(char c) { return c >= '0' && c <= '9'; }
+bool ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool hex_lower(char c) { return digit_byte(c) || (c >= 'a' && c <= 'f'); }
+bool hex_any(char c) { return hex_lower(c) || (c >= 'A' && c <= 'F'); }
+bool path_byte(char c) { return word_byte(c) || c == '.' || c == '+' || c == '-'; }
+
+// The end of kTemplateVariable's match starting at `i` of `t` (leftmost-first: its alternatives in order,
+// each with the length RE2 prefers), or 0 when none starts there. line_template() calls it left to right
+// as GlobalReplace would; detail::line_template_by_regex is the regexp itself, and a test compares the two.
+std::size_t variable_at(std::string_view t, std::size_t i) {
+  const std::size_t n = t.size();
+  auto at = [&](std::size_t k) { return k < n ? t[k] : '\0'; };
+  auto boundary_after = [&](std::size_t e) { return e >= n || !word_byte(t[e]); };
+  // (?:[A-Za-z]:)?(?:/[\w.+-]+){2,}/? : a drive letter if the path after it has two segments, else none.
+  auto path_from = [&](std::size_t j) -> std::size_t {
+    int segments = 0;
+    while (at(j) == '/' && path_byte(at(j + 1))) {
+      j += 2;
+      while (path_byte(at(j))) ++j;
+      ++segments;
+    }
+    if (segments < 2) return 0;
+    return at(j) == '/' ? j + 1 : j;
+  };
+  if (ascii_letter(at(i)) && at(i + 1) == ':')
+    if (std::size_t e = path_from(i + 2)) return e;
+  if (std::size_t e = path_from(i)) return e;
+  // The next three start with a word byte after a non-word one (\b).
+  const bool starts_word = i == 0 || !word_byte(t[i - 1]);
+  // \b0x[0-9A-Fa-f]+\b : the whole hex run, a word boundary after it (a shorter run ends before a word byte).
+  if (starts_word && at(i) == '0' && at(i + 1) == 'x' && hex_any(at(i + 2))) {
+    std::size_t e = i + 2;
+    while (hex_any(at(e))) ++e;
+    if (boundary_after(e)) return e;
+  }
+  // \b[0-9a-f]{8,}\b
+  if (starts_word && hex_lower(at(i))) {
+    std::size_t e = i;
+    while (hex_lower(at(e))) ++e;
+    if (e - i >= 8 && boundary_after(e)) return e;
+  }
+  // \b\d+(?:[.:,]\d+)*\b : as many groups as there are; when a word byte follows the last, one group fewer
+  // (its end is followed by [.:,], a boundary).
+  if (starts_word && digit_byte(at(i))) {
+    std::size_t e = i, prev = 0;
+    while (digit_byte(at(e))) ++e;
+    while ((at(e) == '.' || at(e) == ':' || at(e) == ',') && digit_byte(at(e + 1))) {
+      prev = e;
+      e += 1;
+      while (digit_byte(at(e))) ++e;
+    }
+    if (boundary_after(e)) return e;
+    if (prev != 0) return prev;
+  }
+  // '[^']{0,200}' and "[^"]{0,200}" : the next quote, at most 200 characters (not bytes) on.
+  if (at(i) == '\'' || at(i) == '"') {
+    const char q = t[i];
+    std::size_t chars = 0;
+    for (std::size_t k = i + 1; k < n; ++k) {
+      if (t[k] == q) return k + 1;
+      if ((static_cast<unsigned char>(t[k]) & 0xC0) != 0x80 && ++chars > 200) break;
+    }
+  }
+  return 0;
+}
+
+constexpr const char* kTemplateVariable =
+    R"((?:[A-Za-z]:)?(?:/[\w.+-]+){2,}/?|\b0x[0-9A-Fa-f]+\b|\b[0-9a-f]{8,}\b|\b\d+(?:[.:,]\d+)*\b|'[^']{0,200}'|"[^"]{0,200}")";
+}  // namespace
+
 std::string line_template(std::string_view body) {
-  static const re2::RE2 var(
-      R"((?:[A-Za-z]:)?(?:/[\w.+-]+){2,}/?|\b0x[0-9A-Fa-f]+\b|\b[0-9a-f]{8,}\b|\b\d+(?:[.:,]\d+)*\b|'[^']{0,200}'|"[^"]{0,200}")");
+  // By hand: the regexp (kTemplateVariable) cost ~20M instructions on its first lines (its counted repeats
+  // make a large program and many DFA states), a third of a small log's diagnosis.
+  std::string_view t = text::prefix_utf8(text::trim(body), 400);
+  std::string out;
+  out.reserve(t.size());
+  for (std::size_t i = 0; i < t.size();) {
+    if (std::size_t e = variable_at(t, i)) {
+      out += "<*>";
+      i = e;
+    } else {
+      out += t[i++];
+    }
+  }
+  return out;
+}
+
+namespace detail {
+std::string line_template_by_regex(std::string_view body) {
+  static const re2::RE2 var(kTemplateVariable);
   std::string t(text::prefix_utf8(text::trim(body), 400));
   re2::RE2::GlobalReplace(&t, var, "<*>");
   return t;
 }
+}  // namespace detail
 
 }  // namespace ff::extract
 

@@ -10,6 +10,7 @@
 #include "firstfault/correlate_rules.hpp"
 #include "firstfault/extract.hpp"
 #include "firstfault/normalize.hpp"
+#include "firstfault/text.hpp"
 
 namespace {
 
@@ -627,6 +628,42 @@ TEST(line_template, numbers_paths_and_quotes_are_variables) {
   EXPECT_EQ(ff::extract::line_template("AttributeError: 'list' object has no attribute 'sum' at /data/x/dataset.py:785"),
             ff::extract::line_template("AttributeError: 'dict' object has no attribute 'sum' at /data/y/dataset.py:12"));
   EXPECT_NE(ff::extract::line_template("KeyError: 'a'"), ff::extract::line_template("ValueError: 'a'"));
+}
+
+TEST(line_template, the_hand_scan_is_the_regexp) {
+  // line_template() implements kTemplateVariable by hand; RE2::GlobalReplace is the reference. Random
+  // text over the bytes the alternatives turn on (path, hex, number and quote bytes, a drive letter, a
+  // two-byte UTF-8 character, word and non-word neighbours), lengths across the 200-character quote
+  // bound, plus real lines.
+  const std::vector<std::string> pieces = {"/", "/", ".", ":", ",", "+", "-", "_", "0", "7", "12345678", "0x", "x", "a", "f", "F",
+                                           "g", "Z", "C:", " ", "'", "\"", "\xC3\xA9", "\xE2\x96\x88", "\t", "(", "="};
+  std::uint64_t seed = 99;
+  auto next = [&seed] {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<unsigned>(seed >> 33);
+  };
+  std::size_t changed = 0;
+  for (int i = 0; i < 30000; ++i) {
+    std::string s;
+    const unsigned len = next() % 8 == 0 ? 150 + next() % 300 : next() % 40;
+    const bool long_quote = next() % 4 == 0;  // a run of about 200 characters somewhere between two pieces
+    while (s.size() < len) {
+      s += pieces[next() % pieces.size()];
+      if (long_quote && next() % 16 == 0) s += std::string(195 + next() % 10, next() % 2 ? 'q' : ' ');
+    }
+    const auto got = ff::extract::line_template(s), want = ff::extract::detail::line_template_by_regex(s);
+    ASSERT_EQ(got, want) << "input: " << s;
+    changed += got != ff::text::prefix_utf8(ff::text::trim(s), 400);
+  }
+  EXPECT_GT(changed, 10000u);
+  for (const char* line :
+       {"AttributeError: 'list' object has no attribute 'sum' at /data/x/dataset.py:785",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB",
+        "[rank3]:[E1130 02:14:01.880000 4211 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=183, OpType=ALLREDUCE, NumelIn=262144000, Timeout(ms)=600000) ran for 600084 milliseconds",
+        "node-07:1998325:1998716 [1] NCCL INFO comm 0x55d0c0a31000 rank 49 nranks 64 busId 29000 commId 0x7f3a9c2b1e0d5a44",
+        "File \"C:/Users/x/train.py\", line 12, in <module>", "deadbeef12 a1b2c3d4e5f6 1.2.3a 1.2.3 10.0.0.8:29500 v1.2"})
+    EXPECT_EQ(ff::extract::line_template(line), ff::extract::detail::line_template_by_regex(line)) << line;
 }
 
 TEST(classify_line, failures_warnings_and_zero_counts) {
