@@ -49,12 +49,8 @@ result<engine> engine::build(const kb::library& lib) {
   for (auto& g : mask::gate_patterns({})) gate_extra.push_back(std::move(g));
   auto g_r = match::gate::build(lib, gate_extra);
   if (!g_r) return g_r.error();
-  static const kb::library no_signatures{};
-  auto h_r = match::gate::build(no_signatures, mask::prefix_host_patterns());
-  if (!h_r) return h_r.error();
   engine e;
   e.gate = std::move(g_r).value();
-  e.host_gate = std::move(h_r).value();
   e.lib = &lib;
   e.prefixes = std::move(cat_r).value();
   e.matcher = std::move(m_r).value();
@@ -71,7 +67,7 @@ struct collector::impl {
   const engine& eng;
   const options opt;  // a copy: callers (tests) pass a temporary
   match::scratch scratch;
-  match::gate_scratch gate_scratch, host_gate_scratch;
+  match::gate_scratch gate_scratch;
   mask::masker masker;
   // The light path is off in exact mode, without a usable gate, and with custom mask rules (their
   // patterns are not in the engine's gate).
@@ -102,7 +98,7 @@ struct collector::impl {
   std::string engine_error;  // the first matching-engine error: the run is an error, never "healthy"
   bool deferring = false;    // in add_block(): a light line's text stays valid until flush_light() at the block's end
   impl(const engine& e, const options& o)
-      : eng(e), opt(o), scratch(e.matcher), gate_scratch(e.gate), host_gate_scratch(e.host_gate), masker(o.mask),
+      : eng(e), opt(o), scratch(e.matcher), gate_scratch(e.gate), masker(o.mask),
         light_ok(!o.exact && e.gate.enabled() && o.mask.extra.empty()) {}
 };
 
@@ -312,11 +308,10 @@ void line_block::clear() {
   gated = false;
 }
 
-status line_block::scan_gates(const engine& eng, match::gate_scratch& gate_scratch, match::gate_scratch& host_scratch) {
+status line_block::scan_gates(const engine& eng, match::gate_scratch& gate_scratch) {
   auto g = eng.gate.hit_lines(text, starts, gate_hit, gate_scratch);
-  auto h = g ? eng.host_gate.hit_lines(text, starts, host_hit, host_scratch) : g;
-  gated = g && h;
-  return !g ? g : h;
+  gated = static_cast<bool>(g);
+  return g;
 }
 
 void line_block::peel(const normalize::prefix_catalog& prefixes) {
@@ -353,13 +348,13 @@ std::size_t collector::add_block(stream& st, line_block& blk) {
   // Two scans per block instead of two per line (unless the reader ran them: collect()); each line then
   // takes the path add_line_gated() would.
   if (!blk.gated)
-    if (auto s = blk.scan_gates(im.eng, im.gate_scratch, im.host_gate_scratch); !s) {
+    if (auto s = blk.scan_gates(im.eng, im.gate_scratch); !s) {
       if (im.engine_error.empty()) im.engine_error = s.error().message;
       return 0;
     }
   im.deferring = true;
   for (std::size_t i = 0; i < blk.size(); ++i)
-    n += add_line_gated(st, blk.line(i), blk.line_nos[i], blk.gate_hit[i], blk.host_hit[i], blk.peeled ? &blk.metas[i] : nullptr,
+    n += add_line_gated(st, blk.line(i), blk.line_nos[i], blk.gate_hit[i], -1, blk.peeled ? &blk.metas[i] : nullptr,
                         blk.peeled ? blk.plain[i] : -1);
   im.deferring = false;
   flush_light(st);
@@ -424,12 +419,7 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
   bool escalate = meta.level == 'E' || meta.level == 'F' || meta.level == 'C';
   // A host form the masker learns from (NCCL header, syslog, pdsh) that no prefix peeled: full path.
   if (!escalate && !meta.host) {
-    if (host_hit >= 0) {
-      escalate = host_hit;
-    } else {
-      auto h = im.eng.host_gate.hit(raw_text, im.host_gate_scratch);
-      escalate = !h || h.value();
-    }
+    escalate = host_hit >= 0 ? host_hit != 0 : mask::prefix_host_form(raw_text);
   }
   if (escalate) return masked || observed ? full() : process(st, prepare(raw_text), line_no);
   return process(st, meta, line_no, true, plain == 1, masked == nullptr);
@@ -459,7 +449,7 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
   clean.reserve(raw.size());
   std::vector<normalize::line_meta> metas(raw.size());
   std::vector<char> plain(raw.size(), 0), host(raw.size(), 1), unmasked(raw.size(), 0);
-  // Both gates scan the batch once, as add_block does (a scan per line cost about 1,300 instructions of
+  // The gate scans the batch once, as add_block does (a scan per line cost about 1,300 instructions of
   // Vectorscan's set-up each: 2% of 24 per-rank files), when the batch is no larger than a block: its copy
   // must not add much memory to a batch of long lines (256 lines of up to 1 MiB each). Else line by line.
   std::size_t batch_bytes = 0;
@@ -468,7 +458,7 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
   if (batch_scan) {
     im.head.clear();
     for (const auto& [line, no] : raw) im.head.add(line, no);
-    if (auto s = im.head.scan_gates(im.eng, im.gate_scratch, im.host_gate_scratch); !s) {
+    if (auto s = im.head.scan_gates(im.eng, im.gate_scratch); !s) {
       if (im.engine_error.empty()) im.engine_error = s.error().message;
       return 0;
     }
@@ -478,22 +468,23 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
     if (im.light_ok && !im.masker.line_state_open()) {
       plain[i] = text::is_plain(text) ? 1 : text::is_clean(text) ? 2 : 0;
       if (plain[i]) {
-        bool gate_hit = false, host_hit = false;
+        bool gate_hit = false;
         if (batch_scan) {
           gate_hit = im.head.gate_hit[i];
-          host_hit = im.head.host_hit[i];
         } else {
           auto g = im.eng.gate.hit(text, im.gate_scratch);
-          auto h = g && !g.value() ? im.eng.host_gate.hit(text, im.host_gate_scratch) : g;
-          if (!g || !h) {
-            if (im.engine_error.empty()) im.engine_error = (!g ? g : h).error().message;
+          if (!g) {
+            if (im.engine_error.empty()) im.engine_error = g.error().message;
             return 0;
           }
           gate_hit = g.value();
-          host_hit = h.value();
         }
-        if (gate_hit || mask::bracket_host_port_candidate(text)) plain[i] = 0;
-        else host[i] = host_hit, unmasked[i] = !host_hit;
+        if (gate_hit || mask::bracket_host_port_candidate(text)) {
+          plain[i] = 0;
+        } else {
+          const bool host_hit = mask::prefix_host_form(text);
+          host[i] = host_hit, unmasked[i] = !host_hit;
+        }
       }
     }
     clean.push_back(unmasked[i] ? std::string() : prepare(text));
@@ -1062,8 +1053,8 @@ status collect(const std::vector<std::string>& paths, const engine& eng, const o
   block_pool pool;  // declared before the worker: its tasks give blocks back until the worker is done
   serial_worker worker(threaded);
   const bool peel_ahead = col.gated();  // the light path is the only user of the peels
-  std::optional<match::gate_scratch> reader_gates, reader_host_gates;  // this thread's, when there are two
-  if (threaded && peel_ahead) reader_gates.emplace(eng.gate), reader_host_gates.emplace(eng.host_gate);
+  std::optional<match::gate_scratch> reader_gates;  // this thread's, when there are two
+  if (threaded && peel_ahead) reader_gates.emplace(eng.gate);
   std::uint64_t bytes_done = 0;
   std::size_t inputs_started = 0;
   bool stopped = false;  // options::cancelled said so
@@ -1108,7 +1099,7 @@ status collect(const std::vector<std::string>& paths, const engine& eng, const o
       // The gates' scans go to whichever thread is ahead: here when the worker still has tasks waiting
       // (on 1,024 rank files the worker carried 63% of the CPU, the first 256 lines of each file being
       // its alone), there otherwise (a console: the two are even, and the reader's peel is its share).
-      if (peel_ahead && reader_gates && worker.queued() > 0) (void)blk->scan_gates(eng, *reader_gates, *reader_host_gates);
+      if (peel_ahead && reader_gates && worker.queued() > 0) (void)blk->scan_gates(eng, *reader_gates);
       worker.post([&col, &pool, st, blk = std::move(blk)] {
         col.add_block(*st, *blk);  // no view into the block outlives this (add_block flushes at its end)
         pool.give(blk);

@@ -103,7 +103,6 @@ struct engine {
   normalize::prefix_catalog prefixes;
   match::matcher matcher;
   match::gate gate;       ///< the scan-first gate over raw lines
-  match::gate host_gate;  ///< mask::prefix_host_patterns(), for gated-out lines whose peel found no host
   static result<engine> build(const kb::library& lib);
 };
 
@@ -120,18 +119,19 @@ struct line_block {
   std::vector<normalize::line_meta> metas;
   std::vector<char> plain;
   bool peeled = false;
-  /// With scan_gates(): each line's verdict of the engine's gate and host gate (gate::hit_lines); `gated`
-  /// false: not scanned yet (add_block() scans).
-  std::vector<char> gate_hit, host_hit;
+  /// With scan_gates(): each line's verdict of the engine's gate (gate::hit_lines); `gated` false: not
+  /// scanned yet (add_block() scans). (A gated-out line whose peel found no host is checked for a prefix
+  /// host form by mask::prefix_host_form(), line by line: no second scan of the block.)
+  std::vector<char> gate_hit;
   bool gated = false;
   void add(std::string_view line, std::uint64_t line_no);
   /// Peels every line sanitize() leaves unchanged with the catalogue (no stream state: the learner's layer is added
   /// later, in order), so this can run on another thread than the collector.
   void peel(const normalize::prefix_catalog& prefixes);
-  /// Runs both gates over the block (either thread: the verdicts are a function of the bytes). Sets
-  /// `gated` only when both scans succeed; else returns the engine's error (the reader ignores it and
+  /// Runs the gate over the block (either thread: the verdicts are a function of the bytes). Sets
+  /// `gated` only when the scan succeeds; else returns the engine's error (the reader ignores it and
   /// leaves the scan to add_block(), which reports it).
-  status scan_gates(const engine& eng, match::gate_scratch& gate_scratch, match::gate_scratch& host_scratch);
+  status scan_gates(const engine& eng, match::gate_scratch& gate_scratch);
   std::string_view line(std::size_t i) const;  ///< line i, without its '\n'
   std::size_t size() const { return starts.size(); }
   bool empty() const { return starts.empty(); }
@@ -211,7 +211,8 @@ class collector {
  private:
   std::string prepare(std::string_view raw_text);           // sanitise and mask
   std::size_t process(stream& st, std::string_view clean, std::uint64_t line_no);
-  // gate_hit, host_hit: the gates' verdicts when a block scan has them (0 or 1), -1 to scan the line here;
+  // gate_hit: the gate's verdict when a block scan has it (0 or 1), -1 to scan the line here; host_hit:
+  // mask::prefix_host_form() of the line when known (0 or 1), -1 to ask it when needed;
   // peeled, plain: line_block::peel()'s results for the line (nullptr, -1: compute them here)
   std::size_t add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit, int host_hit,
                              const normalize::line_meta* peeled, int plain);

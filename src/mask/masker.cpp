@@ -447,6 +447,62 @@ std::vector<std::string> prefix_host_patterns() {
   return out;
 }
 
+namespace {
+bool digit(char c) { return c >= '0' && c <= '9'; }
+bool host_byte(char c) {  // [\w.-]
+  return digit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || c == '_' || c == '.' || c == '-';
+}
+// What each prefix host rule needs before its regexp is worth running, by hand (the rules as written in
+// kRules; prefix_host_form_rules_are_known, a unit test, fails when one changes). A superset each.
+// NCCL "host:pid:tid [dev]": a " [" with digits and ']' after it and ":digits:digits" before it.
+bool nccl_header_candidate(std::string_view l) {
+  for (auto q = l.find('[', 2); q != std::string_view::npos; q = l.find('[', q + 1)) {
+    if (l[q - 1] != ' ') continue;
+    const std::size_t p = q - 1;
+    std::size_t e = p + 2;
+    if (e >= l.size() || !digit(l[e])) continue;
+    while (e < l.size() && digit(l[e])) ++e;
+    if (e >= l.size() || l[e] != ']') continue;
+    std::size_t b = p;
+    bool ok = true;
+    for (int k = 0; k < 2 && ok; ++k) {  // ":tid" then ":pid", read backwards
+      std::size_t d = b;
+      while (d > 0 && digit(l[d - 1])) --d;
+      ok = d < b && d > 0 && l[d - 1] == ':';
+      b = d - 1;
+    }
+    if (ok && b > 0 && host_byte(l[b - 1])) return true;
+  }
+  return false;
+}
+}  // namespace
+
+bool prefix_host_form(std::string_view line) {
+  // One pre-check per rule of prefix_host_patterns(), in its order: what the rule's regexp needs first
+  // (prefix_host_form_rules_are_known, a unit test, fails when a rule changes; each check is a superset).
+  static bool (*const kCandidate[])(std::string_view) = {
+      nccl_header_candidate,
+      [](std::string_view l) {  // syslog "Mon dd hh:mm:ss host tag: " or ISO "yyyy-mm-ddT... host tag: "
+        return l.size() > 16 && ((l[0] >= 'A' && l[0] <= 'Z' && l[1] >= 'a' && l[1] <= 'z' && l[3] == ' ') ||
+                                 (digit(l[0]) && digit(l[3]) && l[4] == '-' && l[10] == 'T'));
+      },
+      [](std::string_view l) {  // pdsh "node-1: ": the first token is [a-z0-9-]+, then ": "
+        std::size_t i = 0;
+        while (i < l.size() && (digit(l[i]) || (l[i] >= 'a' && l[i] <= 'z') || l[i] == '-')) ++i;
+        return i >= 3 && i + 1 < l.size() && l[i] == ':' && l[i + 1] == ' ';
+      },
+      [](std::string_view l) { return l.size() > 22 && l[0] == '[' && digit(l[1]) && l[20] == ']'; },  // "[date] host [pid] "
+  };
+  static const std::vector<std::unique_ptr<re2::RE2>> rules = [] {
+    std::vector<std::unique_ptr<re2::RE2>> v;
+    for (const auto& p : prefix_host_patterns()) v.push_back(std::make_unique<re2::RE2>(p));
+    return v;
+  }();
+  for (std::size_t i = 0; i < rules.size(); ++i)
+    if ((i >= std::size(kCandidate) || kCandidate[i](line)) && re2::RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *rules[i])) return true;
+  return false;
+}
+
 std::vector<std::string> gate_patterns(const options& opt) {
   std::vector<std::string> out = {R"(-----BEGIN)", R"(NODELIST=|NodeList=)"};
   static const std::set<std::string> context_free = {"email", "mac", "ipv6", "ipv4", "home_user", "user_assignment", "user_phrase", "user_option", "user_at_host"};

@@ -299,6 +299,48 @@ TEST(mask_gate, bracket_host_port_candidate_covers_the_rule) {
   EXPECT_FALSE(ff::mask::bracket_host_port_candidate("[rank3]:123456 x"));
 }
 
+// prefix_host_form() runs each prefix host rule only after a hand check of what the rule needs first; the
+// checks are written for these rules, so a change to one must fail here first.
+TEST(mask_gate, prefix_host_form_rules_are_known) {
+  EXPECT_EQ(ff::mask::prefix_host_patterns(),
+            (std::vector<std::string>{
+                R"((?:^|[\s\]>:])([A-Za-z][\w.-]*):\d+:\d+ \[\d+\])",
+                R"(^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\S+) ([A-Za-z][\w.-]*) [\w./@-]+(?:\[\d+\])?: )",
+                R"(^((?:[a-z0-9]+-)*(?:node|worker|gpu|host|nid|compute|master|slave|dgx|hgx)-?[a-z0-9]+): )",
+                R"(^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] ([A-Za-z][\w.-]*) \[\d+\] )"}));
+}
+
+// ... and answers exactly what the rules' regexps answer: random lines built from the pieces the rules
+// turn on (NCCL headers, syslog and ISO dates, pdsh names, bracketed dates), near misses included.
+TEST(mask_gate, prefix_host_form_is_the_rules) {
+  std::vector<std::unique_ptr<re2::RE2>> rules;
+  for (const auto& p : ff::mask::prefix_host_patterns()) rules.push_back(std::make_unique<re2::RE2>(p));
+  auto any = [&](const std::string& l) {
+    for (const auto& r : rules)
+      if (re2::RE2::PartialMatch(l, *r)) return true;
+    return false;
+  };
+  const std::vector<std::string> starts = {"", "node-7: ", "gpu3: ", "a-b-node1: ", "x: ", "Nov 30 02:14:01 ", "Dec  5 10:00:00 ",
+                                           "2026-11-30T02:14:01.880Z ", "2026-11-30 02:14:01 ", "[2026-11-30 02:14:01] ",
+                                           "[2026-11-30 02:14:01 ", "[default1]:", "dgx-a100: ", "Node-1: "};
+  const std::vector<std::string> pieces = {"node-07", ":", "1998325", ":1998716", " [", "1", "] ", "]", " ", "host",
+                                           "kernel", ": ", "sshd[42]", "[12] ", "NCCL INFO x", "a", "-", ".", "0", "T"};
+  ff::testing::lcg next(11);
+  int matched = 0;
+  for (int i = 0; i < 200000; ++i) {
+    std::string l = starts[next() % starts.size()];
+    for (std::size_t k = next() % 9; k > 0; --k) l += pieces[next() % pieces.size()];
+    const bool want = any(l);
+    matched += want;
+    ASSERT_EQ(ff::mask::prefix_host_form(l), want) << "line: '" << l << "'";
+  }
+  EXPECT_GT(matched, 5000);
+  EXPECT_TRUE(ff::mask::prefix_host_form("[default1]:node-07:1998325:1998716 [1] NCCL INFO Connected all rings"));
+  EXPECT_TRUE(ff::mask::prefix_host_form("Nov 30 02:14:01 gpu-node-3 kernel: NVRM: Xid (PCI:0000:3b:00): 79"));
+  EXPECT_TRUE(ff::mask::prefix_host_form("node-12: Traceback (most recent call last):"));
+  EXPECT_FALSE(ff::mask::prefix_host_form("[default3]:2026-11-30 02:02:18,279 INFO    [rank27] trainer - step 57 loss 2.68"));
+}
+
 // Keyed tokens (scan on many nodes): the same value gives the same token on every masker with the key, another
 // key another token; secrets stay numbered (a hash of a secret with a guessable key could be brute-forced).
 TEST(mask_keyed, same_key_same_token_other_key_other_token_secrets_numbered) {
