@@ -63,6 +63,12 @@ result<run> diagnose(const std::vector<std::string>& paths, const kb::library& l
   return diagnose(paths, e.value(), opt);
 }
 
+struct collector::shape_facts {
+  bool bracket_host_port = false, prefix_host = false;
+  std::size_t token_len = 0;
+  std::string token_shape;
+};
+
 struct collector::impl {
   const engine& eng;
   const options opt;  // a copy: callers (tests) pass a temporary
@@ -97,6 +103,25 @@ struct collector::impl {
   bool rank_bound_hit = false, findings_bound_hit = false, pairs_bound_hit = false;
   std::string engine_error;  // the first matching-engine error: the run is an error, never "healthy"
   bool deferring = false;    // in add_block(): a light line's text stays valid until flush_light() at the block's end
+  // What the light path asks of a line that depends only on its shape (normalize::line_meta::shape_id: the
+  // line with its digits zeroed), kept per shape: the host rules' and "[host]:port" checks (their regexps
+  // tell no digit from another) and the learner's token of the catalogue's body (the body starts at the
+  // same byte for every line of a shape; the token's classes treat all digits alike). A unit test checks
+  // each of these gives the same answer when a line's digits change. Bounded: cleared past kMaxShapes.
+  static constexpr std::size_t kMaxShapes = 16384;
+  std::unordered_map<std::uint64_t, shape_facts> shapes;
+  const shape_facts& facts_of(std::uint64_t id, std::string_view line, std::string_view body) {
+    auto it = shapes.find(id);
+    if (it != shapes.end()) return it->second;
+    if (shapes.size() >= kMaxShapes) shapes.clear();
+    shape_facts f;
+    f.bracket_host_port = mask::bracket_host_port_candidate(line);
+    f.prefix_host = mask::prefix_host_form(line);
+    auto tok = normalize::leading_token(body);
+    f.token_len = tok.first.size();
+    f.token_shape = std::move(tok.second);
+    return shapes.emplace(id, std::move(f)).first->second;
+  }
   impl(const engine& e, const options& o)
       : eng(e), opt(o), scratch(e.matcher), gate_scratch(e.gate), masker(o.mask),
         light_ok(!o.exact && e.gate.enabled() && o.mask.extra.empty()) {}
@@ -376,11 +401,13 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
     }
     gate_hit = hit.value();
   }
-  if (gate_hit || mask::bracket_host_port_candidate(raw_text)) return add_line(st, raw_text, line_no);
+  if (gate_hit) return add_line(st, raw_text, line_no);
   normalize::line_meta meta;
   if (peeled) meta = *peeled;  // line_block::peel() ran the same catalogue on the same bytes
   else im.eng.prefixes.normalize_fast(raw_text, meta);  // watch, and lines fed one by one
-  return add_light(st, raw_text, line_no, meta, plain, nullptr, host_hit);
+  const shape_facts* facts = meta.shape_id ? &im.facts_of(meta.shape_id, raw_text, meta.body) : nullptr;
+  if (facts ? facts->bracket_host_port : mask::bracket_host_port_candidate(raw_text)) return add_line(st, raw_text, line_no);
+  return add_light(st, raw_text, line_no, meta, plain, nullptr, host_hit, false, facts);
 }
 
 // A line the gate let through (plain, no gate hit, no masker state open), peeled by the catalogue into
@@ -388,7 +415,7 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
 // host the masker learns from. `masked`: the line masked already (add_lines' first batch: the learner has
 // seen it, and `meta` is its full peel); nullptr: `meta` is the raw line's catalogue peel.
 std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uint64_t line_no, normalize::line_meta& meta,
-                                 int plain, const std::string* masked, int host_hit, bool observed) {
+                                 int plain, const std::string* masked, int host_hit, bool observed, const shape_facts* facts) {
   auto& im = *impl_;
   // The full path for a line the learner has seen raw (add_lines' batch): masked out of stream order, so
   // the masker's line state (a secret running on, a key block) is left to the line after the batch's
@@ -412,14 +439,21 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
     if (!rank_idle) return masked || observed ? full() : add_line(st, raw_text, line_no);
   }
   if (!masked && !observed) {
-    observe_and_peel(st, meta);  // the catalogue's layers again would peel the same: only what the learner adds
+    // the catalogue's layers again would peel the same: only what the learner adds
+    if (facts) {
+      std::string_view rest;
+      normalize::line_meta learnt;
+      if (st.learner.observe_and_peel(meta.body, facts->token_len, facts->token_shape, learnt, rest)) apply_learnt(meta, learnt, rest);
+    } else {
+      observe_and_peel(st, meta);
+    }
   }
   // An error level in the prefix makes the line suspicious whatever its words: full path (the learner
   // has seen it already).
   bool escalate = meta.level == 'E' || meta.level == 'F' || meta.level == 'C';
   // A host form the masker learns from (NCCL header, syslog, pdsh) that no prefix peeled: full path.
   if (!escalate && !meta.host) {
-    escalate = host_hit >= 0 ? host_hit != 0 : mask::prefix_host_form(raw_text);
+    escalate = host_hit >= 0 ? host_hit != 0 : facts ? facts->prefix_host : mask::prefix_host_form(raw_text);
   }
   if (escalate) return masked || observed ? full() : process(st, prepare(raw_text), line_no);
   return process(st, meta, line_no, true, plain == 1, masked == nullptr);

@@ -53,6 +53,10 @@ struct line_meta {
   std::string_view body;      ///< the message after all peeled prefixes
   std::array<std::uint16_t, 8> prefixes{};  ///< catalogue indices (prefix_catalog::defs()) of the prefixes peeled, outermost first
   std::uint8_t n_prefixes = 0;              ///< how many of `prefixes` are set (at most prefix_catalog::kMaxLayers)
+  /// The line's shape as normalize_fast() memoised it (the line with its digits zeroed, words such as "c10d"
+  /// kept): unique in the process, 0 when the line took no memo. Two lines with one shape id differ only in
+  /// the values of their digits, so a caller may keep anything digit-blind it computes from a line per id.
+  std::uint64_t shape_id = 0;
 };
 
 namespace detail {
@@ -153,13 +157,15 @@ class prefix_learner {
   bool peel(std::string_view line, line_meta& out, std::string_view& rest) const;
   /// observe(line), then peel(line, out, rest), reading the line's token once.
   bool observe_and_peel(std::string_view line, line_meta& out, std::string_view& rest);
+  /// The same with the line's token known: its length and shape as leading_token(line) gives them.
+  bool observe_and_peel(std::string_view line, std::size_t token_len, const std::string& shape, line_meta& out,
+                        std::string_view& rest);
   std::size_t observed() const { return lines_; }
   static constexpr std::size_t kTokenWindow = 96;  ///< bytes of a line its leading token is looked for in
 
  private:
-  void count(const std::pair<std::string_view, std::string>& tok);
-  bool peel_token(std::string_view line, const std::pair<std::string_view, std::string>& tok, line_meta& out,
-                  std::string_view& rest) const;
+  void count(std::string_view t, const std::string& shape);
+  bool peel_token(std::string_view line, std::string_view t, const std::string& shape, line_meta& out, std::string_view& rest) const;
   struct shape_stats {
     std::size_t lines = 0;
     int numbers = 0;              ///< digit runs in the token

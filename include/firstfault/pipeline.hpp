@@ -142,6 +142,8 @@ struct line_block {
 /// The per-line work of the pipeline (mask, normalize, extract, match), feeding correlate's inputs.
 /// `diagnose` runs it over files; `watch` feeds it lines as they are written.
 class collector {
+  struct shape_facts;  // what the light path checks of a line shape (pipeline.cpp)
+
  public:
   struct stream {  // per-stream state: attribution carries from line to line
     std::string display;
@@ -219,7 +221,7 @@ class collector {
   // `masked`: the line masked already, learnt from and fully peeled; `observed`: (without `masked`) the
   // learner has seen the raw line and `meta` is its full peel (add_lines' first batch, a line no gate hits).
   std::size_t add_light(stream& st, std::string_view raw_text, std::uint64_t line_no, normalize::line_meta& meta, int plain,
-                        const std::string* masked, int host_hit = -1, bool observed = false);
+                        const std::string* masked, int host_hit = -1, bool observed = false, const shape_facts* facts = nullptr);
   // `meta`: the line already peeled (peel()); its body points into the caller's text.
   // `raw`: a light line's text is not masked yet (its kept last line is masked later).
   std::size_t process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light, bool ascii = false, bool raw = true);

@@ -782,6 +782,8 @@ struct shape_hash {
 
 // Per thread: the peel of each line shape seen (the line with every ASCII digit written '0'), as layers
 // and group spans; a line of a known shape takes its fields from its own bytes at those spans.
+std::atomic<std::uint64_t> next_shape_id{1};
+
 struct shape_memo {
   static constexpr std::size_t kMaxLine = 255;  // offsets fit a byte
   static constexpr std::uint8_t kNone = 0xFF;
@@ -790,6 +792,7 @@ struct shape_memo {
     std::uint8_t span[6][2];  // rank, local_rank, task, host, ts, level: (offset, length) or kNone
   };
   struct entry {
+    std::uint64_t id = 0;  // line_meta::shape_id: from one counter for every thread, never reused
     std::uint8_t n = 0, body = 0;
     bool any = false;
     layer layers[prefix_catalog::kMaxLayers];
@@ -822,6 +825,7 @@ bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const
     bool any = normalize_fast_impl(line, out, &tr);
     // Record the spans of every group of every layer (one capturing match each, on this first line).
     shape_memo::entry e;
+    e.id = next_shape_id.fetch_add(1, std::memory_order_relaxed);
     e.any = any;
     e.n = static_cast<std::uint8_t>(tr.n);
     e.body = static_cast<std::uint8_t>(out.body.data() - line.data());
@@ -847,6 +851,7 @@ bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const
       }
     }
     memo.map.emplace(memo.key, e);
+    out.shape_id = e.id;
     return any;
   }
   // A known shape: the same layers at the same places (digit_blind), this line's own values.
@@ -873,6 +878,7 @@ bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const
     apply(out, f, L.id, L.len);
   }
   out.body = line.substr(e.body);
+  out.shape_id = e.id;
   return e.any;
 }
 

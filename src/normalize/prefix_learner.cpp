@@ -159,9 +159,8 @@ token_numbers numbers_in(std::string_view t) {
 }
 }  // namespace
 
-void prefix_learner::count(const std::pair<std::string_view, std::string>& tok) {
+void prefix_learner::count(std::string_view t, const std::string& shape) {
   ++lines_;
-  const auto& [t, shape] = tok;
   if (t.empty()) return;
   auto it = shapes_.find(shape);
   if (it == shapes_.end()) {
@@ -177,23 +176,32 @@ void prefix_learner::count(const std::pair<std::string_view, std::string>& tok) 
     if (st.values[i].size() < 4097) st.values[i].insert(nums.v[i]);
 }
 
-void prefix_learner::observe(std::string_view line) { count(leading_token(line)); }
+void prefix_learner::observe(std::string_view line) {
+  const auto tok = leading_token(line);
+  count(tok.first, tok.second);
+}
 
 bool prefix_learner::observe_and_peel(std::string_view line, line_meta& out, std::string_view& rest) {
   // The collector observes every line and then peels it: one token for both (a memo of the last line's
   // token, compared and copied on every line, cost more than the token).
   const auto tok = leading_token(line);
-  count(tok);
-  return peel_token(line, tok, out, rest);
+  return observe_and_peel(line, tok.first.size(), tok.second, out, rest);
+}
+
+bool prefix_learner::observe_and_peel(std::string_view line, std::size_t token_len, const std::string& shape, line_meta& out,
+                                      std::string_view& rest) {
+  const std::string_view t = line.substr(0, token_len);
+  count(t, shape);
+  return peel_token(line, t, shape, out, rest);
 }
 
 bool prefix_learner::peel(std::string_view line, line_meta& out, std::string_view& rest) const {
-  return peel_token(line, leading_token(line), out, rest);
+  const auto tok = leading_token(line);
+  return peel_token(line, tok.first, tok.second, out, rest);
 }
 
-bool prefix_learner::peel_token(std::string_view line, const std::pair<std::string_view, std::string>& tok, line_meta& out,
+bool prefix_learner::peel_token(std::string_view line, std::string_view t, const std::string& shape, line_meta& out,
                                 std::string_view& rest) const {
-  const auto& [t, shape] = tok;
   if (t.empty()) return false;
   auto it = shapes_.find(shape);
   if (it == shapes_.end()) return false;

@@ -13,6 +13,7 @@
 
 #include "firstfault/kb.hpp"
 #include "firstfault/mask.hpp"
+#include "firstfault/normalize.hpp"
 #include "firstfault/pipeline.hpp"
 #include "firstfault/report.hpp"
 
@@ -339,6 +340,57 @@ TEST(mask_gate, prefix_host_form_is_the_rules) {
   EXPECT_TRUE(ff::mask::prefix_host_form("Nov 30 02:14:01 gpu-node-3 kernel: NVRM: Xid (PCI:0000:3b:00): 79"));
   EXPECT_TRUE(ff::mask::prefix_host_form("node-12: Traceback (most recent call last):"));
   EXPECT_FALSE(ff::mask::prefix_host_form("[default3]:2026-11-30 02:02:18,279 INFO    [rank27] trainer - step 57 loss 2.68"));
+}
+
+// The light path keeps, per line shape (the line with its digits zeroed, "c10d" kept: line_meta::shape_id),
+// the answers of bracket_host_port_candidate, prefix_host_form and the learner's leading_token: each must
+// be the same for two lines that differ only in their digits. Every line of the test corpus and random
+// host-form lines, each with its digits redrawn (the token from every byte after a ':', ']' or ' ', where a
+// peeled body can start).
+TEST(mask_gate, light_path_checks_are_digit_blind) {
+  ff::testing::lcg next(5);
+  auto redraw = [&](const std::string& l) {
+    std::string out = l;
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (out[i] >= '0' && out[i] <= '9' && out.compare(i > 0 ? i - 1 : 0, 4, "c10d") != 0 && out.compare(i > 1 ? i - 2 : 0, 4, "c10d") != 0)
+        out[i] = static_cast<char>('0' + next() % 10);
+    return out;
+  };
+  std::vector<std::string> lines;
+  for (const auto& c : std::filesystem::directory_iterator(std::filesystem::path(FF_TEST_DATA) / "corpus")) {
+    if (!std::filesystem::is_directory(c.path() / "logs")) continue;
+    for (const auto& f : std::filesystem::recursive_directory_iterator(c.path() / "logs")) {
+      if (!f.is_regular_file()) continue;
+      std::ifstream in(f.path(), std::ios::binary);
+      for (std::string l; std::getline(in, l) && lines.size() < 60000;)
+        if (l.size() <= 255) lines.push_back(l);
+    }
+  }
+  const std::vector<std::string> pieces = {"node-07", ":", "1998325", ":1998716", " [", "1", "] ", "]:", "29500", " ", "host",
+                                           "Nov 30 02:14:01 ", "2026-11-30T02:14:01Z ", "[2026-11-30 02:14:01] ", "gpu3: ", "c10d"};
+  for (int i = 0; i < 20000; ++i) {
+    std::string l;
+    for (std::size_t k = 1 + next() % 8; k > 0; --k) l += pieces[next() % pieces.size()];
+    lines.push_back(l);
+  }
+  std::size_t flagged = 0, tokens = 0;
+  for (const auto& l : lines) {
+    const std::string m = redraw(l);
+    ASSERT_EQ(ff::mask::bracket_host_port_candidate(l), ff::mask::bracket_host_port_candidate(m)) << l << "\n" << m;
+    ASSERT_EQ(ff::mask::prefix_host_form(l), ff::mask::prefix_host_form(m)) << l << "\n" << m;
+    flagged += ff::mask::prefix_host_form(l) || ff::mask::bracket_host_port_candidate(l);
+    for (std::size_t k = 0; k < l.size(); ++k) {
+      if (k > 0 && l[k - 1] != ':' && l[k - 1] != ']' && l[k - 1] != ' ') continue;
+      auto a = ff::normalize::leading_token(std::string_view(l).substr(k));
+      auto b = ff::normalize::leading_token(std::string_view(m).substr(k));
+      ASSERT_EQ(a.first.size(), b.first.size()) << l << "\n" << m << " at " << k;
+      ASSERT_EQ(a.second, b.second) << l << "\n" << m << " at " << k;
+      tokens += !a.first.empty();
+    }
+  }
+  EXPECT_GT(lines.size(), 30000u);
+  EXPECT_GT(flagged, 1000u);
+  EXPECT_GT(tokens, 1000u);
 }
 
 // Keyed tokens (scan on many nodes): the same value gives the same token on every masker with the key, another
