@@ -64,7 +64,7 @@ result<run> diagnose(const std::vector<std::string>& paths, const kb::library& l
 }
 
 struct collector::shape_facts {
-  bool bracket_host_port = false, prefix_host = false;
+  bool bracket_host_port = false, prefix_host = false, may_plan = true;
   std::size_t token_len = 0;
   std::string token_shape;
 };
@@ -105,8 +105,9 @@ struct collector::impl {
   bool deferring = false;    // in add_block(): a light line's text stays valid until flush_light() at the block's end
   // What the light path asks of a line that depends only on its shape (normalize::line_meta::shape_id: the
   // line with its digits zeroed), kept per shape: the host rules' and "[host]:port" checks (their regexps
-  // tell no digit from another) and the learner's token of the catalogue's body (the body starts at the
-  // same byte for every line of a shape; the token's classes treat all digits alike). A unit test checks
+  // tell no digit from another), the learner's token of the catalogue's body (the body starts at the
+  // same byte for every line of a shape; the token's classes treat all digits alike) and whether the body
+  // can name a planned step count (extract::may_plan). A unit test checks
   // each of these gives the same answer when a line's digits change. Bounded: cleared past kMaxShapes.
   static constexpr std::size_t kMaxShapes = 16384;
   std::unordered_map<std::uint64_t, shape_facts> shapes;
@@ -120,6 +121,7 @@ struct collector::impl {
     auto tok = normalize::leading_token(body);
     f.token_len = tok.first.size();
     f.token_shape = std::move(tok.second);
+    f.may_plan = extract::may_plan(body);  // of the catalogue's body: true for it when true for any part of it
     return shapes.emplace(id, std::move(f)).first->second;
   }
   impl(const engine& e, const options& o)
@@ -456,7 +458,7 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
     escalate = host_hit >= 0 ? host_hit != 0 : facts ? facts->prefix_host : mask::prefix_host_form(raw_text);
   }
   if (escalate) return masked || observed ? full() : process(st, prepare(raw_text), line_no);
-  return process(st, meta, line_no, true, plain == 1, masked == nullptr);
+  return process(st, meta, line_no, true, plain == 1, masked == nullptr, facts ? facts->may_plan : true);
 }
 
 void collector::mask_deferred() {
@@ -576,13 +578,15 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
 // `light`: a line the scan gate did not hit (add_line_gated), one sanitize() leaves unchanged (`ascii`:
 // printable ASCII, else clean UTF-8 such as a tqdm bar): it cannot match, open a record or look
 // like a failure, so only the per-rank facts are kept, and its text is masked only if it is kept.
-std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light, bool ascii, bool raw) {
+std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light, bool ascii, bool raw,
+                               bool may_plan) {
   auto& in = impl_->in;
   if (!(light && impl_->deferring)) flush_light(st);  // in order: what the block's light lines left pending first
   ++st.lines;
   std::size_t before = in.findings.size();
   line_facts f;
   f.line_no = line_no;
+  f.may_plan = may_plan;
   attribute(st, meta, f);
   auto& rs = rank_state_for(st, f);
   note_host_and_pairs(st, rs, meta, f);
@@ -742,7 +746,7 @@ void collector::note_activity(stream& st, stream::rank_state& rs, const line_fac
   if (defer) {
     if (rs.pending.empty()) st.pending_ranks.push_back(&rs);
     rs.pending.emplace_back(f.body, ascii);
-    planned = extract::read_planned(f.body);
+    if (f.may_plan) planned = extract::read_planned(f.body);
   } else {
     act.last_line.assign(text::prefix_utf8(f.body, limits::kLastLineBytes));
     auto prog = extract::read_progress(f.body, ascii);

@@ -143,6 +143,10 @@ progress read_progress(std::string_view body, bool plain = false);
 /// rank's last line). read_step(b).step and read_planned(b) are read_progress(b)'s step and planned.
 std::optional<long> read_step(std::string_view body, bool plain = false);
 std::optional<long> read_planned(std::string_view body);
+/// False when read_planned(body) is empty for certain: no '/' with a digit on each side (spaces between) and
+/// no " batches". Digit-blind (which digits stand there does not matter), and a text that contains `body`
+/// answers true whenever `body` does: the light path asks it once per line shape of the catalogue's body.
+bool may_plan(std::string_view body);
 namespace detail {
 progress read_progress_by_regex(std::string_view body);  ///< the regexps alone (tests compare the two)
 }

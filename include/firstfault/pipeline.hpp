@@ -224,7 +224,8 @@ class collector {
                         const std::string* masked, int host_hit = -1, bool observed = false, const shape_facts* facts = nullptr);
   // `meta`: the line already peeled (peel()); its body points into the caller's text.
   // `raw`: a light line's text is not masked yet (its kept last line is masked later).
-  std::size_t process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light, bool ascii = false, bool raw = true);
+  std::size_t process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light, bool ascii = false, bool raw = true,
+                      bool may_plan = true);
   void peel(const stream& st, std::string_view text, normalize::line_meta& meta) const;  // catalogue, then learnt prefixes
   void peel_learnt(const stream& st, normalize::line_meta& meta) const;  // a learnt prefix left on meta.body
   void observe_and_peel(stream& st, normalize::line_meta& meta) const;   // the learner sees meta.body, then peel_learnt
@@ -240,6 +241,7 @@ class collector {
     bool ts_inherited = false;
     std::string_view body;                        // trimmed
     std::uint64_t line_no = 0;
+    bool may_plan = true;                         // false: extract::may_plan() said no for the line's shape
   };
   void attribute(stream& st, const normalize::line_meta& meta, line_facts& f) const;
   stream::rank_state& rank_state_for(stream& st, line_facts& f);

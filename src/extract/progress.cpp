@@ -186,7 +186,7 @@ std::optional<long> read_step(std::string_view body, bool plain) {
   return find_progress_words(body).step ? step_of(body, plain) : std::nullopt;
 }
 
-std::optional<long> read_planned(std::string_view body) {
+bool may_plan(std::string_view body) {
   // Both rules need a '/' between digits or " batches": most lines have neither, and are done after one
   // SSE pass instead of the word scan. ('/' | 0x20 is '/'; for_letters also stops at 'B' and 0x0F, which
   // are neither.)
@@ -196,7 +196,11 @@ std::optional<long> read_planned(std::string_view body) {
     else if (body[i] == '/') candidate = ratio_at(body, i);
     return candidate;
   });
-  if (!candidate) return std::nullopt;
+  return candidate;
+}
+
+std::optional<long> read_planned(std::string_view body) {
+  if (!may_plan(body)) return std::nullopt;
   return planned_of(body, find_progress_words(body));
 }
 
