@@ -82,8 +82,9 @@ class gate {
   static constexpr int kMinAtom = 4;  ///< shortest literal the gate accepts for a fingerprint (bytes)
   static constexpr int kMinStageAtom = 3;  ///< the same for the stages' own patterns (secret prefixes: "hf_")
   /// Builds the gate from the library's fingerprints and extra regexps (the stages' gate patterns), or
-  /// loads it from the on-disk cache (then literal_count() and regex_gated() are not known: 0 and empty).
-  static result<gate> build(const kb::library& lib, const std::vector<std::string>& extra);
+  /// loads it from the on-disk cache (then literal_count() and regex_gated() are not known: 0 and empty;
+  /// `use_cache` false always builds, about a second, and stores nothing).
+  static result<gate> build(const kb::library& lib, const std::vector<std::string>& extra, bool use_cache = true);
   /// True when `line` (raw, unpeeled) may matter. With no patterns at all, always true. An engine error
   /// (scratch, scan) is an error, never "does not matter".
   result<bool> hit(std::string_view line, gate_scratch& s) const;

@@ -133,6 +133,14 @@ int kb_command::lint(const kb::library& lib) const {
     for (auto p : r.produces) produced.emplace_back(p);
   for (auto& i : kb::lint_inferred(lib, produced)) issues.push_back(std::move(i));
   for (const auto& i : issues) std::printf("%s: %s: %s\n", i.file.c_str(), i.name.c_str(), i.message.c_str());
+  // Not problems: the fingerprints with no rare literal of kMinAtom bytes, which the scan gate holds as
+  // their own regexps (each costs the gate more than a literal; kb/_tables/healthy_lines.tsv says when a
+  // literal counts as common).
+  if (auto g = match::gate::build(lib, {}, false); g && !g.value().regex_gated().empty()) {
+    std::printf("note: %zu fingerprint(s) gated by their own regexp (no literal of %d+ bytes that healthy text lacks):\n",
+                g.value().regex_gated().size(), match::gate::kMinAtom);
+    for (const auto& r : g.value().regex_gated()) std::printf("  %s\n", r.c_str());
+  }
   std::printf("%zu signatures, %zu problem(s)\n", lib.signatures.size(), issues.size());
   return issues.empty() ? 0 : 1;
 }

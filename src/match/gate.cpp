@@ -401,7 +401,7 @@ gate& gate::operator=(gate&& o) noexcept {
   return *this;
 }
 
-result<gate> gate::build(const kb::library& lib, const std::vector<std::string>& extra) {
+result<gate> gate::build(const kb::library& lib, const std::vector<std::string>& extra, bool use_cache) {
   gate g;
   // Building the gate (atoms of every fingerprint, then the Vectorscan compile) costs about a second, so
   // like the matcher's database it is cached on disk, keyed by the library's content hash, the stages'
@@ -409,7 +409,8 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
   constexpr const char* kVersion = "gate-v7";  // v3: MULTILINE, every match reported; v4: own samples not common; v5: runs; v6: stage runs; v7: left-context literals
   std::string key_text = kVersion + std::string("\n") + lib.content_hash;
   for (const auto& e : extra) key_text += "\n" + e;
-  std::string cache = detail::cache_path("gate-" + std::to_string(std::hash<std::string>{}(key_text)) + "-" + std::to_string(key_text.size()));
+  std::string cache =
+      use_cache ? detail::cache_path("gate-" + std::to_string(std::hash<std::string>{}(key_text)) + "-" + std::to_string(key_text.size())) : "";
   hs_database_t* cached = nullptr;
   if (!cache.empty() && detail::load_cached(cache, &cached)) {
     g.db_ = cached;
