@@ -735,49 +735,78 @@ bool detail::digit_blind(const std::string& re, std::vector<std::string>* words)
 }
 
 namespace {
-// `out` = `line` with every ASCII digit written '0': 16 bytes at a time with SSE2 (every x86-64 has it),
-// which made the shape key ~10x cheaper than the byte loop (it ran on every line: ~9 instructions a byte).
-void digits_to_zero(std::string_view line, std::string& out) {
+// The shape memo's hash (std::hash<std::string>, murmur, was ~4% of a console's diagnosis: the key is the
+// whole line). Defined on the key's 16-byte chunks as digits_to_zero() writes them (from byte 0 in steps of
+// 16, then the last 16 bytes when the size is not a multiple of 16), so that digits_to_zero() computes it
+// on the way; a key shorter than 16 bytes is two zero-padded 8-byte words. Collisions cost a compare, never
+// a wrong answer.
+constexpr std::uint64_t kHashMul = 0x9E3779B97F4A7C15ull;
+std::uint64_t hash_mix(std::uint64_t h, std::uint64_t w) {
+  h = (h ^ w) * kHashMul;
+  return h ^ (h >> 29);
+}
+std::uint64_t load64(const char* p) {
+  std::uint64_t w;
+  std::memcpy(&w, p, 8);
+  return w;
+}
+std::uint64_t hash_chunk(std::uint64_t h, const char* p) { return hash_mix(hash_mix(h, load64(p)), load64(p + 8)); }
+std::size_t hash_end(std::uint64_t h) { return static_cast<std::size_t>(h ^ (h >> 32)); }
+
+std::size_t key_hash(std::string_view s) {
+  std::uint64_t h = s.size() * kHashMul;
+  if (s.size() < 16) {
+    char pad[16] = {};
+    std::memcpy(pad, s.data(), s.size());
+    return hash_end(hash_chunk(h, pad));
+  }
+  std::size_t i = 0;
+  for (; i + 16 <= s.size(); i += 16) h = hash_chunk(h, s.data() + i);
+  if (i < s.size()) h = hash_chunk(h, s.data() + s.size() - 16);
+  return hash_end(h);
+}
+
+// `out` = `line` with every ASCII digit written '0', and key_hash(out): 16 bytes at a time with SSE2 (every
+// x86-64 has it), which made the shape key ~10x cheaper than the byte loop (it ran on every line: ~9
+// instructions a byte).
+std::size_t digits_to_zero(std::string_view line, std::string& out) {
   out.resize(line.size());
   std::size_t i = 0;
-#if defined(__SSE2__)
-  const __m128i below = _mm_set1_epi8('0' - 1), above = _mm_set1_epi8('9' + 1), zero = _mm_set1_epi8('0');
-  for (; i + 16 <= line.size(); i += 16) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line.data() + i));
-    // signed compares: bytes >= 0x80 are negative, so never digits
-    __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, below), _mm_cmplt_epi8(v, above));
-    v = _mm_or_si128(_mm_and_si128(digit, zero), _mm_andnot_si128(digit, v));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + i), v);
-  }
-  if (i < line.size() && line.size() >= 16) {  // the tail: the last 16 bytes again (zeroing is idempotent)
-    i = line.size() - 16;
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line.data() + i));
-    __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, below), _mm_cmplt_epi8(v, above));
-    v = _mm_or_si128(_mm_and_si128(digit, zero), _mm_andnot_si128(digit, v));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + i), v);
-    return;
+#if defined(__SSE2__) && defined(__x86_64__)
+  if (line.size() >= 16) {
+    std::uint64_t h = line.size() * kHashMul;
+    const __m128i below = _mm_set1_epi8('0' - 1), above = _mm_set1_epi8('9' + 1), zero = _mm_set1_epi8('0');
+    auto chunk = [&](std::size_t at) {
+      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line.data() + at));
+      // signed compares: bytes >= 0x80 are negative, so never digits
+      __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, below), _mm_cmplt_epi8(v, above));
+      v = _mm_or_si128(_mm_and_si128(digit, zero), _mm_andnot_si128(digit, v));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + at), v);
+      // the two little-endian 8-byte words key_hash() reads from these 16 bytes
+      h = hash_mix(hash_mix(h, static_cast<std::uint64_t>(_mm_cvtsi128_si64(v))),
+                   static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v))));
+    };
+    for (; i + 16 <= line.size(); i += 16) chunk(i);
+    if (i < line.size()) chunk(line.size() - 16);  // the tail: the last 16 bytes again (zeroing is idempotent)
+    return hash_end(h);
   }
 #endif
   for (; i < line.size(); ++i) out[i] = line[i] >= '0' && line[i] <= '9' ? '0' : line[i];
+  return key_hash(out);
 }
 
-// The shape memo's hash: eight bytes a step, one multiply each (std::hash<std::string>, murmur, was ~4% of
-// a console's diagnosis: the key is the whole line). Collisions cost a compare, never a wrong answer.
+// The memo's hasher: the hash digits_to_zero() computed for the thread's probe key (the one string find()
+// is called with), else key_hash(). Not noexcept on purpose: libstdc++ then keeps each node's hash code,
+// where with a "fast" hasher it hashed the next node's whole key at every step of a bucket's chain (9M
+// instructions on con16, as much as the probes themselves).
+struct shape_probe {
+  const std::string* key = nullptr;
+  std::size_t hash = 0;
+};
+thread_local shape_probe tl_probe;
+std::atomic<bool> fused_hash_ok{true};
 struct shape_hash {
-  std::size_t operator()(const std::string& s) const noexcept {
-    constexpr std::uint64_t kMul = 0x9E3779B97F4A7C15ull;
-    std::uint64_t h = s.size() * kMul, w = 0;
-    std::size_t i = 0;
-    for (; i + 8 <= s.size(); i += 8) {
-      std::memcpy(&w, s.data() + i, 8);
-      h = (h ^ w) * kMul;
-      h ^= h >> 29;
-    }
-    w = 0;
-    if (i < s.size()) std::memcpy(&w, s.data() + i, s.size() - i);
-    h = (h ^ w) * kMul;
-    return static_cast<std::size_t>(h ^ (h >> 32));
-  }
+  std::size_t operator()(const std::string& s) const { return &s == tl_probe.key ? tl_probe.hash : key_hash(s); }
 };
 
 // Per thread: the peel of each line shape seen (the line with every ASCII digit written '0'), as layers
@@ -816,10 +845,17 @@ bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const
   }
   // The shape key: every digit written '0', except inside an occurrence of a prefix's literal word with
   // digits ("c10d"), which a prefix reads as it is.
-  digits_to_zero(line, memo.key);
+  std::size_t hash = digits_to_zero(line, memo.key);
+  bool rewritten = false;
   for (const auto& w : impl_->digit_words)
-    for (auto p = line.find(w); p != std::string_view::npos; p = line.find(w, p + 1)) memo.key.replace(p, w.size(), w);
+    for (auto p = line.find(w); p != std::string_view::npos; p = line.find(w, p + 1)) {
+      memo.key.replace(p, w.size(), w);
+      rewritten = true;
+    }
+  const std::size_t probe_hash = rewritten || !fused_hash_ok.load(std::memory_order_relaxed) ? key_hash(memo.key) : hash;
+  tl_probe = {&memo.key, probe_hash};
   auto it = memo.map.find(memo.key);
+  tl_probe.key = nullptr;
   if (it == memo.map.end()) {
     detail::layer_trace tr;
     bool any = normalize_fast_impl(line, out, &tr);
@@ -850,6 +886,10 @@ bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const
         L.span[q][1] = static_cast<std::uint8_t>(sp.size());
       }
     }
+    // The node's copy of the key is hashed by key_hash(): were the hash digits_to_zero() computes on the
+    // way ever different (it is the same function by construction), every later find() would miss; then
+    // key_hash() serves the probes too.
+    if (key_hash(memo.key) != probe_hash) fused_hash_ok.store(false, std::memory_order_relaxed);
     memo.map.emplace(memo.key, e);
     out.shape_id = e.id;
     return any;
