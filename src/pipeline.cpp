@@ -301,6 +301,7 @@ std::string collector::prepare(std::string_view raw_text) {
 
 void collector::close_stream(stream& st) {
   flush_light(st);
+  std::vector<stream::pending_line>().swap(st.pending);
   if (st.last_body_raw) {
     st.last_body = impl_->masker.apply(st.last_body);
     impl_->masker.reset_stream();
@@ -744,8 +745,11 @@ void collector::note_activity(stream& st, stream::rank_state& rs, const line_fac
   *rs.deferred = light;
   std::optional<long> planned;
   if (defer) {
-    if (rs.pending.empty()) st.pending_ranks.push_back(&rs);
-    rs.pending.emplace_back(f.body, ascii);
+    if (!rs.pending) {
+      rs.pending = true;
+      st.pending_ranks.push_back(&rs);
+    }
+    st.pending.push_back({&rs, f.body, ascii});
     if (f.may_plan) planned = extract::read_planned(f.body);
   } else {
     act.last_line.assign(text::prefix_utf8(f.body, limits::kLastLineBytes));
@@ -763,7 +767,9 @@ void collector::note_activity(stream& st, stream::rank_state& rs, const line_fac
 }
 
 namespace {
-constexpr std::size_t kPendingKept = 32;  // pending light lines whose room a rank keeps between blocks
+// Room for pending light lines a stream keeps between blocks: a block holds up to 4,096 lines (128 KiB of
+// entries; a stream's list is freed when it closes, and watch, line by line, never defers).
+constexpr std::size_t kPendingKept = 4096;
 }  // namespace
 
 void collector::flush_light(stream& st) {
@@ -771,20 +777,28 @@ void collector::flush_light(stream& st) {
     st.last_body.assign(text::prefix_utf8(st.pending_body, limits::kLastLineBytes));
     st.has_pending_body = false;
   }
-  for (auto* rs : st.pending_ranks) {
-    auto& act = *rs->act;
-    act.last_line.assign(text::prefix_utf8(rs->pending.back().first, limits::kLastLineBytes));
-    // The step of the newest line that has one (read_progress(line).step in line order, walked back).
-    for (auto it = rs->pending.rbegin(); it != rs->pending.rend(); ++it)
-      if (auto step = extract::read_step(it->first, it->second)) {
-        act.last_step = step;
-        break;
-      }
-    // Bounded memory: a rank that had a block to itself (thousands of lines) does not keep that capacity
-    // while it idles; with up to 16,384 ranks the kept capacity is at most 16,384 x 32 entries.
-    if (rs->pending.capacity() > kPendingKept) std::vector<std::pair<std::string_view, bool>>().swap(rs->pending);
-    else rs->pending.clear();
+  if (st.pending.empty()) return;
+  // Newest first: a rank's first line met is its last line; its step is the newest line's with one
+  // (read_progress(line).step in line order, walked back), read until found.
+  std::size_t open = st.pending_ranks.size();  // ranks whose step is still looked for
+  for (auto it = st.pending.rbegin(); it != st.pending.rend() && open > 0; ++it) {
+    auto* rs = it->rank;
+    if (rs->pending) {
+      rs->pending = false;
+      rs->act->last_line.assign(text::prefix_utf8(it->body, limits::kLastLineBytes));
+    }
+    if (rs->step_found) continue;
+    if (auto step = extract::read_step(it->body, it->ascii)) {
+      rs->act->last_step = step;
+      rs->step_found = true;
+      --open;
+    }
   }
+  // (The walk stops early only when every rank's step was found, each after its last line.)
+  for (auto* rs : st.pending_ranks) rs->pending = rs->step_found = false;
+  // Bounded memory: the list keeps at most kPendingKept entries of room between blocks.
+  if (st.pending.capacity() > kPendingKept) std::vector<stream::pending_line>().swap(st.pending);
+  else st.pending.clear();
   st.pending_ranks.clear();
 }
 

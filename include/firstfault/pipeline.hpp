@@ -156,9 +156,8 @@ class collector {
       bool* deferred = nullptr;                 ///< its "last_line still unmasked" flag (collector-owned)
       std::string paired_host;                  ///< a host already in host_ranks with this rank
       std::optional<int> paired_local;          ///< a local rank already in local_to_rank with this rank
-      /// Light lines of the block being read (add_block), views into its text, oldest first: the last one
-      /// is the rank's last line, and the newest one with a step gives the rank's step (flush_light()).
-      std::vector<std::pair<std::string_view, bool>> pending;  // (body, printable ASCII)
+      bool pending = false;  ///< has light lines in stream::pending (flush_light() clears it)
+      bool step_found = false;  ///< flush_light(): the newest of its pending lines with a step was read
     };
     std::unordered_map<std::int64_t, rank_state> ranks;  ///< by rank_code()
     std::optional<normalize::timestamp> stream_ts;
@@ -173,6 +172,16 @@ class collector {
     std::size_t busy = 0;  ///< extractors of this stream with an open record (their lines take the full path)
     normalize::prefix_learner learner;  ///< prefixes no catalogue entry lists, learnt from this stream
     std::vector<rank_state*> pending_ranks;  ///< rank states with pending light lines (std::unordered_map nodes are stable)
+    /// Light lines of the block being read (add_block), views into its text, oldest first, each with its
+    /// rank state and whether it is printable ASCII: a rank's last one is its last line, and its newest one
+    /// with a step gives its step (flush_light()). One list per stream, not one per rank: per-rank lists
+    /// were freed and regrown every block (a 64-rank console: ~27,000 allocations per 140,000 lines).
+    struct pending_line {
+      rank_state* rank;
+      std::string_view body;
+      bool ascii;
+    };
+    std::vector<pending_line> pending;
     std::string_view pending_body;           ///< last_body as a view into the current block, while one is pending
     bool has_pending_body = false;
   };
