@@ -81,7 +81,7 @@ struct collector::impl {
   std::map<correlate::rank_key, bool> deferred_last;  // its activity.last_line is still unmasked
   correlate::inputs in;
   std::vector<match::hit> hits;
-  line_block head;  // add_lines' batch, for one scan of each gate
+  line_block head;  // add_lines' batch, for one gate scan of all of it
   // Memory stays bounded however long the input: after kMaxPerKey findings of one signature on one
   // rank, further ones only count as repeats of the last one kept.
   static constexpr int kMaxPerKey = 64;
@@ -311,7 +311,7 @@ void collector::close_stream(stream& st) {
 }
 
 std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no) {
-  return add_line_gated(st, raw_text, line_no, -1, -1, nullptr, -1);
+  return add_line_gated(st, raw_text, line_no, -1, nullptr, -1);
 }
 
 void line_block::add(std::string_view line, std::uint64_t line_no) {
@@ -336,7 +336,7 @@ void line_block::clear() {
   gated = false;
 }
 
-status line_block::scan_gates(const engine& eng, match::gate_scratch& gate_scratch) {
+status line_block::scan_gate(const engine& eng, match::gate_scratch& gate_scratch) {
   auto g = eng.gate.hit_lines(text, starts, gate_hit, gate_scratch);
   gated = static_cast<bool>(g);
   return g;
@@ -373,23 +373,23 @@ std::size_t collector::add_block(stream& st, line_block& blk) {
     for (std::size_t i = 0; i < blk.size(); ++i) n += add_line(st, blk.line(i), blk.line_nos[i]);
     return n;
   }
-  // Two scans per block instead of two per line (unless the reader ran them: collect()); each line then
+  // One gate scan per block instead of one per line (unless the reader ran it: collect()); each line then
   // takes the path add_line_gated() would.
   if (!blk.gated)
-    if (auto s = blk.scan_gates(im.eng, im.gate_scratch); !s) {
+    if (auto s = blk.scan_gate(im.eng, im.gate_scratch); !s) {
       if (im.engine_error.empty()) im.engine_error = s.error().message;
       return 0;
     }
   im.deferring = true;
   for (std::size_t i = 0; i < blk.size(); ++i)
-    n += add_line_gated(st, blk.line(i), blk.line_nos[i], blk.gate_hit[i], -1, blk.peeled ? &blk.metas[i] : nullptr,
+    n += add_line_gated(st, blk.line(i), blk.line_nos[i], blk.gate_hit[i], blk.peeled ? &blk.metas[i] : nullptr,
                         blk.peeled ? blk.plain[i] : -1);
   im.deferring = false;
   flush_light(st);
   return n;
 }
 
-std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit, int host_hit,
+std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit,
                                       const normalize::line_meta* peeled, int plain) {
   auto& im = *impl_;
   // The full path when the line can matter: the masker's next line depends on this one, the line holds
@@ -410,7 +410,7 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
   else im.eng.prefixes.normalize_fast(raw_text, meta);  // watch, and lines fed one by one
   const shape_facts* facts = meta.shape_id ? &im.facts_of(meta.shape_id, raw_text, meta.body) : nullptr;
   if (facts ? facts->bracket_host_port : mask::bracket_host_port_candidate(raw_text)) return add_line(st, raw_text, line_no);
-  return add_light(st, raw_text, line_no, meta, plain, nullptr, host_hit, false, facts);
+  return add_light(st, raw_text, line_no, meta, plain, nullptr, -1, false, facts);
 }
 
 // A line the gate let through (plain, no gate hit, no masker state open), peeled by the catalogue into
@@ -442,14 +442,7 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
     if (!rank_idle) return masked || observed ? full() : add_line(st, raw_text, line_no);
   }
   if (!masked && !observed) {
-    // the catalogue's layers again would peel the same: only what the learner adds
-    if (facts) {
-      std::string_view rest;
-      normalize::line_meta learnt;
-      if (st.learner.observe_and_peel(meta.body, facts->token_len, facts->token_shape, learnt, rest)) apply_learnt(meta, learnt, rest);
-    } else {
-      observe_and_peel(st, meta);
-    }
+    observe_and_peel(st, meta, facts);  // the catalogue's layers again would peel the same: only what the learner adds
   }
   // An error level in the prefix makes the line suspicious whatever its words: full path (the learner
   // has seen it already).
@@ -495,7 +488,7 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
   if (batch_scan) {
     im.head.clear();
     for (const auto& [line, no] : raw) im.head.add(line, no);
-    if (auto s = im.head.scan_gates(im.eng, im.gate_scratch); !s) {
+    if (auto s = im.head.scan_gate(im.eng, im.gate_scratch); !s) {
       if (im.engine_error.empty()) im.engine_error = s.error().message;
       return 0;
     }
@@ -550,10 +543,12 @@ void collector::peel_learnt(const stream& st, normalize::line_meta& meta) const 
   if (st.learner.peel(meta.body, learnt, rest)) apply_learnt(meta, learnt, rest);
 }
 
-void collector::observe_and_peel(stream& st, normalize::line_meta& meta) const {
+void collector::observe_and_peel(stream& st, normalize::line_meta& meta, const shape_facts* facts) const {
   std::string_view rest;
   normalize::line_meta learnt;
-  if (st.learner.observe_and_peel(meta.body, learnt, rest)) apply_learnt(meta, learnt, rest);
+  const bool peeled = facts ? st.learner.observe_and_peel(meta.body, facts->token_len, facts->token_shape, learnt, rest)
+                            : st.learner.observe_and_peel(meta.body, learnt, rest);
+  if (peeled) apply_learnt(meta, learnt, rest);
 }
 
 // A prefix no catalogue entry lists, learnt from this stream, peeled: the catalogue again on the rest.
@@ -745,8 +740,8 @@ void collector::note_activity(stream& st, stream::rank_state& rs, const line_fac
   *rs.deferred = light;
   std::optional<long> planned;
   if (defer) {
-    if (!rs.pending) {
-      rs.pending = true;
+    if (!rs.has_pending) {
+      rs.has_pending = true;
       st.pending_ranks.push_back(&rs);
     }
     st.pending.push_back({&rs, f.body, ascii});
@@ -783,8 +778,8 @@ void collector::flush_light(stream& st) {
   std::size_t open = st.pending_ranks.size();  // ranks whose step is still looked for
   for (auto it = st.pending.rbegin(); it != st.pending.rend() && open > 0; ++it) {
     auto* rs = it->rank;
-    if (rs->pending) {
-      rs->pending = false;
+    if (rs->has_pending) {
+      rs->has_pending = false;
       rs->act->last_line.assign(text::prefix_utf8(it->body, limits::kLastLineBytes));
     }
     if (rs->step_found) continue;
@@ -795,7 +790,7 @@ void collector::flush_light(stream& st) {
     }
   }
   // (The walk stops early only when every rank's step was found, each after its last line.)
-  for (auto* rs : st.pending_ranks) rs->pending = rs->step_found = false;
+  for (auto* rs : st.pending_ranks) rs->has_pending = rs->step_found = false;
   // Bounded memory: the list keeps at most kPendingKept entries of room between blocks.
   if (st.pending.capacity() > kPendingKept) std::vector<stream::pending_line>().swap(st.pending);
   else st.pending.clear();
@@ -1105,8 +1100,8 @@ status collect(const std::vector<std::string>& paths, const engine& eng, const o
   block_pool pool;  // declared before the worker: its tasks give blocks back until the worker is done
   serial_worker worker(threaded);
   const bool peel_ahead = col.gated();  // the light path is the only user of the peels
-  std::optional<match::gate_scratch> reader_gates;  // this thread's, when there are two
-  if (threaded && peel_ahead) reader_gates.emplace(eng.gate);
+  std::optional<match::gate_scratch> reader_gate;  // this thread's gate scratch, when there are two threads
+  if (threaded && peel_ahead) reader_gate.emplace(eng.gate);
   std::uint64_t bytes_done = 0;
   std::size_t inputs_started = 0;
   bool stopped = false;  // options::cancelled said so
@@ -1148,10 +1143,10 @@ status collect(const std::vector<std::string>& paths, const engine& eng, const o
     };
     auto post_block = [&](std::shared_ptr<line_block> blk) {
       if (peel_ahead) blk->peel(eng.prefixes);
-      // The gates' scans go to whichever thread is ahead: here when the worker still has tasks waiting
+      // The gate's scan goes to whichever thread is ahead: here when the worker still has tasks waiting
       // (on 1,024 rank files the worker carried 63% of the CPU, the first 256 lines of each file being
       // its alone), there otherwise (a console: the two are even, and the reader's peel is its share).
-      if (peel_ahead && reader_gates && worker.queued() > 0) (void)blk->scan_gates(eng, *reader_gates);
+      if (peel_ahead && reader_gate && worker.queued() > 0) (void)blk->scan_gate(eng, *reader_gate);
       worker.post([&col, &pool, st, blk = std::move(blk)] {
         col.add_block(*st, *blk);  // no view into the block outlives this (add_block flushes at its end)
         pool.give(blk);

@@ -119,7 +119,7 @@ struct line_block {
   std::vector<normalize::line_meta> metas;
   std::vector<char> plain;
   bool peeled = false;
-  /// With scan_gates(): each line's verdict of the engine's gate (gate::hit_lines); `gated` false: not
+  /// With scan_gate(): each line's verdict of the engine's gate (gate::hit_lines); `gated` false: not
   /// scanned yet (add_block() scans). (A gated-out line whose peel found no host is checked for a prefix
   /// host form by mask::prefix_host_form(), line by line: no second scan of the block.)
   std::vector<char> gate_hit;
@@ -131,7 +131,7 @@ struct line_block {
   /// Runs the gate over the block (either thread: the verdicts are a function of the bytes). Sets
   /// `gated` only when the scan succeeds; else returns the engine's error (the reader ignores it and
   /// leaves the scan to add_block(), which reports it).
-  status scan_gates(const engine& eng, match::gate_scratch& gate_scratch);
+  status scan_gate(const engine& eng, match::gate_scratch& gate_scratch);
   std::string_view line(std::size_t i) const;  ///< line i, without its '\n'
   std::size_t size() const { return starts.size(); }
   bool empty() const { return starts.empty(); }
@@ -156,7 +156,7 @@ class collector {
       bool* deferred = nullptr;                 ///< its "last_line still unmasked" flag (collector-owned)
       std::string paired_host;                  ///< a host already in host_ranks with this rank
       std::optional<int> paired_local;          ///< a local rank already in local_to_rank with this rank
-      bool pending = false;  ///< has light lines in stream::pending (flush_light() clears it)
+      bool has_pending = false;  ///< has light lines in stream::pending (flush_light() clears it)
       bool step_found = false;  ///< flush_light(): the newest of its pending lines with a step was read
     };
     std::unordered_map<std::int64_t, rank_state> ranks;  ///< by rank_code()
@@ -222,13 +222,14 @@ class collector {
  private:
   std::string prepare(std::string_view raw_text);           // sanitise and mask
   std::size_t process(stream& st, std::string_view clean, std::uint64_t line_no);
-  // gate_hit: the gate's verdict when a block scan has it (0 or 1), -1 to scan the line here; host_hit:
-  // mask::prefix_host_form() of the line when known (0 or 1), -1 to ask it when needed;
+  // gate_hit: the gate's verdict when a block scan has it (0 or 1), -1 to scan the line here;
   // peeled, plain: line_block::peel()'s results for the line (nullptr, -1: compute them here)
-  std::size_t add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit, int host_hit,
+  std::size_t add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit,
                              const normalize::line_meta* peeled, int plain);
   // `masked`: the line masked already, learnt from and fully peeled; `observed`: (without `masked`) the
   // learner has seen the raw line and `meta` is its full peel (add_lines' first batch, a line no gate hits).
+  // host_hit: mask::prefix_host_form() of the line when known (0 or 1), -1 to ask it when needed; facts:
+  // the line shape's cached answers (add_line_gated), nullptr to compute them here.
   std::size_t add_light(stream& st, std::string_view raw_text, std::uint64_t line_no, normalize::line_meta& meta, int plain,
                         const std::string* masked, int host_hit = -1, bool observed = false, const shape_facts* facts = nullptr);
   // `meta`: the line already peeled (peel()); its body points into the caller's text.
@@ -237,7 +238,8 @@ class collector {
                       bool may_plan = true);
   void peel(const stream& st, std::string_view text, normalize::line_meta& meta) const;  // catalogue, then learnt prefixes
   void peel_learnt(const stream& st, normalize::line_meta& meta) const;  // a learnt prefix left on meta.body
-  void observe_and_peel(stream& st, normalize::line_meta& meta) const;   // the learner sees meta.body, then peel_learnt
+  // the learner sees meta.body, then peel_learnt; `facts`: the body's token known already (its line shape's)
+  void observe_and_peel(stream& st, normalize::line_meta& meta, const shape_facts* facts = nullptr) const;
   void apply_learnt(normalize::line_meta& meta, const normalize::line_meta& learnt, std::string_view rest) const;
   void add_suspicious(const stream& st, std::string_view body, char level, bool exception_line, std::optional<int> rank,
                       std::uint64_t line_no);

@@ -16,11 +16,9 @@ std::string sanitize(std::string_view raw, std::size_t* invalid = nullptr);
 std::string html_escape(std::string_view s);
 /// True when `raw` is printable ASCII and tabs only (then sanitize() returns it unchanged).
 bool is_plain(std::string_view raw);
-/// is_plain() of every line of `text` at once: printable ASCII, tabs and '\n' only (a block of lines whose
-/// lines are all plain).
-bool is_plain_lines(std::string_view text);
-/// The index of the first byte of `text` that is_plain_lines() refuses (a control character other than tab
-/// and '\n', DEL, or a byte >= 0x80), or npos: one pass finds the lines of a block that are not plain.
+/// The index of the first byte of a block of lines `text` that is not printable ASCII, a tab or '\n' (a
+/// control character, DEL, or a byte >= 0x80), or npos: one pass finds the lines of a block that are not
+/// is_plain(), and npos when all are.
 std::size_t find_unplain_line_byte(std::string_view text);
 /// Index of the first '\n', '\r' or NUL byte of `s` (one pass), or npos.
 std::size_t find_line_end(std::string_view s);

@@ -76,8 +76,6 @@ std::size_t first_unplain(std::string_view s) {
 
 bool is_plain(std::string_view s) { return first_unplain<false>(s) == std::string_view::npos; }
 
-bool is_plain_lines(std::string_view s) { return first_unplain<true>(s) == std::string_view::npos; }
-
 std::size_t find_unplain_line_byte(std::string_view s) { return first_unplain<true>(s); }
 
 std::size_t find_line_end(std::string_view s) {

@@ -71,7 +71,7 @@ TEST(text, is_plain_word_at_a_time_equals_the_byte_rule) {
 }
 
 // A block of lines is plain exactly when each of its lines is (line_block::peel decides a block at once).
-TEST(text, is_plain_lines_is_is_plain_of_every_line) {
+TEST(text, find_unplain_line_byte_is_is_plain_of_every_line) {
   std::uint64_t seed = 777;
   auto next = [&seed] {
     seed = seed * 6364136223846793005ull + 1442695040888963407ull;
@@ -89,7 +89,7 @@ TEST(text, is_plain_lines_is_is_plain_of_every_line) {
       each = each && ff::text::is_plain(l);
       block += l + "\n";
     }
-    ASSERT_EQ(ff::text::is_plain_lines(block), each) << i;
+    ASSERT_EQ(ff::text::find_unplain_line_byte(block) == std::string::npos, each) << i;
     std::size_t first = std::string::npos;  // the first byte a line of its own would not pass, by byte loop
     for (std::size_t k = 0; k < block.size() && first == std::string::npos; ++k) {
       auto c = static_cast<unsigned char>(block[k]);
