@@ -825,6 +825,13 @@ struct shape_memo {
     std::uint8_t n = 0, body = 0;
     bool any = false;
     layer layers[prefix_catalog::kMaxLayers];
+    // apply()'s "inner layer wins" resolved once: whether a span gives a value (to_int succeeds, a host or
+    // level is not empty) depends only on which bytes are digits, which the shape fixes. Per field (rank,
+    // local_rank, task, host, level) the span the last layer giving one set, or kNone; the layers with a
+    // time, in order (the first whose text parses gives the line's time).
+    std::uint8_t final_span[5][2];
+    std::uint8_t ts_layer[prefix_catalog::kMaxLayers];
+    std::uint8_t n_ts = 0;
   };
   std::uint64_t owner = 0;
   int year = 0;
@@ -886,6 +893,19 @@ bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const
         L.span[q][1] = static_cast<std::uint8_t>(sp.size());
       }
     }
+    // Resolve the fields (see entry): the same steps as apply() on this first line.
+    for (int q = 0; q < 5; ++q) e.final_span[q][0] = e.final_span[q][1] = shape_memo::kNone;
+    for (std::size_t k = 0; k < e.n; ++k) {
+      const auto& L = e.layers[k];
+      for (int q = 0; q < 5; ++q) {
+        const int slot = q < 4 ? q : 5;  // span index: level is the sixth
+        if (L.span[slot][0] == shape_memo::kNone) continue;
+        std::string_view v = line.substr(L.span[slot][0], L.span[slot][1]);
+        const bool gives = q < 3 ? to_int(v).has_value() : q == 3 ? !v.empty() : !v.empty() && v[0] != '\0';
+        if (gives) e.final_span[q][0] = L.span[slot][0], e.final_span[q][1] = L.span[slot][1];
+      }
+      if (L.span[4][0] != shape_memo::kNone && L.span[4][1] > 0) e.ts_layer[e.n_ts++] = static_cast<std::uint8_t>(k);
+    }
     // The node's copy of the key is hashed by key_hash(): were the hash digits_to_zero() computes on the
     // way ever different (it is the same function by construction), every later find() would miss; then
     // key_hash() serves the probes too.
@@ -897,26 +917,18 @@ bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const
   // A known shape: the same layers at the same places (digit_blind), this line's own values.
   const auto& e = it->second;
   out = line_meta{};
-  for (std::size_t k = 0; k < e.n; ++k) {
-    const auto& L = e.layers[k];
-    const auto& c = impl_->pats[L.id];
-    auto part = [&](int q) -> std::string_view {
-      if (L.span[q][0] == shape_memo::kNone) return {};
-      return line.substr(L.span[q][0], L.span[q][1]);
-    };
-    layer_fields f;
-    f.rank = to_int(part(0));
-    f.local_rank = to_int(part(1));
-    f.task = to_int(part(2));
-    if (auto h = part(3); !h.empty()) f.host = std::string(h);
-    if (auto t = part(4); !t.empty()) {
-      f.has_ts = true;
-      f.ts = parse_timestamp(c.ts_format, t, default_year_);
-    }
-    if (auto l = part(5); !l.empty()) f.level = l[0];
-    out.body = line.substr(L.start);
-    apply(out, f, L.id, L.len);
+  auto part = [&](const std::uint8_t* sp) -> std::string_view { return line.substr(sp[0], sp[1]); };
+  if (e.final_span[0][0] != shape_memo::kNone) out.rank = to_int(part(e.final_span[0]));
+  if (e.final_span[1][0] != shape_memo::kNone) out.local_rank = to_int(part(e.final_span[1]));
+  if (e.final_span[2][0] != shape_memo::kNone) out.task = to_int(part(e.final_span[2]));
+  if (e.final_span[3][0] != shape_memo::kNone) out.host.emplace(part(e.final_span[3]));
+  if (e.final_span[4][0] != shape_memo::kNone) out.level = line[e.final_span[4][0]];
+  for (std::size_t k = 0; k < e.n_ts && !out.ts; ++k) {
+    const auto& L = e.layers[e.ts_layer[k]];
+    out.ts = parse_timestamp(impl_->pats[L.id].ts_format, line.substr(L.span[4][0], L.span[4][1]), default_year_);
   }
+  for (std::size_t k = 0; k < e.n; ++k) out.prefixes[k] = e.layers[k].id;
+  out.n_prefixes = e.n;
   out.body = line.substr(e.body);
   out.shape_id = e.id;
   return e.any;
