@@ -314,9 +314,10 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
   return add_line_gated(st, raw_text, line_no, -1, nullptr, -1);
 }
 
-void line_block::add(std::string_view line, std::uint64_t line_no) {
+void line_block::add(std::string_view line, std::uint64_t line_no, bool plain) {
   starts.push_back(static_cast<std::uint32_t>(text.size()));
   line_nos.push_back(line_no);
+  known_plain.push_back(plain ? 1 : 0);
   text.append(line);
   text.push_back('\n');
 }
@@ -330,6 +331,7 @@ void line_block::clear() {
   text.clear();
   starts.clear();
   line_nos.clear();
+  known_plain.clear();
   metas.clear();
   plain.clear();
   peeled = false;
@@ -345,21 +347,10 @@ status line_block::scan_gate(const engine& eng, match::gate_scratch& gate_scratc
 void line_block::peel(const normalize::prefix_catalog& prefixes) {
   metas.assign(size(), normalize::line_meta{});
   plain.assign(size(), 0);
-  // One pass over the block finds its next byte that is not plain: the lines before it are plain, the line
-  // holding it is tested (is_clean), and the pass goes on from the next line (a console with a tqdm bar
-  // every few hundred lines tested every line twice before).
-  std::size_t bad = text::find_unplain_line_byte(text);
+  // The reader found most lines plain on its way to their ends; the others are looked at here.
   for (std::size_t i = 0; i < size(); ++i) {
     auto l = line(i);
-    const std::size_t end = starts[i] + l.size();  // the line's '\n'
-    if (bad >= end) {
-      plain[i] = 1;
-    } else {
-      plain[i] = text::is_clean(l) ? 2 : 0;
-      const std::size_t next = end + 1;
-      bad = next < text.size() ? text::find_unplain_line_byte(std::string_view(text).substr(next)) : std::string_view::npos;
-      if (bad != std::string_view::npos) bad += next;
-    }
+    plain[i] = known_plain[i] || text::is_plain(l) ? 1 : text::is_clean(l) ? 2 : 0;
     if (plain[i]) prefixes.normalize_fast(l, metas[i]);
   }
   peeled = true;
@@ -1155,7 +1146,7 @@ status collect(const std::vector<std::string>& paths, const engine& eng, const o
     auto blk = pool.take();
     while (reader.next(raw)) {
       if (wrap == 0) {
-        blk->add(raw.text, raw.line_no);
+        blk->add(raw.text, raw.line_no, raw.plain);
         if (blk->full()) {
           post_block(std::move(blk));
           blk = pool.take();

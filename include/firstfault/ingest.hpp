@@ -72,6 +72,7 @@ struct raw_line {
   std::string_view text;      ///< valid until the next call to next(); no line terminator
   std::uint64_t line_no = 0;  ///< 1-based physical line number ('\r' also ends a line)
   bool truncated = false;     ///< the line was longer than max_line_bytes
+  bool plain = false;         ///< known to be printable ASCII and tabs only (text::is_plain); false: not known
 };
 
 /// Pulls lines from one stream. '\n', '\r' and "\r\n" all end a line (tqdm bars glue text with '\r').

@@ -124,7 +124,8 @@ struct line_block {
   /// host form by mask::prefix_host_form(), line by line: no second scan of the block.)
   std::vector<char> gate_hit;
   bool gated = false;
-  void add(std::string_view line, std::uint64_t line_no);
+  std::vector<char> known_plain;  ///< per line: the reader found it printable ASCII (peel() need not look)
+  void add(std::string_view line, std::uint64_t line_no, bool plain = false);
   /// Peels every line sanitize() leaves unchanged with the catalogue (no stream state: the learner's layer is added
   /// later, in order), so this can run on another thread than the collector.
   void peel(const normalize::prefix_catalog& prefixes);

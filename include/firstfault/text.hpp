@@ -16,12 +16,11 @@ std::string sanitize(std::string_view raw, std::size_t* invalid = nullptr);
 std::string html_escape(std::string_view s);
 /// True when `raw` is printable ASCII and tabs only (then sanitize() returns it unchanged).
 bool is_plain(std::string_view raw);
-/// The index of the first byte of a block of lines `text` that is not printable ASCII, a tab or '\n' (a
-/// control character, DEL, or a byte >= 0x80), or npos: one pass finds the lines of a block that are not
-/// is_plain(), and npos when all are.
-std::size_t find_unplain_line_byte(std::string_view text);
 /// Index of the first '\n', '\r' or NUL byte of `s` (one pass), or npos.
 std::size_t find_line_end(std::string_view s);
+/// find_line_end(), and in `plain` whether the bytes before the end (all of `s` when npos) are printable
+/// ASCII and tabs only (is_plain() of the line): the line reader's one pass answers both.
+std::size_t find_line_end(std::string_view s, bool& plain);
 /// True exactly when sanitize() would return `raw` unchanged: is_plain(), or valid UTF-8 without ESC, other
 /// C0/C1 controls, DEL or bidirectional controls (a tqdm bar's block characters, accented names).
 bool is_clean(std::string_view raw);

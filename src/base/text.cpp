@@ -40,21 +40,18 @@ std::size_t utf8_len(std::string_view s, std::size_t i) {
 }  // namespace
 
 namespace {
-// The index of the first byte that is not printable ASCII or a tab ('\n' allowed too when `lines`), or npos.
+// The index of the first byte that is not printable ASCII or a tab, or npos.
 // Sixteen bytes at a time with SSE2 (a signed compare
 // with 0x20 catches the controls and every byte >= 0x80 at once); eight at a time without it, a word with
 // a byte < 0x20 (a tab, a newline or a control character) checked byte by byte.
-template <bool lines>
 std::size_t first_unplain(std::string_view s) {
-  auto byte_ok = [](unsigned char c) { return (c >= 0x20 && c < 0x7F) || c == '\t' || (lines && c == '\n'); };
+  auto byte_ok = [](unsigned char c) { return (c >= 0x20 && c < 0x7F) || c == '\t'; };
   std::size_t i = 0;
 #if defined(__SSE2__)
-  const __m128i space = _mm_set1_epi8(0x20), del = _mm_set1_epi8(0x7F), tab = _mm_set1_epi8('\t'),
-                nl = _mm_set1_epi8(lines ? '\n' : '\t');
+  const __m128i space = _mm_set1_epi8(0x20), del = _mm_set1_epi8(0x7F), tab = _mm_set1_epi8('\t');
   for (; i + 16 <= s.size(); i += 16) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
-    const __m128i allowed = _mm_or_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(v, nl));
-    const __m128i bad = _mm_or_si128(_mm_andnot_si128(allowed, _mm_cmplt_epi8(v, space)), _mm_cmpeq_epi8(v, del));
+    const __m128i bad = _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(v, tab), _mm_cmplt_epi8(v, space)), _mm_cmpeq_epi8(v, del));
     if (const int m = _mm_movemask_epi8(bad); m != 0) return i + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(m)));
   }
 #else
@@ -74,9 +71,7 @@ std::size_t first_unplain(std::string_view s) {
 }
 }  // namespace
 
-bool is_plain(std::string_view s) { return first_unplain<false>(s) == std::string_view::npos; }
-
-std::size_t find_unplain_line_byte(std::string_view s) { return first_unplain<true>(s); }
+bool is_plain(std::string_view s) { return first_unplain(s) == std::string_view::npos; }
 
 std::size_t find_line_end(std::string_view s) {
   std::size_t i = 0;
@@ -91,6 +86,39 @@ std::size_t find_line_end(std::string_view s) {
 #endif
   for (; i < s.size(); ++i)
     if (s[i] == '\n' || s[i] == '\r' || s[i] == '\0') return i;
+  return std::string_view::npos;
+}
+
+std::size_t find_line_end(std::string_view s, bool& plain) {
+  plain = true;
+  std::size_t i = 0;
+  auto byte_ok = [](unsigned char c) { return (c >= 0x20 && c < 0x7F) || c == '\t'; };
+#if defined(__SSE2__)
+  // first_unplain()'s test, whose bytes include the three line ends: while it finds nothing the line
+  // is plain so far, and on a hit one more mask says whether a line end is the first such byte.
+  const __m128i space = _mm_set1_epi8(0x20), del = _mm_set1_epi8(0x7F), tab = _mm_set1_epi8('\t'), nl = _mm_set1_epi8('\n'),
+                cr = _mm_set1_epi8('\r'), nul = _mm_setzero_si128();
+  for (; i + 16 <= s.size(); i += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
+    const __m128i bad = _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(v, tab), _mm_cmplt_epi8(v, space)), _mm_cmpeq_epi8(v, del));
+    const int m = _mm_movemask_epi8(bad);
+    if (m == 0) continue;
+    const int ends = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, nl), _mm_cmpeq_epi8(v, cr)), _mm_cmpeq_epi8(v, nul)));
+    if (ends != 0) {
+      const auto e = static_cast<unsigned>(__builtin_ctz(static_cast<unsigned>(ends)));
+      plain = static_cast<unsigned>(__builtin_ctz(static_cast<unsigned>(m))) == e;
+      return i + e;
+    }
+    plain = false;
+    const std::size_t e = find_line_end(s.substr(i + 16));
+    return e == std::string_view::npos ? e : i + 16 + e;
+  }
+#endif
+  for (; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '\n' || c == '\r' || c == '\0') return i;
+    plain = plain && byte_ok(static_cast<unsigned char>(c));
+  }
   return std::string_view::npos;
 }
 
@@ -109,7 +137,7 @@ bool is_clean(std::string_view s) {
   for (std::size_t i = 0; i < s.size();) {
     // Printable ASCII and tabs by the SSE2 pass, up to the next byte that is not (a tqdm bar's line is
     // kilobytes of ASCII with a few block characters: byte by byte it cost ~16 instructions a byte).
-    const std::size_t k = first_unplain<false>(s.substr(i));
+    const std::size_t k = first_unplain(s.substr(i));
     if (k == std::string_view::npos) return true;
     i += k;
     auto c = static_cast<unsigned char>(s[i]);

@@ -90,6 +90,7 @@ bool line_reader::next(raw_line& out) {
   out.text = join_;
   out.line_no = first;
   out.truncated = truncated || cut;
+  out.plain = false;
   return true;
 }
 
@@ -100,6 +101,7 @@ bool line_reader::physical(raw_line& out) {
     out.text = line_;
     out.line_no = held_line_no_;
     out.truncated = held_truncated_;
+    out.plain = false;
     return true;
   }
   line_.clear();
@@ -114,12 +116,14 @@ bool line_reader::physical(raw_line& out) {
     const char* start = buf_.data() + begin_;
     std::size_t avail = end_ - begin_;
     // One pass for the line's end; a '\r' or NUL first (rare) takes the general code below.
-    std::size_t e = text::find_line_end(std::string_view(start, avail));
+    bool plain = false;
+    std::size_t e = text::find_line_end(std::string_view(start, avail), plain);
     if (e != std::string_view::npos && start[e] == '\n' && e <= opt_.max_line_bytes) {
       begin_ += e + 1;
       out.text = std::string_view(start, e);
       out.line_no = ++line_no_;
       out.truncated = false;
+      out.plain = plain;
       return true;
     }
     const char* nl = e == std::string_view::npos ? nullptr : static_cast<const char*>(std::memchr(start + e, '\n', avail - e));
@@ -134,6 +138,7 @@ bool line_reader::physical(raw_line& out) {
         out.text = std::string_view(start, take);
         out.line_no = ++line_no_;
         out.truncated = false;
+        out.plain = false;
         return true;
       }
     }
@@ -187,6 +192,7 @@ bool line_reader::physical(raw_line& out) {
   out.text = line_;
   out.line_no = ++line_no_;
   out.truncated = cut;
+  out.plain = false;
   return true;
 }
 

@@ -70,36 +70,31 @@ TEST(text, is_plain_word_at_a_time_equals_the_byte_rule) {
   EXPECT_LT(plain, 90000u);
 }
 
-// A block of lines is plain exactly when each of its lines is (line_block::peel decides a block at once).
-TEST(text, find_unplain_line_byte_is_is_plain_of_every_line) {
+// line_reader's pass answers two questions at once: where the line ends, and whether the bytes before the
+// end are plain (line_block::peel then need not look again).
+TEST(text, find_line_end_tells_whether_the_line_is_plain) {
   std::uint64_t seed = 777;
   auto next = [&seed] {
     seed = seed * 6364136223846793005ull + 1442695040888963407ull;
     return static_cast<unsigned>(seed >> 33);
   };
-  const unsigned char special[] = {0x00, 0x09, 0x0B, 0x0D, 0x1B, 0x1F, 0x7F, 0x80, 0xE2, 0xFF};
-  std::size_t plain = 0;
-  for (int i = 0; i < 20000; ++i) {
-    std::string block;
-    bool each = true;
-    for (unsigned n = 1 + next() % 12; n > 0; --n) {
-      std::string l(next() % 30, 'a');
-      for (auto& c : l) c = static_cast<char>(0x20 + next() % 95);
-      if (next() % 16 == 0 && !l.empty()) l[next() % l.size()] = static_cast<char>(special[next() % sizeof special]);
-      each = each && ff::text::is_plain(l);
-      block += l + "\n";
-    }
-    ASSERT_EQ(ff::text::find_unplain_line_byte(block) == std::string::npos, each) << i;
-    std::size_t first = std::string::npos;  // the first byte a line of its own would not pass, by byte loop
-    for (std::size_t k = 0; k < block.size() && first == std::string::npos; ++k) {
-      auto c = static_cast<unsigned char>(block[k]);
-      if (!((c >= 0x20 && c < 0x7F) || c == '\t' || c == '\n')) first = k;
-    }
-    ASSERT_EQ(ff::text::find_unplain_line_byte(block), first) << i;
-    plain += each;
+  const unsigned char special[] = {0x00, 0x09, 0x0A, 0x0B, 0x0D, 0x1B, 0x1F, 0x7F, 0x80, 0xE2, 0xFF};
+  std::size_t plain_lines = 0, ends = 0;
+  for (int i = 0; i < 50000; ++i) {
+    std::string s(next() % 80, 'a');
+    for (auto& c : s) c = static_cast<char>(0x20 + next() % 95);
+    for (unsigned n = next() % 3; n > 0 && !s.empty(); --n) s[next() % s.size()] = static_cast<char>(special[next() % sizeof special]);
+    const std::size_t want_end = s.find_first_of(std::string_view("\n\r\0", 3));
+    const bool want_plain = ff::text::is_plain(std::string_view(s).substr(0, want_end));
+    bool plain = !want_plain;
+    ASSERT_EQ(ff::text::find_line_end(s, plain), want_end) << i;
+    ASSERT_EQ(plain, want_plain) << i;
+    plain_lines += want_plain;
+    ends += want_end != std::string::npos;
   }
-  EXPECT_GT(plain, 5000u);
-  EXPECT_LT(plain, 19000u);
+  EXPECT_GT(plain_lines, 10000u);
+  EXPECT_LT(plain_lines, 45000u);
+  EXPECT_GT(ends, 10000u);
 }
 
 // Metrics labels come from a struct key: a '|' or a quote in a host name stays inside its label.
