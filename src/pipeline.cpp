@@ -381,7 +381,7 @@ std::size_t collector::add_block(stream& st, line_block& blk) {
 }
 
 std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit,
-                                      const normalize::line_meta* peeled, int plain) {
+                                      normalize::line_meta* peeled, int plain) {
   auto& im = *impl_;
   // The full path when the line can matter: the masker's next line depends on this one, the line holds
   // bytes that sanitising would change, the gate hits it, or (add_light) its rank has a record open.
@@ -396,9 +396,10 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
     gate_hit = hit.value();
   }
   if (gate_hit) return add_line(st, raw_text, line_no);
-  normalize::line_meta meta;
-  if (peeled) meta = *peeled;  // line_block::peel() ran the same catalogue on the same bytes
-  else im.eng.prefixes.normalize_fast(raw_text, meta);  // watch, and lines fed one by one
+  // line_block::peel() ran the same catalogue on the same bytes: its result is used (and changed) in place
+  normalize::line_meta own;
+  normalize::line_meta& meta = peeled ? *peeled : own;
+  if (!peeled) im.eng.prefixes.normalize_fast(raw_text, meta);  // watch, and lines fed one by one
   const shape_facts* facts = meta.shape_id ? &im.facts_of(meta.shape_id, raw_text, meta.body) : nullptr;
   if (facts ? facts->bracket_host_port : mask::bracket_host_port_candidate(raw_text)) return add_line(st, raw_text, line_no);
   return add_light(st, raw_text, line_no, meta, plain, nullptr, -1, false, facts);

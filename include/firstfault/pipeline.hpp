@@ -224,9 +224,10 @@ class collector {
   std::string prepare(std::string_view raw_text);           // sanitise and mask
   std::size_t process(stream& st, std::string_view clean, std::uint64_t line_no);
   // gate_hit: the gate's verdict when a block scan has it (0 or 1), -1 to scan the line here;
-  // peeled, plain: line_block::peel()'s results for the line (nullptr, -1: compute them here)
+  // peeled, plain: line_block::peel()'s results for the line (nullptr, -1: compute them here); *peeled is
+  // used and changed in place
   std::size_t add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit,
-                             const normalize::line_meta* peeled, int plain);
+                             normalize::line_meta* peeled, int plain);
   // `masked`: the line masked already, learnt from and fully peeled; `observed`: (without `masked`) the
   // learner has seen the raw line and `meta` is its full peel (add_lines' first batch, a line no gate hits).
   // host_hit: mask::prefix_host_form() of the line when known (0 or 1), -1 to ask it when needed; facts:

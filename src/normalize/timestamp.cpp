@@ -59,34 +59,40 @@ std::size_t fast_iso(std::string_view t, int& y, int& mo, int& d, int& h, int& m
 
 // fast_iso() from ":SS" on (t[16]), once the minute's fields are read (or known: parse_timestamp's memo).
 std::size_t fast_iso_seconds(std::string_view t, double& sec) {
-  if (t.size() < 19 || t[16] != ':' || t[17] < '0' || t[17] > '9' || t[18] < '0' || t[18] > '9') return 0;
-  const int ss = (t[17] - '0') * 10 + (t[18] - '0');
-  std::size_t i = 19;
-  if (i < t.size() && (t[i] == '.' || t[i] == ',')) {
-    ++i;
-    std::size_t start = i;
-    while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
-    if (i == start || i - 17 > 38) return 0;
-  }
-  if (i < t.size() && ((t[i] >= '0' && t[i] <= '9') || t[i] == '.' || t[i] == ',')) return 0;  // an odd shape: sscanf decides
+  const std::size_t n = t.size();
+  if (n < 19 || t[16] != ':') return 0;
+  const unsigned s1 = static_cast<unsigned char>(t[17]) - '0', s0 = static_cast<unsigned char>(t[18]) - '0';
+  if (s1 > 9 || s0 > 9) return 0;
   // the seconds as strtod reads them (the same double as the sscanf path's seconds_field). With at most 15
   // digits, SS.frac is the integer of its digits over a power of ten, both exact doubles, and IEEE division
   // rounds their exact quotient correctly: the same double strtod gives, without its cost on every line.
-  if (i - 17 <= 16) {
-    std::int64_t v = ss;
-    double scale = 1;
-    for (std::size_t k = 20; k < i; ++k) {
-      v = v * 10 + (t[k] - '0');
-      scale *= 10;
+  // The fraction's digits are read in the loop that finds its end (only the first 13 are used that way).
+  std::int64_t v = s1 * 10 + s0;
+  double scale = 1;
+  std::size_t i = 19;
+  if (i < n && (t[i] == '.' || t[i] == ',')) {
+    ++i;
+    const std::size_t start = i;
+    for (; i < n; ++i) {
+      const unsigned d = static_cast<unsigned char>(t[i]) - '0';
+      if (d > 9) break;
+      if (i - 17 <= 16) {
+        v = v * 10 + d;
+        scale *= 10;
+      }
     }
+    if (i == start || i - 17 > 38) return 0;
+  }
+  if (i < n && ((t[i] >= '0' && t[i] <= '9') || t[i] == '.' || t[i] == ',')) return 0;  // an odd shape: sscanf decides
+  if (i - 17 <= 16) {
     sec = static_cast<double>(v) / scale;
     return i;
   }
   char buf[40];
-  std::size_t n = i - 17;
-  std::memcpy(buf, t.data() + 17, n);
-  if (n > 2) buf[2] = '.';
-  auto r = std::from_chars(buf, buf + n, sec);
+  std::size_t len = i - 17;
+  std::memcpy(buf, t.data() + 17, len);
+  if (len > 2) buf[2] = '.';
+  auto r = std::from_chars(buf, buf + len, sec);
   if (r.ec != std::errc()) return 0;
   return i;
 }
