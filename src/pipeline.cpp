@@ -8,6 +8,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -111,10 +112,25 @@ struct collector::impl {
   // each of these gives the same answer when a line's digits change. Bounded: cleared past kMaxShapes.
   static constexpr std::size_t kMaxShapes = 16384;
   std::unordered_map<std::uint64_t, shape_facts> shapes;
+  // A direct-mapped cache in front of the map (ids are consecutive per thread; a console has a few dozen
+  // shapes): node pointers stay valid until the map is cleared, which clears this too.
+  struct recent {
+    std::uint64_t id = 0;
+    const shape_facts* facts = nullptr;
+  };
+  std::array<recent, 256> recent_shapes{};
   const shape_facts& facts_of(std::uint64_t id, std::string_view line, std::string_view body) {
+    auto& slot = recent_shapes[id & 255];
+    if (slot.id == id) return *slot.facts;
     auto it = shapes.find(id);
-    if (it != shapes.end()) return it->second;
-    if (shapes.size() >= kMaxShapes) shapes.clear();
+    if (it != shapes.end()) {
+      slot = {id, &it->second};
+      return it->second;
+    }
+    if (shapes.size() >= kMaxShapes) {
+      shapes.clear();
+      recent_shapes.fill(recent{});
+    }
     shape_facts f;
     f.bracket_host_port = mask::bracket_host_port_candidate(line);
     f.prefix_host = mask::prefix_host_form(line);
@@ -122,7 +138,9 @@ struct collector::impl {
     f.token_len = tok.first.size();
     f.token_shape = std::move(tok.second);
     f.may_plan = extract::may_plan(body);  // of the catalogue's body: true for it when true for any part of it
-    return shapes.emplace(id, std::move(f)).first->second;
+    const shape_facts& kept = shapes.emplace(id, std::move(f)).first->second;
+    slot = {id, &kept};
+    return kept;
   }
   impl(const engine& e, const options& o)
       : eng(e), opt(o), scratch(e.matcher), gate_scratch(e.gate), masker(o.mask),

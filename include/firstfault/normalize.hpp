@@ -171,6 +171,8 @@ class prefix_learner {
     int numbers = 0;              ///< digit runs in the token
     std::vector<std::set<long>> values;  ///< distinct values per digit run (capped)
   };
+  shape_stats* count_stats(std::string_view t, const std::string& shape);  ///< count(); the shape's entry or nullptr
+  bool peel_stats(std::string_view line, std::string_view t, const shape_stats& st, line_meta& out, std::string_view& rest) const;
   std::map<std::string, shape_stats> shapes_;
   std::size_t lines_ = 0;
 };

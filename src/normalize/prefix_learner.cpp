@@ -159,12 +159,14 @@ token_numbers numbers_in(std::string_view t) {
 }
 }  // namespace
 
-void prefix_learner::count(std::string_view t, const std::string& shape) {
+void prefix_learner::count(std::string_view t, const std::string& shape) { count_stats(t, shape); }
+
+prefix_learner::shape_stats* prefix_learner::count_stats(std::string_view t, const std::string& shape) {
   ++lines_;
-  if (t.empty()) return;
+  if (t.empty()) return nullptr;
   auto it = shapes_.find(shape);
   if (it == shapes_.end()) {
-    if (shapes_.size() >= 64) return;  // bounded: a log of random tokens learns nothing
+    if (shapes_.size() >= 64) return nullptr;  // bounded: a log of random tokens learns nothing
     it = shapes_.emplace(shape, shape_stats{}).first;
   }
   auto& st = it->second;
@@ -174,6 +176,7 @@ void prefix_learner::count(std::string_view t, const std::string& shape) {
   st.values.resize(nums.n);
   for (std::size_t i = 0; i < nums.n; ++i)
     if (st.values[i].size() < 4097) st.values[i].insert(nums.v[i]);
+  return &st;
 }
 
 void prefix_learner::observe(std::string_view line) {
@@ -191,8 +194,10 @@ bool prefix_learner::observe_and_peel(std::string_view line, line_meta& out, std
 bool prefix_learner::observe_and_peel(std::string_view line, std::size_t token_len, const std::string& shape, line_meta& out,
                                       std::string_view& rest) {
   const std::string_view t = line.substr(0, token_len);
-  count(t, shape);
-  return peel_token(line, t, shape, out, rest);
+  // one lookup of the shape for both (a token counted is a shape known; one not counted, past the table's
+  // bound or empty, peel_token() would not find either)
+  const shape_stats* st = count_stats(t, shape);
+  return st && peel_stats(line, t, *st, out, rest);
 }
 
 bool prefix_learner::peel(std::string_view line, line_meta& out, std::string_view& rest) const {
@@ -205,7 +210,11 @@ bool prefix_learner::peel_token(std::string_view line, std::string_view t, const
   if (t.empty()) return false;
   auto it = shapes_.find(shape);
   if (it == shapes_.end()) return false;
-  const auto& st = it->second;
+  return peel_stats(line, t, it->second, out, rest);
+}
+
+bool prefix_learner::peel_stats(std::string_view line, std::string_view t, const shape_stats& st, line_meta& out,
+                                std::string_view& rest) const {
   if (st.lines < static_cast<std::size_t>(kMinLines) || static_cast<double>(st.lines) < kMinShare * static_cast<double>(lines_))
     return false;
   rest = line.substr(t.size());
