@@ -76,6 +76,13 @@ struct layer_trace {
 /// false). Conservative: constructs it does not read (\x, \p, POSIX classes, backreferences, a repeated
 /// digit) make it false.
 bool digit_blind(const std::string& re, std::vector<std::string>* words = nullptr);
+/// True when `text` is exactly "YYYY-MM-DD?HH:MM:SS" with an optional '.' or ',' and 1 to 13 fraction
+/// digits: the ISO shape parse_timestamp() reads without sscanf, whole, with no UTC offset after it. Which
+/// bytes are digits decides it, so a line shape (the shape memo) decides it for all its lines.
+bool iso_plain_shape(std::string_view text);
+/// parse_timestamp("iso", text) for a text of iso_plain_shape() (anything else: undefined), without the
+/// format dispatch: the same result, sharing its per-thread memo of the last minute read.
+std::optional<timestamp> parse_iso_plain(std::string_view text);
 }
 
 struct prefix_def {

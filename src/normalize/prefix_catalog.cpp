@@ -831,6 +831,7 @@ struct shape_memo {
     // time, in order (the first whose text parses gives the line's time).
     std::uint8_t final_span[5][2];
     std::uint8_t ts_layer[prefix_catalog::kMaxLayers];
+    bool ts_iso_plain[prefix_catalog::kMaxLayers];  // that layer's time: iso or elastic, of iso_plain_shape()
     std::uint8_t n_ts = 0;
   };
   std::uint64_t owner = 0;
@@ -904,7 +905,11 @@ bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const
         const bool gives = q < 3 ? to_int(v).has_value() : q == 3 ? !v.empty() : !v.empty() && v[0] != '\0';
         if (gives) e.final_span[q][0] = L.span[slot][0], e.final_span[q][1] = L.span[slot][1];
       }
-      if (L.span[4][0] != shape_memo::kNone && L.span[4][1] > 0) e.ts_layer[e.n_ts++] = static_cast<std::uint8_t>(k);
+      if (L.span[4][0] != shape_memo::kNone && L.span[4][1] > 0) {
+        const auto& fmt = impl_->pats[L.id].ts_format;
+        e.ts_iso_plain[e.n_ts] = (fmt == "iso" || fmt == "elastic") && detail::iso_plain_shape(line.substr(L.span[4][0], L.span[4][1]));
+        e.ts_layer[e.n_ts++] = static_cast<std::uint8_t>(k);
+      }
     }
     // The node's copy of the key is hashed by key_hash(): were the hash digits_to_zero() computes on the
     // way ever different (it is the same function by construction), every later find() would miss; then
@@ -925,7 +930,8 @@ bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const
   if (e.final_span[4][0] != shape_memo::kNone) out.level = line[e.final_span[4][0]];
   for (std::size_t k = 0; k < e.n_ts && !out.ts; ++k) {
     const auto& L = e.layers[e.ts_layer[k]];
-    out.ts = parse_timestamp(impl_->pats[L.id].ts_format, line.substr(L.span[4][0], L.span[4][1]), default_year_);
+    const std::string_view t = line.substr(L.span[4][0], L.span[4][1]);
+    out.ts = e.ts_iso_plain[k] ? detail::parse_iso_plain(t) : parse_timestamp(impl_->pats[L.id].ts_format, t, default_year_);
   }
   for (std::size_t k = 0; k < e.n; ++k) out.prefixes[k] = e.layers[k].id;
   out.n_prefixes = e.n;

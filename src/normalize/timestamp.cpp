@@ -119,7 +119,46 @@ double seconds_field(const std::string& s) {
   return std::strtod(c.c_str(), nullptr);
 }
 
+// parse_timestamp()'s memo of the last ISO minute read on this thread: its epoch is kept with the 16 bytes
+// "YYYY-MM-DD?HH:MM" it was read from (only a valid minute read by fast_iso).
+struct minute_memo {
+  char key[16];
+  double base = 0;
+  bool valid = false;
+};
+thread_local minute_memo tl_minute;
+
 }  // namespace
+
+bool detail::iso_plain_shape(std::string_view t) {
+  auto digits = [&](std::size_t i, std::size_t n) {
+    for (std::size_t k = i; k < i + n; ++k)
+      if (t[k] < '0' || t[k] > '9') return false;
+    return true;
+  };
+  if (t.size() < 19 || t.size() == 20 || t.size() > 33) return false;
+  if (!digits(0, 4) || t[4] != '-' || !digits(5, 2) || t[7] != '-' || !digits(8, 2) || !digits(11, 2) || t[13] != ':' ||
+      !digits(14, 2) || t[16] != ':' || !digits(17, 2))
+    return false;
+  return t.size() == 19 || ((t[19] == '.' || t[19] == ',') && digits(20, t.size() - 20));
+}
+
+std::optional<timestamp> detail::parse_iso_plain(std::string_view t) {
+  const auto& memo = tl_minute;
+  if (!memo.valid || std::memcmp(memo.key, t.data(), 16) != 0) return parse_timestamp("iso", t, 0);
+  // fast_iso_seconds() on a text of this shape: SS.frac as an integer over a power of ten, consumed whole
+  std::int64_t v = (t[17] - '0') * 10 + (t[18] - '0');
+  double scale = 1;
+  for (std::size_t k = 20; k < t.size(); ++k) {
+    v = v * 10 + (t[k] - '0');
+    scale *= 10;
+  }
+  const double secs = static_cast<double>(v) / scale;
+  if (secs >= 61) return std::nullopt;
+  timestamp ts;
+  ts.seconds = memo.base + secs;
+  return ts;
+}
 
 std::optional<timestamp> parse_timestamp(std::string_view format, std::string_view text_in, int default_year) {
   timestamp ts;
@@ -129,15 +168,9 @@ std::optional<timestamp> parse_timestamp(std::string_view format, std::string_vi
     // a NUL-terminated copy, only decides the other shapes.
     int y = 0, mo = 0, d = 0, h = 0, mi = 0;
     double secs = 0;
-    // Consecutive lines mostly share their minute: its epoch is kept per thread with the 16 bytes
-    // "YYYY-MM-DD?HH:MM" it was read from (only a valid minute read by fast_iso), and added to the seconds
-    // in epoch()'s order, so the sum is the same double.
-    struct minute_memo {
-      char key[16];
-      double base = 0;
-      bool valid = false;
-    };
-    thread_local minute_memo memo;
+    // Consecutive lines mostly share their minute: its epoch (tl_minute) is added to the seconds in
+    // epoch()'s order, so the sum is the same double.
+    auto& memo = tl_minute;
     std::size_t consumed = 0;
     if (memo.valid && text_in.size() >= 19 && std::memcmp(memo.key, text_in.data(), 16) == 0 &&
         (consumed = fast_iso_seconds(text_in, secs)) > 0) {

@@ -1,10 +1,12 @@
 // Unit tests for stage 2 (normalize): the built-in prefix catalogue on the example lines of
 // ../shared/reference/log_formats.md §0.1-§0.3 and §1, timestamp parsing, and catalogue loading.
 #include <gtest/gtest.h>
+#include <re2/re2.h>
 
 #include "test_support.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -505,6 +507,51 @@ TEST(parse_timestamp, iso_minute_memo_gives_what_a_fresh_parse_gives) {
         EXPECT_EQ(a->seconds, b->seconds) << t;
       }
     }
+}
+
+// The shape memo's shortcut: for a text of iso_plain_shape(), parse_iso_plain() is parse_timestamp("iso")
+// (same value or both none), in any order of minutes (memo hit and miss), seconds 00-99 and fraction
+// lengths 0-13; and iso_plain_shape() is its regexp on those texts and near misses.
+TEST(parse_timestamp, iso_plain_is_parse_timestamp) {
+  using ff::normalize::detail::iso_plain_shape;
+  using ff::normalize::detail::parse_iso_plain;
+  std::uint64_t x = 0x9E3779B97F4A7C15ull;
+  auto next = [&x] { return x ^= x << 13, x ^= x >> 7, x ^= x << 17; };
+  std::size_t plain = 0, none = 0;
+  for (int n = 0; n < 60000; ++n) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02d%c%02d:%02d:%02d", static_cast<int>(1990 + next() % 50), static_cast<int>(next() % 14),
+                  static_cast<int>(next() % 33), "T _"[next() % 3], static_cast<int>(next() % 25), static_cast<int>(next() % 4 == 0 ? next() % 61 : 9),
+                  static_cast<int>(next() % 100));
+    std::string t = buf;
+    static std::string last;
+    if (!last.empty() && next() % 4 != 0) {  // mostly the minute before (memo hits), or the one after it
+      t.replace(0, 16, last, 0, 16);
+      if (next() % 4 == 0) t[15] = static_cast<char>('0' + next() % 10);
+    }
+    last = t;
+    const int digits = static_cast<int>(next() % 16);  // 14 and 15: not of the shape
+    if (digits > 0) t += ".,"[next() % 2];
+    for (int k = 0; k < digits; ++k) t += static_cast<char>('0' + next() % 10);
+    const int spoil = static_cast<int>(next() % 8);  // a near miss: an offset, a letter, a cut
+    if (spoil == 1) t += "+02:00";
+    if (spoil == 2) t[next() % t.size()] = 'x';
+    if (spoil == 3) t.resize(next() % t.size());
+    static const re2::RE2 shape(R"(\d{4}-\d\d-\d\d.\d\d:\d\d:\d\d(?:[.,]\d{1,13})?)");
+    const bool want_shape = re2::RE2::FullMatch(t, shape);
+    ASSERT_EQ(iso_plain_shape(t), want_shape) << t;
+    if (!want_shape) continue;
+    const auto a = parse_iso_plain(t), b = parse_timestamp("iso", t, 2026);
+    ASSERT_EQ(a.has_value(), b.has_value()) << t;
+    if (a) {
+      ASSERT_EQ(a->seconds, b->seconds) << t;
+    }
+    plain += a.has_value();
+    none += !a.has_value();
+    if (next() % 8 == 0) (void)parse_timestamp("iso", "2026-11-30 02:09:01", 2026);  // another minute in the memo
+  }
+  EXPECT_GT(plain, 10000u);
+  EXPECT_GT(none, 1000u);
 }
 
 TEST(parse_timestamp, iso) {
