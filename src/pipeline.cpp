@@ -607,8 +607,13 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     f.ts = st.stream_ts;
     f.ts_inherited = true;
   }
+  if (light) {  // no extractor, no match: the per-rank facts only
+    f.body = text::trim(meta.body);
+    if (!f.body.empty()) note_activity(st, rs, f, meta.ts, raw, ascii);
+    return 0;
+  }
   extract::line_note note;
-  if (!light) feed_extractor(st, rs, meta.body, line_no, note);
+  feed_extractor(st, rs, meta.body, line_no, note);
   if (!f.rank && note.rank) f.rank = note.rank;
   if (note.top) {
     auto r = f.rank ? f.rank : (f.local_rank && in.hosts.size() <= 1 ? f.local_rank : std::nullopt);
@@ -618,8 +623,8 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
     }
   }
   f.body = text::trim(meta.body);
-  if (!f.body.empty()) note_activity(st, rs, f, meta.ts, light && raw, ascii);
-  if (f.body.empty() || light) return 0;
+  if (!f.body.empty()) note_activity(st, rs, f, meta.ts, false, ascii);
+  if (f.body.empty()) return 0;
   auto restart_to = match_line(st, f, meta.level, note);
   // After a restart line the stream's lines are the next attempt's.
   if (restart_to && *restart_to > st.attempt.value_or(0)) start_attempt(st, *restart_to);
