@@ -144,7 +144,8 @@ progress read_progress(std::string_view body, bool plain = false);
 std::optional<long> read_step(std::string_view body, bool plain = false);
 std::optional<long> read_planned(std::string_view body);
 /// False when read_planned(body) is empty for certain: no '/' with a digit on each side (spaces between) and
-/// no " batches". Digit-blind (which digits stand there does not matter), and a text that contains `body`
+/// no " batches", or none of the words its rules start from (step, iter, batch; a tqdm bar's "450/1000"
+/// alone plans nothing). Digit-blind (which digits stand there does not matter), and a text that contains `body`
 /// answers true whenever `body` does: the light path asks it once per line shape of the catalogue's body.
 bool may_plan(std::string_view body);
 namespace detail {

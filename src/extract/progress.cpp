@@ -196,7 +196,10 @@ bool may_plan(std::string_view body) {
     else if (body[i] == '/') candidate = ratio_at(body, i);
     return candidate;
   });
-  return candidate;
+  if (!candidate) return false;
+  // ... and planned_of() reads only after one of its words (a tqdm bar's "450/1000" alone plans nothing)
+  const auto w = find_progress_words(body);
+  return w.step || w.batch || w.batches;
 }
 
 std::optional<long> read_planned(std::string_view body) {
