@@ -533,12 +533,17 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
     st.learner.observe(metas[i].body);
   }
   std::size_t n = 0;
+  // The light lines' texts (in `raw` and `clean`) stay valid to the end: as in add_block(), their per-rank
+  // facts wait in the pending list and are read once per rank (a rank's step walking back), not per line.
+  im.deferring = true;
   for (std::size_t i = 0; i < raw.size(); ++i) {
     peel_learnt(st, metas[i]);
     if (!plain[i]) n += process(st, metas[i], raw[i].second, false);
     else if (unmasked[i]) n += add_light(st, raw[i].first, raw[i].second, metas[i], plain[i], nullptr, host[i], true);
     else n += add_light(st, raw[i].first, raw[i].second, metas[i], plain[i], &clean[i], host[i]);
   }
+  im.deferring = false;
+  flush_light(st);
   return n;
 }
 
