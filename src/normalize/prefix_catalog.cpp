@@ -830,6 +830,7 @@ struct shape_memo {
     // local_rank, task, host, level) the span the last layer giving one set, or kNone; the layers with a
     // time, in order (the first whose text parses gives the line's time).
     std::uint8_t final_span[5][2];
+    std::array<std::uint16_t, 8> prefixes{};  // line_meta::prefixes of every line of the shape
     std::uint8_t ts_layer[prefix_catalog::kMaxLayers];
     bool ts_iso_plain[prefix_catalog::kMaxLayers];  // that layer's time: iso or elastic, of iso_plain_shape()
     std::uint8_t n_ts = 0;
@@ -905,6 +906,7 @@ bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const
         const bool gives = q < 3 ? to_int(v).has_value() : q == 3 ? !v.empty() : !v.empty() && v[0] != '\0';
         if (gives) e.final_span[q][0] = L.span[slot][0], e.final_span[q][1] = L.span[slot][1];
       }
+      e.prefixes[k] = L.id;
       if (L.span[4][0] != shape_memo::kNone && L.span[4][1] > 0) {
         const auto& fmt = impl_->pats[L.id].ts_format;
         e.ts_iso_plain[e.n_ts] = (fmt == "iso" || fmt == "elastic") && detail::iso_plain_shape(line.substr(L.span[4][0], L.span[4][1]));
@@ -923,9 +925,16 @@ bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const
   const auto& e = it->second;
   out = line_meta{};
   auto part = [&](const std::uint8_t* sp) -> std::string_view { return line.substr(sp[0], sp[1]); };
-  if (e.final_span[0][0] != shape_memo::kNone) out.rank = to_int(part(e.final_span[0]));
-  if (e.final_span[1][0] != shape_memo::kNone) out.local_rank = to_int(part(e.final_span[1]));
-  if (e.final_span[2][0] != shape_memo::kNone) out.task = to_int(part(e.final_span[2]));
+  // A number span gave to_int() a value on the shape's first line: 1 to 9 bytes, all digits, and so on
+  // every line of the shape (the same bytes are digits).
+  auto number = [&](const std::uint8_t* sp) {
+    int n = 0;
+    for (const char* p = line.data() + sp[0], *end = p + sp[1]; p != end; ++p) n = n * 10 + (*p - '0');
+    return n;
+  };
+  if (e.final_span[0][0] != shape_memo::kNone) out.rank = number(e.final_span[0]);
+  if (e.final_span[1][0] != shape_memo::kNone) out.local_rank = number(e.final_span[1]);
+  if (e.final_span[2][0] != shape_memo::kNone) out.task = number(e.final_span[2]);
   if (e.final_span[3][0] != shape_memo::kNone) out.host.emplace(part(e.final_span[3]));
   if (e.final_span[4][0] != shape_memo::kNone) out.level = line[e.final_span[4][0]];
   for (std::size_t k = 0; k < e.n_ts && !out.ts; ++k) {
@@ -933,7 +942,7 @@ bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const
     const std::string_view t = line.substr(L.span[4][0], L.span[4][1]);
     out.ts = e.ts_iso_plain[k] ? detail::parse_iso_plain(t) : parse_timestamp(impl_->pats[L.id].ts_format, t, default_year_);
   }
-  for (std::size_t k = 0; k < e.n; ++k) out.prefixes[k] = e.layers[k].id;
+  out.prefixes = e.prefixes;
   out.n_prefixes = e.n;
   out.body = line.substr(e.body);
   out.shape_id = e.id;
