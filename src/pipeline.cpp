@@ -415,9 +415,9 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
   }
   if (gate_hit) return add_line(st, raw_text, line_no);
   // line_block::peel() ran the same catalogue on the same bytes: its result is used (and changed) in place
-  normalize::line_meta own;
-  normalize::line_meta& meta = peeled ? *peeled : own;
-  if (!peeled) im.eng.prefixes.normalize_fast(raw_text, meta);  // watch, and lines fed one by one
+  std::optional<normalize::line_meta> own;  // built only when there is no block peel
+  if (!peeled) im.eng.prefixes.normalize_fast(raw_text, own.emplace());  // watch, and lines fed one by one
+  normalize::line_meta& meta = peeled ? *peeled : *own;
   const shape_facts* facts = meta.shape_id ? &im.facts_of(meta.shape_id, raw_text, meta.body) : nullptr;
   if (facts ? facts->bracket_host_port : mask::bracket_host_port_candidate(raw_text)) return add_line(st, raw_text, line_no);
   return add_light(st, raw_text, line_no, meta, plain, nullptr, -1, false, facts);
@@ -560,7 +560,9 @@ void collector::peel_learnt(const stream& st, normalize::line_meta& meta) const 
 
 void collector::observe_and_peel(stream& st, normalize::line_meta& meta, const shape_facts* facts) const {
   std::string_view rest;
-  normalize::line_meta learnt;
+  // The learner writes only the rank (when it is empty) of its output: a per-thread one, its rank reset.
+  thread_local normalize::line_meta learnt;
+  learnt.rank.reset();
   const bool peeled = facts ? st.learner.observe_and_peel(meta.body, facts->token_len, facts->token_shape, learnt, rest)
                             : st.learner.observe_and_peel(meta.body, learnt, rest);
   if (peeled) apply_learnt(meta, learnt, rest);
