@@ -406,7 +406,7 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
   // Building the gate (atoms of every fingerprint, then the Vectorscan compile) costs about a second, so
   // like the matcher's database it is cached on disk, keyed by the library's content hash, the stages'
   // gate patterns and this code's version (bump kVersion when the atom selection changes).
-  constexpr const char* kVersion = "gate-v7";  // v3: MULTILINE, every match reported; v4: own samples not common; v5: runs; v6: stage runs; v7: left-context literals
+  constexpr const char* kVersion = "gate-v8";  // v3: MULTILINE, every match reported; v4: own samples not common; v5: runs; v6: stage runs; v7: left-context literals; v8: no literal holding another
   std::string key_text = kVersion + std::string("\n") + lib.content_hash;
   for (const auto& e : extra) key_text += "\n" + e;
   std::string cache =
@@ -567,11 +567,19 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
     }
     atoms.insert(a.begin(), a.end());
   }
+  // An atom that holds another atom adds nothing (all are caseless): every line it would hit, the shorter
+  // one hits already. Fewer literals make Vectorscan's literal matcher's pass cheaper.
+  std::size_t literals = 0;
   for (const auto& a : atoms) {
+    const bool holds_another = std::any_of(atoms.begin(), atoms.end(), [&](const std::string& b) {
+      return b.size() < a.size() && a.find(b) != std::string::npos;
+    });
+    if (holds_another) continue;
     exprs.push_back(escape_literal(a));
     flags.push_back(HS_FLAG_CASELESS | HS_FLAG_MULTILINE);
+    ++literals;
   }
-  g.literals_ = atoms.size();
+  g.literals_ = literals;
   std::sort(extra_regexps.begin(), extra_regexps.end());  // narrowed runs of several rules may coincide
   extra_regexps.erase(std::unique(extra_regexps.begin(), extra_regexps.end()), extra_regexps.end());
   g.stage_regexps_ = extra_regexps;
