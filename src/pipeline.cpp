@@ -663,8 +663,13 @@ collector::stream::rank_state& collector::rank_state_for(stream& st, line_facts&
   auto& im = *impl_;
   auto& in = im.in;
   f.code = rank_code(f.rank, f.local_rank);
+  auto& slot = st.recent_ranks[static_cast<std::size_t>(f.code ^ (f.code >> 32)) & 63];
+  if (slot.second && slot.first == f.code) return *slot.second;
   auto rs_it = st.ranks.find(f.code);
-  if (rs_it != st.ranks.end()) return rs_it->second;
+  if (rs_it != st.ranks.end()) {
+    slot = {f.code, &rs_it->second};
+    return rs_it->second;
+  }
   // A rank's activity is kept per torchrun attempt: a restarted rank starts its record afresh.
   auto key = rank_key_of(f.rank, f.local_rank, st.attempt);
   if (key && in.activity.size() >= impl::kMaxRanks && !in.activity.count(*key)) {
@@ -677,6 +682,7 @@ collector::stream::rank_state& collector::rank_state_for(stream& st, line_facts&
   rs_it = st.ranks.emplace(f.code, stream::rank_state{}).first;
   rs_it->second.key = std::move(key);
   rs_it->second.ex = std::make_unique<extract::extractor>(st.display);
+  slot = {f.code, &rs_it->second};  // (past the bound f.code is 0 here: its own code never matches the slot)
   return rs_it->second;
 }
 

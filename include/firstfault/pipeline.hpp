@@ -7,6 +7,7 @@
 //   render(run.value().diag);            // run.value().errors lists unreadable inputs
 #pragma once
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
@@ -161,6 +162,9 @@ class collector {
       bool step_found = false;  ///< flush_light(): the newest of its pending lines with a step was read
     };
     std::unordered_map<std::int64_t, rank_state> ranks;  ///< by rank_code()
+    /// A direct-mapped cache in front of `ranks` (nodes are stable and never erased): a console's lines
+    /// come from its ranks in turn, 64 slots by rank code.
+    std::array<std::pair<std::int64_t, rank_state*>, 64> recent_ranks{};
     std::optional<normalize::timestamp> stream_ts;
     std::optional<int> prev_rank, prev_local;
     std::uint64_t lines = 0;
