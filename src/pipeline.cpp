@@ -594,7 +594,9 @@ std::size_t collector::process(stream& st, std::string_view clean, std::uint64_t
 std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light, bool ascii, bool raw,
                                bool may_plan) {
   auto& in = impl_->in;
-  if (!(light && impl_->deferring)) flush_light(st);  // in order: what the block's light lines left pending first
+  // In order: what earlier light lines left pending first. Only a raw light line is itself kept pending
+  // (note_activity); a masked one (add_lines' first batch) writes its facts now, after the older ones.
+  if (!(light && raw && impl_->deferring)) flush_light(st);
   ++st.lines;
   std::size_t before = in.findings.size();
   line_facts f;

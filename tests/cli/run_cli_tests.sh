@@ -20,6 +20,15 @@ run() {  # run ARGS... -> sets out, err, rc
 }
 has() { grep -qF -- "$2" <<<"$1"; }
 
+# A stream's first batch: a light line masked first (a pdsh host prefix) writes its per-rank facts at once;
+# the raw light lines kept pending before it must not overwrite them afterwards (last line, step, masking).
+printf 'node-a: [rank0]: step 10 loss 1.0\n[rank0]: step 11 loss 1.0 at 10.1.2.3\nnode-a: [rank0]: step 12 loss 1.0\n' >"$tmp/order.log"
+run scan --mask-key k -o "$tmp/order.zst" "$tmp/order.log"
+out=$(zstd -q -d -c "$tmp/order.zst")
+check "first batch: the newest line is the rank's last line" has "$out" '"last_line":"step 12 loss 1.0","last_line_no":3'
+check "first batch: its step" has "$out" '"last_step":12'
+check "first batch: no unmasked address" sh -c '! grep -qF "10.1.2.3" <<<"$1"' _ "$out"
+
 # failure: exit 1, JSON valid against the schema, right kind and rank
 run diagnose "$CORPUS/gh-funasr-2006/logs" --format json
 check "failure exits 1" test "$rc" -eq 1
