@@ -40,19 +40,27 @@ std::size_t utf8_len(std::string_view s, std::size_t i) {
 }  // namespace
 
 namespace {
+// Printable ASCII or a tab: what is_plain() allows.
+bool plain_byte(unsigned char c) { return (c >= 0x20 && c < 0x7F) || c == '\t'; }
+#if defined(__SSE2__)
+// The bytes of v that plain_byte() refuses, as a mask (a signed compare with 0x20 catches the controls and
+// every byte >= 0x80 at once).
+__m128i unplain_bytes(__m128i v) {
+  return _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\t')), _mm_cmplt_epi8(v, _mm_set1_epi8(0x20))),
+                      _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7F)));
+}
+#endif
+
 // The index of the first byte that is not printable ASCII or a tab, or npos.
 // Sixteen bytes at a time with SSE2 (a signed compare
 // with 0x20 catches the controls and every byte >= 0x80 at once); eight at a time without it, a word with
 // a byte < 0x20 (a tab, a newline or a control character) checked byte by byte.
 std::size_t first_unplain(std::string_view s) {
-  auto byte_ok = [](unsigned char c) { return (c >= 0x20 && c < 0x7F) || c == '\t'; };
   std::size_t i = 0;
 #if defined(__SSE2__)
-  const __m128i space = _mm_set1_epi8(0x20), del = _mm_set1_epi8(0x7F), tab = _mm_set1_epi8('\t');
   for (; i + 16 <= s.size(); i += 16) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
-    const __m128i bad = _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(v, tab), _mm_cmplt_epi8(v, space)), _mm_cmpeq_epi8(v, del));
-    if (const int m = _mm_movemask_epi8(bad); m != 0) return i + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(m)));
+    if (const int m = _mm_movemask_epi8(unplain_bytes(v)); m != 0) return i + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(m)));
   }
 #else
   constexpr std::uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
@@ -62,11 +70,11 @@ std::size_t first_unplain(std::string_view s) {
     const std::uint64_t d = w ^ (0x7F * ones);
     if (!(w & highs) && !((d - ones) & ~d & highs) && ((w - 0x20 * ones) & ~w & highs) == 0) continue;
     for (std::size_t k = i; k < i + 8; ++k)
-      if (!byte_ok(static_cast<unsigned char>(s[k]))) return k;
+      if (!plain_byte(static_cast<unsigned char>(s[k]))) return k;
   }
 #endif
   for (; i < s.size(); ++i)
-    if (!byte_ok(static_cast<unsigned char>(s[i]))) return i;
+    if (!plain_byte(static_cast<unsigned char>(s[i]))) return i;
   return std::string_view::npos;
 }
 }  // namespace
@@ -92,16 +100,13 @@ std::size_t find_line_end(std::string_view s) {
 std::size_t find_line_end(std::string_view s, bool& plain) {
   plain = true;
   std::size_t i = 0;
-  auto byte_ok = [](unsigned char c) { return (c >= 0x20 && c < 0x7F) || c == '\t'; };
 #if defined(__SSE2__)
   // first_unplain()'s test, whose bytes include the three line ends: while it finds nothing the line
   // is plain so far, and on a hit one more mask says whether a line end is the first such byte.
-  const __m128i space = _mm_set1_epi8(0x20), del = _mm_set1_epi8(0x7F), tab = _mm_set1_epi8('\t'), nl = _mm_set1_epi8('\n'),
-                cr = _mm_set1_epi8('\r'), nul = _mm_setzero_si128();
+  const __m128i nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'), nul = _mm_setzero_si128();
   for (; i + 16 <= s.size(); i += 16) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
-    const __m128i bad = _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(v, tab), _mm_cmplt_epi8(v, space)), _mm_cmpeq_epi8(v, del));
-    const int m = _mm_movemask_epi8(bad);
+    const int m = _mm_movemask_epi8(unplain_bytes(v));
     if (m == 0) continue;
     const int ends = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, nl), _mm_cmpeq_epi8(v, cr)), _mm_cmpeq_epi8(v, nul)));
     if (ends != 0) {
@@ -117,7 +122,7 @@ std::size_t find_line_end(std::string_view s, bool& plain) {
   for (; i < s.size(); ++i) {
     const char c = s[i];
     if (c == '\n' || c == '\r' || c == '\0') return i;
-    plain = plain && byte_ok(static_cast<unsigned char>(c));
+    plain = plain && plain_byte(static_cast<unsigned char>(c));
   }
   return std::string_view::npos;
 }
