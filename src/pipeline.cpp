@@ -699,14 +699,17 @@ void collector::note_host_and_pairs(stream& st, stream::rank_state& rs, normaliz
     if (f.code != 0) rs.paired_local = f.local_rank;
   }
   if (meta.host) {
-    if (*meta.host == st.last_raw_host) {
-      if (st.last_host != st.last_raw_host) im.masker.count_repeated_host();
-      meta.host = st.last_host;
+    const std::string& raw = *meta.host;
+    auto& memo = st.hosts_seen[raw.empty() ? 0 : (raw.size() * 7 + static_cast<unsigned char>(raw.back()) +
+                                                  static_cast<unsigned char>(raw[raw.size() / 2]) * 3) & 15];
+    if (!memo.raw.empty() && memo.raw == raw) {
+      if (memo.masked != memo.raw) im.masker.count_repeated_host();
+      meta.host = memo.masked;
     } else {
-      st.last_raw_host = *meta.host;
-      meta.host = im.masker.mask_host(*meta.host);
+      memo.raw = raw;
+      meta.host = im.masker.mask_host(raw);
       in.hosts.insert(*meta.host);
-      st.last_host = *meta.host;
+      memo.masked = *meta.host;
     }
   }
   f.host = meta.host ? meta.host : st.hint.host;

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "firstfault/result.hpp"
@@ -100,11 +101,15 @@ class masker {
   /// secret that ran to the end of the line): that line must be masked whatever the scan gate says.
   bool line_state_open() const;
   /// Replacements made so far, per kind.
-  const std::map<std::string, std::size_t>& counts() const { return counts_; }
+  const std::map<std::string, std::size_t>& counts() const {
+    if (repeated_hosts_) counts_["hostname"] += std::exchange(repeated_hosts_, 0);
+    return counts_;
+  }
   /// Counts one more replacement of a host that mask_host() already replaced (a caller that keeps the
-  /// token of a repeated host instead of asking again).
+  /// token of a repeated host instead of asking again). Added to counts() when it is read: a console
+  /// names a host on nearly every line.
   void count_repeated_host() {
-    if (opt_.enabled) ++counts_["hostname"];
+    if (opt_.enabled) ++repeated_hosts_;
   }
   bool enabled() const { return opt_.enabled; }
 
@@ -112,7 +117,8 @@ class masker {
   struct impl;
   options opt_;
   std::unique_ptr<impl> impl_;
-  std::map<std::string, std::size_t> counts_;
+  mutable std::map<std::string, std::size_t> counts_;
+  mutable std::size_t repeated_hosts_ = 0;  ///< count_repeated_host() calls not yet in counts_
 };
 
 }  // namespace ff::mask

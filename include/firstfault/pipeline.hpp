@@ -173,7 +173,12 @@ class collector {
     std::uint32_t source_id = 0;       ///< index of `display` in the inputs' source_names
     std::optional<int> attempt;  ///< torchrun attempt of the lines read now: attempt_N of the path, or counted from restart lines
     bool last_body_raw = false;  ///< last_body came from a light-path line: masked when the stream closes
-    std::string last_raw_host, last_host;  ///< the last host a prefix named in this stream, as read and masked (in the run's host set)
+    /// Hosts prefixes named in this stream, as read and masked (each in the run's host set), direct-mapped:
+    /// an interleaved console names its node's host on nearly every line, 8 or more hosts in turn.
+    struct host_memo {
+      std::string raw, masked;
+    };
+    std::array<host_memo, 16> hosts_seen;
     std::size_t busy = 0;  ///< extractors of this stream with an open record (their lines take the full path)
     normalize::prefix_learner learner;  ///< prefixes no catalogue entry lists, learnt from this stream
     std::vector<rank_state*> pending_ranks;  ///< rank states with pending light lines (std::unordered_map nodes are stable)

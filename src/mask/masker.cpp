@@ -667,7 +667,15 @@ std::string masker::apply(std::string_view line_in) {
   if (std::size_t n = im.replace_learnt_hosts(line)) counts_["hostname"] += n;
   bool learnt_now = false;
   std::vector<int> fired;
-  im.compiled->set->Match(line, &fired);
+  // RE2::Set::Match answers false with kOutOfMemory when its DFA gives up (its state cache filled too
+  // fast: https://github.com/google/re2/blob/main/re2/set.cc); then no rule would run on the line and its
+  // secrets would be shown. Each rule is asked on its own instead.
+  re2::RE2::Set::ErrorInfo set_error{};
+  if (!im.compiled->set->Match(line, &fired, &set_error) && set_error.kind != re2::RE2::Set::kNoError) {
+    fired.clear();
+    for (std::size_t i = 0; i < im.compiled->rules.size(); ++i)
+      if (re2::RE2::PartialMatch(line, im.compiled->rules[i].re())) fired.push_back(static_cast<int>(i));
+  }
   std::sort(fired.begin(), fired.end());
   // A relaxed rule fired on its looser form: it applies only if its exact regexp matches the same text.
   fired.erase(std::remove_if(fired.begin(), fired.end(), [&](int idx) {

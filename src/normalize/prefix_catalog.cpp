@@ -840,6 +840,11 @@ struct shape_memo {
   std::unordered_map<std::string, entry, shape_hash> map;
   std::string key;
   static constexpr std::size_t kMaxEntries = 8192;
+  // Shapes seen once, by key hash (direct-mapped): an entry is built on a shape's second line. A shape that
+  // never comes back (NCCL's "comm 0x7f3a..." and "commId 0x..." lines: hex has letters, so each line is
+  // a shape of its own) then costs one plain peel, not the capturing matches that build an entry, and it
+  // does not fill the map, which is cleared when full. A collision only builds an entry one line early.
+  std::array<std::uint64_t, 4096> seen{};
 };
 }  // namespace
 
@@ -866,6 +871,11 @@ bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const
   auto it = memo.map.find(memo.key);
   tl_probe.key = nullptr;
   if (it == memo.map.end()) {
+    auto& once = memo.seen[probe_hash & (memo.seen.size() - 1)];
+    if (once != (probe_hash | 1)) {
+      once = probe_hash | 1;
+      return normalize_fast_impl(line, out, nullptr);
+    }
     detail::layer_trace tr;
     bool any = normalize_fast_impl(line, out, &tr);
     // Record the spans of every group of every layer (one capturing match each, on this first line).
