@@ -65,8 +65,12 @@ bool bracket_host_port_candidate(std::string_view line);
 /// is 0, else `+`. The result matches every text `re` matches (and maybe more), and compiles far smaller: the
 /// masker's rule set is compiled from these and confirms a relaxed rule with its exact regexp (masker.cpp).
 /// Escapes (\x{41}, \p{Greek}, \Q...\E) and character classes ([{}0-9]) are copied unchanged. `changed`:
-/// whether anything was replaced.
-std::string relax_counted_repeats(std::string_view re, bool* changed);
+/// whether anything was replaced. A repetition whose bounds are all at most `keep_up_to` is copied as it
+/// is ({2}, {1,4}, {7} with 8): it costs the compiled set little, and made unbounded it turns a narrow rule
+/// into one that fires on common text (the MAC and IPv6 rules' `(?:[0-9a-f]{2}:){5}` relaxed matched every
+/// "00:00:06" of a timestamp and every NCCL "host:pid:tid" header, and the exact confirmation then ran on
+/// nearly every line masked).
+std::string relax_counted_repeats(std::string_view re, bool* changed, int keep_up_to = 0);
 
 /// Loads a team config (YAML): `enabled: bool`, `rules: [{name, regex}]`, `keep_hosts: [..]`.
 result<options> load_config(const std::string& path, options base);
@@ -88,7 +92,9 @@ class masker {
   /// Masks a path shown to the user (user names in home directories, then the line rules).
   std::string apply_path(std::string_view path);
   /// Masks one host name found by prefix peeling or in a path (node-N, consistent with the line rules).
-  std::string mask_host(const std::string& host);
+  /// `count` false: the replacement is made (and the host learnt) but not counted, for a caller that
+  /// learns a host ahead of the line that will be counted (add_lines' first batch).
+  std::string mask_host(const std::string& host, bool count = true);
   /// Second pass over text already masked: replaces host names learnt since it was masked (a host first
   /// named by a later line: SLURM_JOB_NODELIST, MASTER_ADDR, pod/NAME). Returns the replacements made.
   std::size_t rescan(std::string& text);

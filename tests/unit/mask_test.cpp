@@ -445,6 +445,12 @@ TEST(mask_set, relax_counted_repeats) {
             R"x([{}0-9]\x{41}\p{Greek}\Qa{2}\E{ {a} {,3})x");
   EXPECT_FALSE(changed);
   EXPECT_EQ(ff::mask::relax_counted_repeats(R"x([]{2}]{2}[^]{]{1,2}[[:digit:]{]{4})x", &changed), R"x([]{2}]+[^]{]+[[:digit:]{]+)x");
+  // Small bounds kept when asked (the masker keeps those up to 8): {n} and {n,m} within it, not {n,}.
+  EXPECT_EQ(ff::mask::relax_counted_repeats(R"x(\b(?:[0-9a-f]{2}:){5}[0-9a-f]{1,4}x{8}y{9}z{2,}w{1,9})x", &changed, 8),
+            R"x(\b(?:[0-9a-f]{2}:){5}[0-9a-f]{1,4}x{8}y+z+w+)x");
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(ff::mask::relax_counted_repeats(R"x((?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4})x", &changed, 8), R"x((?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4})x");
+  EXPECT_FALSE(changed);
   // Random texts over the pieces of a rule with bounds: the relaxed regexp matches every text the exact one does.
   const std::string exact = R"x((?i)\bkey[:=]\s*"([^"\n]{1,6})"|\b[0-9a-f]{2}(?::[0-9a-f]{2}){2}\b)x";
   const re2::RE2 e(exact), r(ff::mask::relax_counted_repeats(exact, &changed));
