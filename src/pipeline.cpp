@@ -524,14 +524,16 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
         } else {
           const bool host_hit = mask::prefix_host_form(text);
           host[i] = host_hit, unmasked[i] = !host_hit;
-          // A host form the catalogue peels (an NCCL "host:pid:tid [dev]" header, most lines of a per-rank
-          // file's start): the host is what masking the line would learn (the gate hit no other context),
-          // so it is learnt here, in line order, and the line stays raw like the others; it is counted when
-          // the light path masks the peeled host (note_host_and_pairs). Masked whole, such a line cost
-          // ~14,000 instructions (RE2's rule set and the header rule's submatches).
-          if (host_hit) {
+          // An NCCL "host:pid:tid [dev]" header the catalogue peels (most lines of a per-rank file's start),
+          // and no other host form: none at the line's start (a pdsh "name: " or syslog host around the
+          // header is a second host, which masking the line would learn too) and none in the body after
+          // the peel. Then the peeled host is what masking the line would learn (the gate hit no other
+          // context), so it is learnt here, in line order, and the line stays raw like the others; it is
+          // counted when the light path masks the peeled host (note_host_and_pairs). Masked whole, such a
+          // line cost ~14,000 instructions (RE2's rule set and the header rule's submatches).
+          if (host_hit && !mask::prefix_host_form(text, true)) {
             im.eng.prefixes.normalize_fast(text, metas[i]);
-            if (metas[i].host) {
+            if (metas[i].host && !mask::prefix_host_form(metas[i].body)) {
               im.masker.mask_host(*metas[i].host, false);
               unmasked[i] = 1;
               clean.emplace_back();

@@ -56,7 +56,9 @@ std::vector<std::string> prefix_host_patterns();
 /// check of what it needs first passes (a " [digits]" after ":pid:tid", a date at the line's start, ...):
 /// the light path asks this of a gated-out line whose peel found no host, instead of a second Vectorscan
 /// scan of every block (3 instructions a byte, most of it for the NCCL header's literal-free pattern).
-bool prefix_host_form(std::string_view line);
+/// `line_start_only`: only the forms anchored at the line's start (syslog, pdsh, "[date] host [pid]"), not
+/// the NCCL "host:pid:tid [dev]" header, which can follow other prefixes.
+bool prefix_host_form(std::string_view line, bool line_start_only = false);
 /// The "[host]:port" rule is left out of gate_patterns() (as a Vectorscan pattern it doubled the gate's
 /// cost on torchrun consoles, where every "[rankN]:" tag starts a candidate): true for every line that
 /// rule could match (a superset, by hand), so the caller reads such a line in full.

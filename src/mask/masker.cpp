@@ -487,7 +487,7 @@ bool nccl_header_candidate(std::string_view l) {
 }
 }  // namespace
 
-bool prefix_host_form(std::string_view line) {
+bool prefix_host_form(std::string_view line, bool line_start_only) {
   // One pre-check per rule of prefix_host_patterns(), in its order: what the rule's regexp needs first
   // (prefix_host_form_rules_are_known, a unit test, fails when a rule changes; each check is a superset).
   static bool (*const kCandidate[])(std::string_view) = {
@@ -508,7 +508,7 @@ bool prefix_host_form(std::string_view line) {
     for (const auto& p : prefix_host_patterns()) v.push_back(std::make_unique<re2::RE2>(p));
     return v;
   }();
-  for (std::size_t i = 0; i < rules.size(); ++i)
+  for (std::size_t i = line_start_only ? 1 : 0; i < rules.size(); ++i)  // (rule 0: the NCCL header)
     if ((i >= std::size(kCandidate) || kCandidate[i](line)) && re2::RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *rules[i])) return true;
   return false;
 }

@@ -29,6 +29,12 @@ check "first batch: the newest line is the rank's last line" has "$out" '"last_l
 check "first batch: its step" has "$out" '"last_step":12'
 check "first batch: no unmasked address" sh -c 'printf "%s" "$1" | grep -qF 10.1.2.3 && exit 1; exit 0' _ "$out"
 
+# A stream's first batch learns an NCCL header's host without masking the line; a pdsh name around the
+# header is a second host, which must still be learnt (and masked where another line names it).
+printf 'worker-b: gpu-a:123:456 [0] NCCL INFO Channel 00/02 : 0 1 2 3\n' >"$tmp/twohost-a.log"
+printf '[rank1]: RuntimeError: connection to worker-b was refused by peer\n' >"$tmp/twohost-b.log"
+run diagnose --no-history --format json "$tmp/twohost-a.log" "$tmp/twohost-b.log"
+check "first batch: a pdsh host around an NCCL header is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qF worker-b && exit 1; exit 0' _ "$out"
 # failure: exit 1, JSON valid against the schema, right kind and rank
 run diagnose "$CORPUS/gh-funasr-2006/logs" --format json
 check "failure exits 1" test "$rc" -eq 1

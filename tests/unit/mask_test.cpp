@@ -330,13 +330,22 @@ TEST(mask_gate, prefix_host_form_is_the_rules) {
                                            "kernel", ": ", "sshd[42]", "[12] ", "NCCL INFO x", "a", "-", ".", "0", "T"};
   ff::testing::lcg next(11);
   int matched = 0;
+  auto any_at_start = [&](const std::string& l) {  // the rules but the NCCL header (rule 0)
+    for (std::size_t r = 1; r < rules.size(); ++r)
+      if (re2::RE2::PartialMatch(l, *rules[r])) return true;
+    return false;
+  };
   for (int i = 0; i < 200000; ++i) {
     std::string l = starts[next() % starts.size()];
     for (std::size_t k = next() % 9; k > 0; --k) l += pieces[next() % pieces.size()];
     const bool want = any(l);
     matched += want;
     ASSERT_EQ(ff::mask::prefix_host_form(l), want) << "line: '" << l << "'";
+    ASSERT_EQ(ff::mask::prefix_host_form(l, true), any_at_start(l)) << "line: '" << l << "'";
   }
+  // line_start_only: a pdsh name around an NCCL header is a host form of its own; the header alone is not.
+  EXPECT_TRUE(ff::mask::prefix_host_form("worker-b: gpu-a:123:456 [0] NCCL INFO Channel 00/02", true));
+  EXPECT_FALSE(ff::mask::prefix_host_form("[default1]:node-07:1998325:1998716 [1] NCCL INFO Connected all rings", true));
   EXPECT_GT(matched, 5000);
   EXPECT_TRUE(ff::mask::prefix_host_form("[default1]:node-07:1998325:1998716 [1] NCCL INFO Connected all rings"));
   EXPECT_TRUE(ff::mask::prefix_host_form("Nov 30 02:14:01 gpu-node-3 kernel: NVRM: Xid (PCI:0000:3b:00): 79"));
