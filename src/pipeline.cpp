@@ -66,6 +66,8 @@ result<run> diagnose(const std::vector<std::string>& paths, const kb::library& l
 
 struct collector::shape_facts {
   bool bracket_host_port = false, prefix_host = false, may_plan = true;
+  // mask::prefix_host_spans of the line: how many, and the first (offset, length); digit-blind like the rest
+  std::size_t host_forms = 0, host_at = 0, host_len = 0;
   std::size_t token_len = 0;
   std::string token_shape;
 };
@@ -134,6 +136,10 @@ struct collector::impl {
     shape_facts f;
     f.bracket_host_port = mask::bracket_host_port_candidate(line);
     f.prefix_host = mask::prefix_host_form(line);
+    thread_local std::vector<std::pair<std::size_t, std::size_t>> spans;
+    mask::prefix_host_spans(line, spans);
+    f.host_forms = spans.size();
+    if (!spans.empty()) f.host_at = spans[0].first, f.host_len = spans[0].second;
     auto tok = normalize::leading_token(body);
     f.token_len = tok.first.size();
     f.token_shape = std::move(tok.second);
@@ -460,9 +466,27 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
   // A host form the masker learns from (NCCL header, syslog, pdsh) that no prefix peeled: full path.
   if (!escalate && !meta.host) {
     escalate = host_hit >= 0 ? host_hit != 0 : facts ? facts->prefix_host : mask::prefix_host_form(raw_text);
+  } else if (!escalate && host_hit < 0) {  // (add_lines decided its lines' host forms: host_hit >= 0)
+    learn_other_hosts(raw_text, meta.body, *meta.host, facts);
   }
   if (escalate) return masked || observed ? full() : process(st, prepare(raw_text), line_no);
   return process(st, meta, line_no, true, plain == 1, masked == nullptr, facts ? facts->may_plan : true);
+}
+
+// A line whose peel found a host can hold other prefix host forms: a pdsh name or a syslog host around an
+// NCCL header (the peel keeps the innermost host). Masking the line would learn each of them, so the light
+// path learns them here, in line order; a host named elsewhere later is then masked. Per line shape, the
+// usual case (no form, or one naming the peeled host) costs a compare; a line of no shape (the first of its
+// shape) with no form at its start and none in its body has at most the one the peel read.
+void collector::learn_other_hosts(std::string_view line, std::string_view body, const std::string& peeled,
+                                  const shape_facts* facts) {
+  if (facts ? facts->host_forms == 0 || (facts->host_forms == 1 && line.substr(facts->host_at, facts->host_len) == peeled)
+            : !mask::prefix_host_form(line, true) && !mask::prefix_host_form(body))  // (no shape: one form at most, the peeled one)
+    return;
+  thread_local std::vector<std::pair<std::size_t, std::size_t>> spans;
+  mask::prefix_host_spans(line, spans);
+  for (const auto& [at, len] : spans)
+    if (line.substr(at, len) != peeled) impl_->masker.mask_host(std::string(line.substr(at, len)));
 }
 
 void collector::mask_deferred() {

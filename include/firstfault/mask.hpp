@@ -59,6 +59,10 @@ std::vector<std::string> prefix_host_patterns();
 /// `line_start_only`: only the forms anchored at the line's start (syslog, pdsh, "[date] host [pid]"), not
 /// the NCCL "host:pid:tid [dev]" header, which can follow other prefixes.
 bool prefix_host_form(std::string_view line, bool line_start_only = false);
+/// The host each prefix host form on `line` names (group 1 of every match of every rule of
+/// prefix_host_patterns(), in rule order, then left to right), as (offset, length) into `line`: what
+/// masking the line would learn from those forms. Empty when prefix_host_form(line) is false.
+void prefix_host_spans(std::string_view line, std::vector<std::pair<std::size_t, std::size_t>>& out);
 /// The "[host]:port" rule is left out of gate_patterns() (as a Vectorscan pattern it doubled the gate's
 /// cost on torchrun consoles, where every "[rankN]:" tag starts a candidate): true for every line that
 /// rule could match (a superset, by hand), so the caller reads such a line in full.

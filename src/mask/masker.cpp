@@ -487,9 +487,14 @@ bool nccl_header_candidate(std::string_view l) {
 }
 }  // namespace
 
-bool prefix_host_form(std::string_view line, bool line_start_only) {
-  // One pre-check per rule of prefix_host_patterns(), in its order: what the rule's regexp needs first
-  // (prefix_host_form_rules_are_known, a unit test, fails when a rule changes; each check is a superset).
+namespace {
+// prefix_host_patterns() compiled, each with the hand check of what its regexp needs first, in its order
+// (prefix_host_form_rules_are_known, a unit test, fails when a rule changes; each check is a superset).
+struct host_form_rule {
+  bool (*candidate)(std::string_view);
+  std::unique_ptr<re2::RE2> re;
+};
+const std::vector<host_form_rule>& host_form_rules() {
   static bool (*const kCandidate[])(std::string_view) = {
       nccl_header_candidate,
       [](std::string_view l) {  // syslog "Mon dd hh:mm:ss host tag: " or ISO "yyyy-mm-ddT... host tag: "
@@ -503,14 +508,40 @@ bool prefix_host_form(std::string_view line, bool line_start_only) {
       },
       [](std::string_view l) { return l.size() > 22 && l[0] == '[' && digit(l[1]) && l[20] == ']'; },  // "[date] host [pid] "
   };
-  static const std::vector<std::unique_ptr<re2::RE2>> rules = [] {
-    std::vector<std::unique_ptr<re2::RE2>> v;
-    for (const auto& p : prefix_host_patterns()) v.push_back(std::make_unique<re2::RE2>(p));
+  static const std::vector<host_form_rule> rules = [] {
+    std::vector<host_form_rule> v;
+    for (const auto& p : prefix_host_patterns()) {
+      const std::size_t i = v.size();
+      v.push_back({i < std::size(kCandidate) ? kCandidate[i] : nullptr, std::make_unique<re2::RE2>(p)});
+    }
     return v;
   }();
+  return rules;
+}
+}  // namespace
+
+bool prefix_host_form(std::string_view line, bool line_start_only) {
+  const auto& rules = host_form_rules();
   for (std::size_t i = line_start_only ? 1 : 0; i < rules.size(); ++i)  // (rule 0: the NCCL header)
-    if ((i >= std::size(kCandidate) || kCandidate[i](line)) && re2::RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *rules[i])) return true;
+    if ((!rules[i].candidate || rules[i].candidate(line)) &&
+        re2::RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), *rules[i].re))
+      return true;
   return false;
+}
+
+void prefix_host_spans(std::string_view line, std::vector<std::pair<std::size_t, std::size_t>>& out) {
+  out.clear();
+  const re2::StringPiece in(line.data(), line.size());
+  re2::StringPiece g[2];
+  for (const auto& r : host_form_rules()) {
+    if (r.candidate && !r.candidate(line)) continue;
+    // every match, left to right, as masker::apply() runs a rule (the line-start rules match once)
+    for (std::size_t pos = 0; pos <= line.size() && r.re->Match(in, pos, line.size(), re2::RE2::UNANCHORED, g, 2);) {
+      if (g[1].data() != nullptr) out.emplace_back(static_cast<std::size_t>(g[1].data() - line.data()), g[1].size());
+      const std::size_t end = static_cast<std::size_t>(g[0].data() - line.data()) + g[0].size();
+      pos = end > pos ? end : pos + 1;
+    }
+  }
 }
 
 std::vector<std::string> gate_patterns(const options& opt) {

@@ -35,6 +35,13 @@ printf 'worker-b: gpu-a:123:456 [0] NCCL INFO Channel 00/02 : 0 1 2 3\n' >"$tmp/
 printf '[rank1]: RuntimeError: connection to worker-b was refused by peer\n' >"$tmp/twohost-b.log"
 run diagnose --no-history --format json "$tmp/twohost-a.log" "$tmp/twohost-b.log"
 check "first batch: a pdsh host around an NCCL header is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qF worker-b && exit 1; exit 0' _ "$out"
+# ... and after the first batch (here: no batch at all), where such a line takes the light path
+run diagnose --no-history --format json --learn-lines 0 "$tmp/twohost-a.log" "$tmp/twohost-b.log"
+check "light path: a pdsh host around an NCCL header is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qF worker-b && exit 1; exit 0' _ "$out"
+printf 'Dec  6 10:00:00 gpu-b kernel: gpu-a:123:456 [0] NCCL INFO Channel 00/02 : 0 1 2 3\n' >"$tmp/twohost-c.log"
+printf '[rank1]: RuntimeError: connection to gpu-b was refused by peer\n' >"$tmp/twohost-d.log"
+run diagnose --no-history --format json --learn-lines 0 "$tmp/twohost-c.log" "$tmp/twohost-d.log"
+check "light path: a syslog host around an NCCL header is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qF gpu-b && exit 1; exit 0' _ "$out"
 # failure: exit 1, JSON valid against the schema, right kind and rank
 run diagnose "$CORPUS/gh-funasr-2006/logs" --format json
 check "failure exits 1" test "$rc" -eq 1

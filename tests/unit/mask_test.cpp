@@ -390,6 +390,13 @@ TEST(mask_gate, light_path_checks_are_digit_blind) {
     const std::string m = redraw(l);
     ASSERT_EQ(ff::mask::bracket_host_port_candidate(l), ff::mask::bracket_host_port_candidate(m)) << l << "\n" << m;
     ASSERT_EQ(ff::mask::prefix_host_form(l), ff::mask::prefix_host_form(m)) << l << "\n" << m;
+    {  // the spans the light path keeps per shape (collector::learn_other_hosts)
+      std::vector<std::pair<std::size_t, std::size_t>> a, b;
+      ff::mask::prefix_host_spans(l, a);
+      ff::mask::prefix_host_spans(m, b);
+      ASSERT_EQ(a, b) << l << "\n" << m;
+      ASSERT_EQ(a.empty(), !ff::mask::prefix_host_form(l)) << l;
+    }
     flagged += ff::mask::prefix_host_form(l) || ff::mask::bracket_host_port_candidate(l);
     std::size_t prev = 0;
     for (std::size_t k = 0; k < l.size(); ++k) {
