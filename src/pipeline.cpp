@@ -467,7 +467,7 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
   if (!escalate && !meta.host) {
     escalate = host_hit >= 0 ? host_hit != 0 : facts ? facts->prefix_host : mask::prefix_host_form(raw_text);
   } else if (!escalate && host_hit < 0) {  // (add_lines decided its lines' host forms: host_hit >= 0)
-    learn_other_hosts(raw_text, meta.body, *meta.host, facts);
+    learn_other_hosts(raw_text, *meta.host, facts);
   }
   if (escalate) return masked || observed ? full() : process(st, prepare(raw_text), line_no);
   return process(st, meta, line_no, true, plain == 1, masked == nullptr, facts ? facts->may_plan : true);
@@ -477,11 +477,10 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
 // NCCL header (the peel keeps the innermost host). Masking the line would learn each of them, so the light
 // path learns them here, in line order; a host named elsewhere later is then masked. Per line shape, the
 // usual case (no form, or one naming the peeled host) costs a compare; a line of no shape (the first of its
-// shape) with no form at its start and none in its body has at most the one the peel read.
-void collector::learn_other_hosts(std::string_view line, std::string_view body, const std::string& peeled,
-                                  const shape_facts* facts) {
+// shape) with no form at its start, whose NCCL headers all name the peeled host, a hand scan.
+void collector::learn_other_hosts(std::string_view line, const std::string& peeled, const shape_facts* facts) {
   if (facts ? facts->host_forms == 0 || (facts->host_forms == 1 && line.substr(facts->host_at, facts->host_len) == peeled)
-            : !mask::prefix_host_form(line, true) && !mask::prefix_host_form(body))  // (no shape: one form at most, the peeled one)
+            : !mask::prefix_host_form(line, true) && mask::nccl_header_hosts_are(line, peeled))
     return;
   thread_local std::vector<std::pair<std::size_t, std::size_t>> spans;
   mask::prefix_host_spans(line, spans);
@@ -550,14 +549,14 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
           host[i] = host_hit, unmasked[i] = !host_hit;
           // An NCCL "host:pid:tid [dev]" header the catalogue peels (most lines of a per-rank file's start),
           // and no other host form: none at the line's start (a pdsh "name: " or syslog host around the
-          // header is a second host, which masking the line would learn too) and none in the body after
-          // the peel. Then the peeled host is what masking the line would learn (the gate hit no other
+          // header is a second host, which masking the line would learn too), and every NCCL header on the
+          // line names the peeled host (two headers in a row: the peel keeps the inner one). Then the peeled host is what masking the line would learn (the gate hit no other
           // context), so it is learnt here, in line order, and the line stays raw like the others; it is
           // counted when the light path masks the peeled host (note_host_and_pairs). Masked whole, such a
           // line cost ~14,000 instructions (RE2's rule set and the header rule's submatches).
           if (host_hit && !mask::prefix_host_form(text, true)) {
             im.eng.prefixes.normalize_fast(text, metas[i]);
-            if (metas[i].host && !mask::prefix_host_form(metas[i].body)) {
+            if (metas[i].host && mask::nccl_header_hosts_are(text, *metas[i].host)) {
               im.masker.mask_host(*metas[i].host, false);
               unmasked[i] = 1;
               clean.emplace_back();

@@ -63,6 +63,10 @@ bool prefix_host_form(std::string_view line, bool line_start_only = false);
 /// prefix_host_patterns(), in rule order, then left to right), as (offset, length) into `line`: what
 /// masking the line would learn from those forms. Empty when prefix_host_form(line) is false.
 void prefix_host_spans(std::string_view line, std::vector<std::pair<std::size_t, std::size_t>>& out);
+/// True when every NCCL "host:pid:tid [dev]" header on `line` (and every near miss of one) names `host`:
+/// then masking the line learns no other host from that form. A hand scan, no regexp; false means "maybe
+/// another host" (ask prefix_host_spans).
+bool nccl_header_hosts_are(std::string_view line, std::string_view host);
 /// The "[host]:port" rule is left out of gate_patterns() (as a Vectorscan pattern it doubled the gate's
 /// cost on torchrun consoles, where every "[rankN]:" tag starts a candidate): true for every line that
 /// rule could match (a superset, by hand), so the caller reads such a line in full.

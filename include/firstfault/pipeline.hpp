@@ -267,7 +267,7 @@ class collector {
   };
   void attribute(stream& st, const normalize::line_meta& meta, line_facts& f) const;
   stream::rank_state& rank_state_for(stream& st, line_facts& f);
-  void learn_other_hosts(std::string_view line, std::string_view body, const std::string& peeled, const shape_facts* facts);
+  void learn_other_hosts(std::string_view line, const std::string& peeled, const shape_facts* facts);
   void note_host_and_pairs(stream& st, stream::rank_state& rs, normalize::line_meta& meta, line_facts& f);
   void feed_extractor(stream& st, stream::rank_state& rs, std::string_view body, std::uint64_t line_no, extract::line_note& note);
   void note_activity(stream& st, stream::rank_state& rs, const line_facts& f, const std::optional<normalize::timestamp>& own_ts,

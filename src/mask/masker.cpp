@@ -520,6 +520,33 @@ const std::vector<host_form_rule>& host_form_rules() {
 }
 }  // namespace
 
+bool nccl_header_hosts_are(std::string_view l, std::string_view host) {
+  // The candidates nccl_header_candidate() looks for, each with its host: the run of [\w.-] bytes before
+  // ":pid:tid [dev]". A match of the NCCL header rule captures exactly that run (the byte before the run is
+  // none of [\w.-], so a capture can neither start inside it nor reach past it); a candidate the rule does
+  // not match (a run starting with a digit) only makes this answer false.
+  for (auto q = l.find('[', 2); q != std::string_view::npos; q = l.find('[', q + 1)) {
+    if (l[q - 1] != ' ') continue;
+    std::size_t e = q + 1;
+    if (e >= l.size() || !digit(l[e])) continue;
+    while (e < l.size() && digit(l[e])) ++e;
+    if (e >= l.size() || l[e] != ']') continue;
+    std::size_t b = q - 1;
+    bool ok = true;
+    for (int k = 0; k < 2 && ok; ++k) {  // ":tid" then ":pid", read backwards
+      std::size_t d = b;
+      while (d > 0 && digit(l[d - 1])) --d;
+      ok = d < b && d > 0 && l[d - 1] == ':';
+      b = d - 1;
+    }
+    if (!ok || b == 0 || !host_byte(l[b - 1])) continue;
+    std::size_t a = b;
+    while (a > 0 && host_byte(l[a - 1])) --a;
+    if (l.substr(a, b - a) != host) return false;
+  }
+  return true;
+}
+
 bool prefix_host_form(std::string_view line, bool line_start_only) {
   const auto& rules = host_form_rules();
   for (std::size_t i = line_start_only ? 1 : 0; i < rules.size(); ++i)  // (rule 0: the NCCL header)

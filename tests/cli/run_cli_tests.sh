@@ -42,6 +42,14 @@ printf 'Dec  6 10:00:00 gpu-b kernel: gpu-a:123:456 [0] NCCL INFO Channel 00/02 
 printf '[rank1]: RuntimeError: connection to gpu-b was refused by peer\n' >"$tmp/twohost-d.log"
 run diagnose --no-history --format json --learn-lines 0 "$tmp/twohost-c.log" "$tmp/twohost-d.log"
 check "light path: a syslog host around an NCCL header is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qF gpu-b && exit 1; exit 0' _ "$out"
+# two NCCL headers in a row: the peel keeps the inner host; the outer one must be learnt too (first batch
+# and light path; the line is the first of its shape)
+printf 'node-a:1:2 [0] node-b:3:4 [1] NCCL INFO Channel 00/02 : 0 1 2 3\n' >"$tmp/twohost-e.log"
+printf '[rank1]: RuntimeError: connection to node-a was refused by peer\n' >"$tmp/twohost-f.log"
+for learn in 256 0; do
+  run diagnose --no-history --format json --learn-lines "$learn" "$tmp/twohost-e.log" "$tmp/twohost-f.log"
+  check "two NCCL headers (--learn-lines $learn): the outer host is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qF node-a && exit 1; exit 0' _ "$out"
+done
 # failure: exit 1, JSON valid against the schema, right kind and rank
 run diagnose "$CORPUS/gh-funasr-2006/logs" --format json
 check "failure exits 1" test "$rc" -eq 1

@@ -327,9 +327,10 @@ TEST(mask_gate, prefix_host_form_is_the_rules) {
                                            "2026-11-30T02:14:01.880Z ", "2026-11-30 02:14:01 ", "[2026-11-30 02:14:01] ",
                                            "[2026-11-30 02:14:01 ", "[default1]:", "dgx-a100: ", "Node-1: "};
   const std::vector<std::string> pieces = {"node-07", ":", "1998325", ":1998716", " [", "1", "] ", "]", " ", "host",
-                                           "kernel", ": ", "sshd[42]", "[12] ", "NCCL INFO x", "a", "-", ".", "0", "T"};
+                                           "kernel", ": ", "sshd[42]", "[12] ", "NCCL INFO x", "a", "-", ".", "0", "T",
+                                           "node-07:12:34 [1] ", "gpu-2:5:6 [0] "};
   ff::testing::lcg next(11);
-  int matched = 0;
+  int matched = 0, checked_hosts = 0;
   auto any_at_start = [&](const std::string& l) {  // the rules but the NCCL header (rule 0)
     for (std::size_t r = 1; r < rules.size(); ++r)
       if (re2::RE2::PartialMatch(l, *rules[r])) return true;
@@ -342,7 +343,25 @@ TEST(mask_gate, prefix_host_form_is_the_rules) {
     matched += want;
     ASSERT_EQ(ff::mask::prefix_host_form(l), want) << "line: '" << l << "'";
     ASSERT_EQ(ff::mask::prefix_host_form(l, true), any_at_start(l)) << "line: '" << l << "'";
+    // nccl_header_hosts_are(l, h) true: every NCCL header rule capture on l is h (the light path then learns
+    // nothing more from that form); asked with each capture and with a host of the pieces.
+    std::vector<std::string> caps;
+    re2::StringPiece in(l), g[2];
+    for (std::size_t pos = 0; pos <= l.size() && rules[0]->Match(in, pos, l.size(), re2::RE2::UNANCHORED, g, 2);) {
+      caps.emplace_back(g[1].data(), g[1].size());
+      const std::size_t end = static_cast<std::size_t>(g[0].data() - l.data()) + g[0].size();
+      pos = end > pos ? end : pos + 1;
+    }
+    std::vector<std::string> asks = caps;
+    asks.push_back("node-07");
+    for (const auto& h : asks)
+      if (ff::mask::nccl_header_hosts_are(l, h))
+        for (const auto& c : caps) ASSERT_EQ(c, h) << "line: '" << l << "'";
+    checked_hosts += caps.size() > 1;
   }
+  EXPECT_GT(checked_hosts, 100);  // lines with two headers or more were drawn
+  EXPECT_FALSE(ff::mask::nccl_header_hosts_are("node-a:1:2 [0] node-b:3:4 [1] NCCL INFO Channel 00/02", "node-b"));
+  EXPECT_TRUE(ff::mask::nccl_header_hosts_are("[rank1]:node-b:3:4 [1] NCCL INFO Channel 00/02 : 0 1", "node-b"));
   // line_start_only: a pdsh name around an NCCL header is a host form of its own; the header alone is not.
   EXPECT_TRUE(ff::mask::prefix_host_form("worker-b: gpu-a:123:456 [0] NCCL INFO Channel 00/02", true));
   EXPECT_FALSE(ff::mask::prefix_host_form("[default1]:node-07:1998325:1998716 [1] NCCL INFO Connected all rings", true));
