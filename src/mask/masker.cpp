@@ -345,10 +345,17 @@ struct masker::impl {
   std::unordered_map<std::string, std::string, sv_hash, std::equal_to<>> hosts;
   std::bitset<256> host_first;
   std::size_t host_min = SIZE_MAX, host_max = 0;
+  // Host names are case-insensitive (RFC 4343): a learnt host is kept lower-cased and found in any
+  // capitals ("Gpu-A" after "gpu-a"), with the token of its first spelling.
+  static char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c | 0x20) : c; }
   void learn_host(const std::string& host, const std::string& token) {
     if (host.empty()) return;
-    hosts[host] = token;
-    host_first.set(static_cast<unsigned char>(host[0]));
+    std::string key = host;
+    for (auto& c : key) c = ascii_lower(c);
+    hosts.try_emplace(std::move(key), token);
+    const char first = ascii_lower(host[0]);
+    host_first.set(static_cast<unsigned char>(first));
+    if (first >= 'a' && first <= 'z') host_first.set(static_cast<unsigned char>(first - 'a' + 'A'));
     host_min = std::min(host_min, host.size());
     host_max = std::max(host_max, host.size());
   }
@@ -410,7 +417,10 @@ struct masker::impl {
         i = j;
         continue;
       }
-      auto it = hosts.find(view.substr(i, k - i));
+      thread_local std::string folded;
+      folded.assign(view.substr(i, k - i));
+      for (auto& c : folded) c = ascii_lower(c);
+      auto it = hosts.find(std::string_view(folded));
       if (it != hosts.end()) {
         out.append(line, last, i - last);
         out += it->second;

@@ -240,6 +240,18 @@ TEST(masker_review, a_host_learnt_on_a_line_is_masked_later_in_the_same_line) {
   EXPECT_EQ(out.find("gpu-alpha-17"), std::string::npos) << out;
 }
 
+// Host names are case-insensitive: once learnt, a host is masked in other capitals too.
+TEST(masker_review, a_learnt_host_is_masked_in_any_capitals) {
+  ff::mask::masker m({});
+  m.apply("gpu-a:123:456 [0] NCCL INFO Channel 00/02 : 0 1");
+  for (const char* l : {"connection to Gpu-A refused", "GPU-A: link down", "peer gpu-a lost"}) {
+    const std::string out = m.apply(l);
+    EXPECT_EQ(out.find("pu-a"), std::string::npos) << out;
+    EXPECT_EQ(out.find("PU-A"), std::string::npos) << out;
+    EXPECT_EQ(out.find("pu-A"), std::string::npos) << out;
+  }
+}
+
 TEST(masker_review, the_word_host_is_never_learnt_as_a_host) {
   ff::mask::masker m({});
   m.apply("host: hxq000001 up");
