@@ -260,6 +260,7 @@ struct compiled_rules {
   };
   std::deque<rule> rules;  // not moved once built (std::once_flag)
   std::unique_ptr<re2::RE2::Set> set;
+  bool set_ok = false;  // Compile() succeeded (it fails when the set's program is past RE2's memory budget)
   std::string bad_rule;
 };
 
@@ -307,7 +308,7 @@ std::shared_ptr<const compiled_rules> compile_rules(const std::vector<custom_rul
       if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-' && ch != '.') ch = '_';
     add(name, x.name.empty() ? "masked" : name, true, x.regex, true);
   }
-  c->set->Compile();
+  c->set_ok = c->set->Compile();
   return c;
 }
 
@@ -748,8 +749,10 @@ std::string masker::apply(std::string_view line_in) {
   // RE2::Set::Match answers false with kOutOfMemory when its DFA gives up (its state cache filled too
   // fast: https://github.com/google/re2/blob/main/re2/set.cc); then no rule would run on the line and its
   // secrets would be shown. Each rule is asked on its own instead.
+  // So is a set that did not compile (a very large custom rule set): Match would fail on every line.
   re2::RE2::Set::ErrorInfo set_error{};
-  if (!im.compiled->set->Match(line, &fired, &set_error) && set_error.kind != re2::RE2::Set::kNoError) {
+  if (!im.compiled->set_ok ||
+      (!im.compiled->set->Match(line, &fired, &set_error) && set_error.kind != re2::RE2::Set::kNoError)) {
     fired.clear();
     for (std::size_t i = 0; i < im.compiled->rules.size(); ++i)
       if (re2::RE2::PartialMatch(line, im.compiled->rules[i].re())) fired.push_back(static_cast<int>(i));

@@ -240,6 +240,25 @@ TEST(masker_review, a_host_learnt_on_a_line_is_masked_later_in_the_same_line) {
   EXPECT_EQ(out.find("gpu-alpha-17"), std::string::npos) << out;
 }
 
+// A custom rule set too large for RE2::Set's program budget does not compile as a set; every rule is then
+// asked alone (before, the uncompiled set was matched: a crash).
+TEST(masker_review, a_rule_set_too_large_to_compile_still_masks) {
+  ff::mask::options o;
+  ff::testing::lcg next(3);
+  std::string last;
+  for (int i = 0; i < 4000; ++i) {
+    std::string lit;
+    for (int k = 0; k < 120; ++k) lit += static_cast<char>('a' + next() % 26);
+    o.extra.push_back({"r" + std::to_string(i), lit});
+    last = lit;
+  }
+  ff::mask::masker m(o);
+  const std::string out = m.apply("CUDA error at 10.20.30.40 token=ghp_" + std::string(36, 'x') + " " + last);
+  EXPECT_EQ(out.find("10.20.30.40"), std::string::npos) << out;
+  EXPECT_EQ(out.find("ghp_x"), std::string::npos) << out;
+  EXPECT_EQ(out.find(last), std::string::npos) << out;
+}
+
 // Host names are case-insensitive: once learnt, a host is masked in other capitals too.
 TEST(masker_review, a_learnt_host_is_masked_in_any_capitals) {
   ff::mask::masker m({});
