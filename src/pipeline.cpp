@@ -550,10 +550,11 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
           // An NCCL "host:pid:tid [dev]" header the catalogue peels (most lines of a per-rank file's start),
           // and no other host form: none at the line's start (a pdsh "name: " or syslog host around the
           // header is a second host, which masking the line would learn too), and every NCCL header on the
-          // line names the peeled host (two headers in a row: the peel keeps the inner one). Then the peeled host is what masking the line would learn (the gate hit no other
-          // context), so it is learnt here, in line order, and the line stays raw like the others; it is
-          // counted when the light path masks the peeled host (note_host_and_pairs). Masked whole, such a
-          // line cost ~14,000 instructions (RE2's rule set and the header rule's submatches).
+          // line names the peeled host (two headers in a row: the peel keeps the inner one). Then the peeled
+          // host is what masking the line would learn (the gate hit no other context), so it is learnt
+          // here, in line order, and the line stays raw like the others; it is counted when the light path
+          // masks the peeled host (note_host_and_pairs). Masked whole, such a line cost ~14,000
+          // instructions (RE2's rule set and the header rule's submatches).
           if (host_hit && !mask::prefix_host_form(text, true)) {
             im.eng.prefixes.normalize_fast(text, metas[i]);
             if (metas[i].host && mask::nccl_header_hosts_are(text, *metas[i].host)) {
