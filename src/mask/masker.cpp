@@ -475,8 +475,11 @@ bool host_byte(char c) {  // [\w.-]
 }
 // What each prefix host rule needs before its regexp is worth running, by hand (the rules as written in
 // kRules; prefix_host_form_rules_are_known, a unit test, fails when one changes). A superset each.
-// NCCL "host:pid:tid [dev]": a " [" with digits and ']' after it and ":digits:digits" before it.
-bool nccl_header_candidate(std::string_view l) {
+// NCCL "host:pid:tid [dev]": a " [" with digits and ']' after it, ":digits:digits" before it and a [\w.-]
+// byte before that. Calls f(host) with the run of [\w.-] bytes before ":pid" for each such place, left to
+// right, until f returns true; returns whether it did.
+template <class F>
+bool each_nccl_header_candidate(std::string_view l, F&& f) {
   for (auto q = l.find('[', 2); q != std::string_view::npos; q = l.find('[', q + 1)) {
     if (l[q - 1] != ' ') continue;
     const std::size_t p = q - 1;
@@ -492,9 +495,15 @@ bool nccl_header_candidate(std::string_view l) {
       ok = d < b && d > 0 && l[d - 1] == ':';
       b = d - 1;
     }
-    if (ok && b > 0 && host_byte(l[b - 1])) return true;
+    if (!ok || b == 0 || !host_byte(l[b - 1])) continue;
+    std::size_t h = b;
+    while (h > 0 && host_byte(l[h - 1])) --h;
+    if (f(l.substr(h, b - h))) return true;
   }
   return false;
+}
+bool nccl_header_candidate(std::string_view l) {
+  return each_nccl_header_candidate(l, [](std::string_view) { return true; });
 }
 }  // namespace
 
@@ -532,30 +541,10 @@ const std::vector<host_form_rule>& host_form_rules() {
 }  // namespace
 
 bool nccl_header_hosts_are(std::string_view l, std::string_view host) {
-  // The candidates nccl_header_candidate() looks for, each with its host: the run of [\w.-] bytes before
-  // ":pid:tid [dev]". A match of the NCCL header rule captures exactly that run (the byte before the run is
-  // none of [\w.-], so a capture can neither start inside it nor reach past it); a candidate the rule does
-  // not match (a run starting with a digit) only makes this answer false.
-  for (auto q = l.find('[', 2); q != std::string_view::npos; q = l.find('[', q + 1)) {
-    if (l[q - 1] != ' ') continue;
-    std::size_t e = q + 1;
-    if (e >= l.size() || !digit(l[e])) continue;
-    while (e < l.size() && digit(l[e])) ++e;
-    if (e >= l.size() || l[e] != ']') continue;
-    std::size_t b = q - 1;
-    bool ok = true;
-    for (int k = 0; k < 2 && ok; ++k) {  // ":tid" then ":pid", read backwards
-      std::size_t d = b;
-      while (d > 0 && digit(l[d - 1])) --d;
-      ok = d < b && d > 0 && l[d - 1] == ':';
-      b = d - 1;
-    }
-    if (!ok || b == 0 || !host_byte(l[b - 1])) continue;
-    std::size_t a = b;
-    while (a > 0 && host_byte(l[a - 1])) --a;
-    if (l.substr(a, b - a) != host) return false;
-  }
-  return true;
+  // A match of the NCCL header rule captures exactly a candidate's run (the byte before the run is none of
+  // [\w.-], so a capture can neither start inside it nor reach past it); a candidate the rule does not
+  // match (a run starting with a digit) only makes the answer false.
+  return !each_nccl_header_candidate(l, [&](std::string_view run) { return run != host; });
 }
 
 bool prefix_host_form(std::string_view line, bool line_start_only) {
