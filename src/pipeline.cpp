@@ -64,9 +64,19 @@ result<run> diagnose(const std::vector<std::string>& paths, const kb::library& l
   return diagnose(paths, e.value(), opt);
 }
 
+namespace {
+// True when, by hand scans, every prefix host form on `line` names `host`: none at the line's start (a pdsh
+// or syslog host there, around an NCCL header, is a second host) and every NCCL header names `host` (two
+// headers in a row: the peel keeps the inner one). False: maybe another host (mask::prefix_host_spans).
+bool host_forms_name_only(std::string_view line, std::string_view host) {
+  return !mask::prefix_host_form(line, true) && mask::nccl_header_hosts_are(line, host);
+}
+}  // namespace
+
 struct collector::shape_facts {
-  bool bracket_host_port = false, prefix_host = false, may_plan = true;
-  // mask::prefix_host_spans of the line: how many, and the first (offset, length); digit-blind like the rest
+  bool bracket_host_port = false, may_plan = true;
+  // mask::prefix_host_spans of the line: how many (0: mask::prefix_host_form is false), and the first
+  // (offset, length); digit-blind like the rest
   std::size_t host_forms = 0, host_at = 0, host_len = 0;
   std::size_t token_len = 0;
   std::string token_shape;
@@ -135,7 +145,6 @@ struct collector::impl {
     }
     shape_facts f;
     f.bracket_host_port = mask::bracket_host_port_candidate(line);
-    f.prefix_host = mask::prefix_host_form(line);
     thread_local std::vector<std::pair<std::size_t, std::size_t>> spans;
     mask::prefix_host_spans(line, spans);
     f.host_forms = spans.size();
@@ -465,7 +474,7 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
   bool escalate = meta.level == 'E' || meta.level == 'F' || meta.level == 'C';
   // A host form the masker learns from (NCCL header, syslog, pdsh) that no prefix peeled: full path.
   if (!escalate && !meta.host) {
-    escalate = host_hit >= 0 ? host_hit != 0 : facts ? facts->prefix_host : mask::prefix_host_form(raw_text);
+    escalate = host_hit >= 0 ? host_hit != 0 : facts ? facts->host_forms != 0 : mask::prefix_host_form(raw_text);
   } else if (!escalate && host_hit < 0) {  // (add_lines decided its lines' host forms: host_hit >= 0)
     learn_other_hosts(raw_text, *meta.host, facts);
   }
@@ -480,7 +489,7 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
 // shape) with no form at its start, whose NCCL headers all name the peeled host, a hand scan.
 void collector::learn_other_hosts(std::string_view line, const std::string& peeled, const shape_facts* facts) {
   if (facts ? facts->host_forms == 0 || (facts->host_forms == 1 && line.substr(facts->host_at, facts->host_len) == peeled)
-            : !mask::prefix_host_form(line, true) && mask::nccl_header_hosts_are(line, peeled))
+            : host_forms_name_only(line, peeled))
     return;
   thread_local std::vector<std::pair<std::size_t, std::size_t>> spans;
   mask::prefix_host_spans(line, spans);
@@ -555,9 +564,9 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
           // here, in line order, and the line stays raw like the others; it is counted when the light path
           // masks the peeled host (note_host_and_pairs). Masked whole, such a line cost ~14,000
           // instructions (RE2's rule set and the header rule's submatches).
-          if (host_hit && !mask::prefix_host_form(text, true)) {
+          if (host_hit) {
             im.eng.prefixes.normalize_fast(text, metas[i]);
-            if (metas[i].host && mask::nccl_header_hosts_are(text, *metas[i].host)) {
+            if (metas[i].host && host_forms_name_only(text, *metas[i].host)) {
               im.masker.mask_host(*metas[i].host, false);
               unmasked[i] = 1;
               clean.emplace_back();
