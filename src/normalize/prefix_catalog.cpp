@@ -738,8 +738,9 @@ namespace {
 // The shape memo's hash (std::hash<std::string>, murmur, was ~4% of a console's diagnosis: the key is the
 // whole line). Defined on the key's 16-byte chunks as digits_to_zero() writes them (from byte 0 in steps of
 // 16, then the last 16 bytes when the size is not a multiple of 16), so that digits_to_zero() computes it
-// on the way; a key shorter than 16 bytes is two zero-padded 8-byte words. Collisions cost a compare, never
-// a wrong answer.
+// on the way; a key shorter than 16 bytes is one zero-padded chunk. Two 64-bit lanes take each chunk's two
+// words with a shift, an xor and an add (four SSE2 instructions a chunk); the lanes are mixed at the end.
+// Collisions cost a compare, never a wrong answer.
 constexpr std::uint64_t kHashMul = 0x9E3779B97F4A7C15ull;
 std::uint64_t hash_mix(std::uint64_t h, std::uint64_t w) {
   h = (h ^ w) * kHashMul;
@@ -750,64 +751,65 @@ std::uint64_t load64(const char* p) {
   std::memcpy(&w, p, 8);
   return w;
 }
-std::uint64_t hash_chunk(std::uint64_t h, const char* p) { return hash_mix(hash_mix(h, load64(p)), load64(p + 8)); }
-std::size_t hash_end(std::uint64_t h) { return static_cast<std::size_t>(h ^ (h >> 32)); }
+struct hash_lanes {
+  std::uint64_t a0 = 0, a1 = 0;
+  void chunk(const char* p) {
+    const std::uint64_t lo = load64(p), hi = load64(p + 8);
+    const std::uint64_t n0 = a1 + (lo ^ (a0 >> 7)), n1 = a0 + (hi ^ (a1 >> 7));
+    a0 = n0;
+    a1 = n1;
+  }
+};
+std::size_t hash_end(std::size_t size, std::uint64_t a0, std::uint64_t a1) {
+  const std::uint64_t h = hash_mix(hash_mix(size * kHashMul, a0), a1);
+  return static_cast<std::size_t>(h ^ (h >> 32));
+}
 
 std::size_t key_hash(std::string_view s) {
-  std::uint64_t h = s.size() * kHashMul;
+  hash_lanes L;
   if (s.size() < 16) {
     char pad[16] = {};
     std::memcpy(pad, s.data(), s.size());
-    return hash_end(hash_chunk(h, pad));
+    L.chunk(pad);
+    return hash_end(s.size(), L.a0, L.a1);
   }
   std::size_t i = 0;
-  for (; i + 16 <= s.size(); i += 16) h = hash_chunk(h, s.data() + i);
-  if (i < s.size()) h = hash_chunk(h, s.data() + s.size() - 16);
-  return hash_end(h);
+  for (; i + 16 <= s.size(); i += 16) L.chunk(s.data() + i);
+  if (i < s.size()) L.chunk(s.data() + s.size() - 16);
+  return hash_end(s.size(), L.a0, L.a1);
 }
 
-// `out` = `line` with every ASCII digit written '0', and key_hash(out): 16 bytes at a time with SSE2 (every
-// x86-64 has it), which made the shape key ~10x cheaper than the byte loop (it ran on every line: ~9
-// instructions a byte).
-std::size_t digits_to_zero(std::string_view line, std::string& out) {
-  out.resize(line.size());
+// `out` (room for line.size() bytes) = `line` with every ASCII digit written '0', and key_hash() of that:
+// 16 bytes at a time with SSE2 (every x86-64 has it), which made the shape key ~10x cheaper than the byte
+// loop (it ran on every line: ~9 instructions a byte).
+std::size_t digits_to_zero(std::string_view line, char* out) {
   std::size_t i = 0;
 #if defined(__SSE2__) && defined(__x86_64__)
   if (line.size() >= 16) {
-    std::uint64_t h = line.size() * kHashMul;
     const __m128i below = _mm_set1_epi8('0' - 1), above = _mm_set1_epi8('9' + 1), zero = _mm_set1_epi8('0');
+    __m128i acc = _mm_setzero_si128();  // hash_lanes: (a0, a1)
     auto chunk = [&](std::size_t at) {
       __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line.data() + at));
       // signed compares: bytes >= 0x80 are negative, so never digits
       __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, below), _mm_cmplt_epi8(v, above));
       v = _mm_or_si128(_mm_and_si128(digit, zero), _mm_andnot_si128(digit, v));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + at), v);
-      // the two little-endian 8-byte words key_hash() reads from these 16 bytes
-      h = hash_mix(hash_mix(h, static_cast<std::uint64_t>(_mm_cvtsi128_si64(v))),
-                   static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v))));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + at), v);
+      // hash_lanes::chunk: (a0, a1) = (a1 + (lo ^ a0 >> 7), a0 + (hi ^ a1 >> 7))
+      acc = _mm_add_epi64(_mm_shuffle_epi32(acc, _MM_SHUFFLE(1, 0, 3, 2)), _mm_xor_si128(v, _mm_srli_epi64(acc, 7)));
     };
     for (; i + 16 <= line.size(); i += 16) chunk(i);
     if (i < line.size()) chunk(line.size() - 16);  // the tail: the last 16 bytes again (zeroing is idempotent)
-    return hash_end(h);
+    return hash_end(line.size(), static_cast<std::uint64_t>(_mm_cvtsi128_si64(acc)),
+                    static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(acc, acc))));
   }
 #endif
   for (; i < line.size(); ++i) out[i] = line[i] >= '0' && line[i] <= '9' ? '0' : line[i];
-  return key_hash(out);
+  return key_hash(std::string_view(out, line.size()));
 }
 
-// The memo's hasher: the hash digits_to_zero() computed for the thread's probe key (the one string find()
-// is called with), else key_hash(). Not noexcept on purpose: libstdc++ then keeps each node's hash code,
-// where with a "fast" hasher it hashed the next node's whole key at every step of a bucket's chain (9M
-// instructions on con16, as much as the probes themselves).
-struct shape_probe {
-  const std::string* key = nullptr;
-  std::size_t hash = 0;
-};
-thread_local shape_probe tl_probe;
+// Were the hash digits_to_zero() computes on the way ever different from key_hash() (it is the same
+// function by construction), the memo would miss on every line: then key_hash() serves the probes.
 std::atomic<bool> fused_hash_ok{true};
-struct shape_hash {
-  std::size_t operator()(const std::string& s) const { return &s == tl_probe.key ? tl_probe.hash : key_hash(s); }
-};
 
 // Per thread: the peel of each line shape seen (the line with every ASCII digit written '0'), as layers
 // and group spans; a line of a known shape takes its fields from its own bytes at those spans.
@@ -837,9 +839,43 @@ struct shape_memo {
   };
   std::uint64_t owner = 0;
   int year = 0;
-  std::unordered_map<std::string, entry, shape_hash> map;
-  std::string key;
+  // Open addressing, linear probing: a slot holds its key's hash and its entry's index + 1 (0: empty); the
+  // keys sit end to end in `keys`. (A std::unordered_map<std::string, entry> walked nodes and compared
+  // std::strings per probe.) Cleared, never grown, when kMaxEntries are in: the load stays <= 1/2.
   static constexpr std::size_t kMaxEntries = 8192;
+  struct slot {
+    std::uint64_t hash = 0;
+    std::uint32_t entry = 0;
+  };
+  std::vector<slot> slots = std::vector<slot>(2 * kMaxEntries);
+  std::vector<entry> entries;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> key_at;  // per entry: where its key starts in keys, its length
+  std::string keys;
+  char key[kMaxLine + 1] = {};  // the probe key
+  void clear() {
+    std::fill(slots.begin(), slots.end(), slot{});
+    entries.clear();
+    key_at.clear();
+    keys.clear();
+  }
+  // The entry of key `k` whose hash is `h`, or null.
+  const entry* find(std::string_view k, std::uint64_t h) const {
+    for (std::size_t i = h & (slots.size() - 1);; i = (i + 1) & (slots.size() - 1)) {
+      const slot& s = slots[i];
+      if (s.entry == 0) return nullptr;
+      if (s.hash != h) continue;
+      const auto& [at, len] = key_at[s.entry - 1];
+      if (len == k.size() && std::memcmp(keys.data() + at, k.data(), len) == 0) return &entries[s.entry - 1];
+    }
+  }
+  void add(std::string_view k, std::uint64_t h, const entry& e) {
+    std::size_t i = h & (slots.size() - 1);
+    while (slots[i].entry != 0) i = (i + 1) & (slots.size() - 1);
+    key_at.emplace_back(static_cast<std::uint32_t>(keys.size()), static_cast<std::uint32_t>(k.size()));
+    keys.append(k);
+    entries.push_back(e);
+    slots[i] = {h, static_cast<std::uint32_t>(entries.size())};
+  }
   // Shapes seen once, by key hash (direct-mapped): an entry is built on a shape's second line. A shape that
   // never comes back (NCCL's "comm 0x7f3a..." and "commId 0x..." lines: hex has letters, so each line is
   // a shape of its own) then costs one plain peel, not the capturing matches that build an entry, and it
@@ -852,25 +888,24 @@ bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const
   if (!lexer_enabled()) return normalize(line, out);
   if (!impl_->digit_blind || line.size() > shape_memo::kMaxLine) return normalize_fast_impl(line, out, nullptr);
   thread_local shape_memo memo;
-  if (memo.owner != impl_->generation || memo.year != default_year_ || memo.map.size() >= shape_memo::kMaxEntries) {
-    memo.map.clear();
+  if (memo.owner != impl_->generation || memo.year != default_year_ || memo.entries.size() >= shape_memo::kMaxEntries) {
+    memo.clear();
     memo.owner = impl_->generation;
     memo.year = default_year_;
   }
   // The shape key: every digit written '0', except inside an occurrence of a prefix's literal word with
   // digits ("c10d"), which a prefix reads as it is.
   std::size_t hash = digits_to_zero(line, memo.key);
+  const std::string_view key(memo.key, line.size());
   bool rewritten = false;
   for (const auto& w : impl_->digit_words)
     for (auto p = line.find(w); p != std::string_view::npos; p = line.find(w, p + 1)) {
-      memo.key.replace(p, w.size(), w);
+      std::memcpy(memo.key + p, w.data(), w.size());
       rewritten = true;
     }
-  const std::size_t probe_hash = rewritten || !fused_hash_ok.load(std::memory_order_relaxed) ? key_hash(memo.key) : hash;
-  tl_probe = {&memo.key, probe_hash};
-  auto it = memo.map.find(memo.key);
-  tl_probe.key = nullptr;
-  if (it == memo.map.end()) {
+  const std::size_t probe_hash = rewritten || !fused_hash_ok.load(std::memory_order_relaxed) ? key_hash(key) : hash;
+  const shape_memo::entry* found = memo.find(key, probe_hash);
+  if (!found) {
     auto& once = memo.seen[probe_hash & (memo.seen.size() - 1)];
     if (once != (probe_hash | 1)) {
       once = probe_hash | 1;
@@ -926,13 +961,13 @@ bool prefix_catalog::normalize_fast(std::string_view line, line_meta& out) const
     // The node's copy of the key is hashed by key_hash(): were the hash digits_to_zero() computes on the
     // way ever different (it is the same function by construction), every later find() would miss; then
     // key_hash() serves the probes too.
-    if (key_hash(memo.key) != probe_hash) fused_hash_ok.store(false, std::memory_order_relaxed);
-    memo.map.emplace(memo.key, e);
+    if (key_hash(key) != probe_hash) fused_hash_ok.store(false, std::memory_order_relaxed);
+    memo.add(key, probe_hash, e);
     out.shape_id = e.id;
     return any;
   }
   // A known shape: the same layers at the same places (digit_blind), this line's own values.
-  const auto& e = it->second;
+  const auto& e = *found;
   out = line_meta{};
   auto part = [&](const std::uint8_t* sp) -> std::string_view { return line.substr(sp[0], sp[1]); };
   // A number span gave to_int() a value on the shape's first line: 1 to 9 bytes, all digits, and so on
