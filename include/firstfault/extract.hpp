@@ -143,6 +143,17 @@ progress read_progress(std::string_view body, bool plain = false);
 /// rank's last line). read_step(b).step and read_planned(b) are read_progress(b)'s step and planned.
 std::optional<long> read_step(std::string_view body, bool plain = false);
 std::optional<long> read_planned(std::string_view body);
+/// Where read_step(body, true) reads its number in a printable-ASCII body: `found` false when it finds no
+/// step, else the digits at [at, at + len), whose value step_value() gives (read_step(body, true) ==
+/// step_value(body.substr(at, len)) when found). Digit-blind: which digits stand in the body does not move
+/// the span (the words, spaces and separators decide it), so a caller may keep it per line shape.
+struct step_span {
+  bool found = false;
+  std::size_t at = 0, len = 0;
+};
+step_span find_step(std::string_view ascii_body);
+/// The value of a run of ASCII digits as read_step() reads it: empty when it does not fit a long.
+std::optional<long> step_value(std::string_view digits);
 /// False when read_planned(body) is empty for certain: no '/' with a digit on each side (spaces between) and
 /// no " batches", or none of the words its rules start from (step, iter, batch; a tqdm bar's "450/1000"
 /// alone plans nothing). Digit-blind (which digits stand there does not matter), and a text that contains `body`

@@ -190,6 +190,8 @@ class collector {
       rank_state* rank;
       std::string_view body;
       bool ascii;
+      std::uint64_t shape = 0;  ///< the line's normalize::line_meta::shape_id when `ascii` (0: none)
+      std::uint8_t body_at = 0;  ///< where `body` starts in the line, with `shape`
     };
     std::vector<pending_line> pending;
     std::string_view pending_body;           ///< last_body as a view into the current block, while one is pending
@@ -245,8 +247,9 @@ class collector {
                         const std::string* masked, int host_hit = -1, bool observed = false, const shape_facts* facts = nullptr);
   // `meta`: the line already peeled (peel()); its body points into the caller's text.
   // `raw`: a light line's text is not masked yet (its kept last line is masked later).
+  // `line`: the raw line `meta` was peeled from (a light line's step is then kept per line shape)
   std::size_t process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light, bool ascii = false, bool raw = true,
-                      bool may_plan = true);
+                      bool may_plan = true, const char* line = nullptr);
   void peel(const stream& st, std::string_view text, normalize::line_meta& meta) const;  // catalogue, then learnt prefixes
   void peel_learnt(const stream& st, normalize::line_meta& meta) const;  // a learnt prefix left on meta.body
   // the learner sees meta.body, then peel_learnt; `facts`: the body's token known already (its line shape's)
@@ -264,6 +267,8 @@ class collector {
     std::string_view body;                        // trimmed
     std::uint64_t line_no = 0;
     bool may_plan = true;                         // false: extract::may_plan() said no for the line's shape
+    std::uint64_t shape = 0;                      // a light line's shape id (0: none), and where its body starts
+    std::uint8_t body_at = 0;
   };
   void attribute(stream& st, const normalize::line_meta& meta, line_facts& f) const;
   stream::rank_state& rank_state_for(stream& st, line_facts& f);

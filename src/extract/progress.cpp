@@ -80,11 +80,12 @@ bool for_letters(std::string_view s, char a, char b, char c, F&& f) {
 
 // step_re() on a printable-ASCII body: the leftmost position where an alternative (in order) is followed
 // by \s*[=:]?\s*\d+. The three parts after the word cannot overlap, so no backtracking is needed.
-// Returns {matched, value}: matched with no value is a number too large (RE2 then returns false too).
-std::pair<bool, std::optional<long>> scan_step(std::string_view b) {
+// Returns the digits' span (step_span): a number too large to parse is a match with no value (RE2 then
+// returns false too).
+step_span scan_step(std::string_view b) {
   static constexpr std::string_view alts[] = {"step", "iteration", "iter", "global_step"};
   const std::size_t n = b.size();
-  std::pair<bool, std::optional<long>> out{false, std::nullopt};
+  step_span out;
   // only where an alternative can start: 's', 'i' or 'g' in either case, leftmost first
   for_letters(b, 's', 'i', 'g', [&](std::size_t pos) {
     if (pos > 0 && is_word(static_cast<unsigned char>(b[pos - 1]))) return false;  // \b (every word starts with \w)
@@ -102,7 +103,7 @@ std::pair<bool, std::optional<long>> scan_step(std::string_view b) {
       if (j >= n || !is_digit(static_cast<unsigned char>(b[j]))) continue;
       std::size_t e = j;
       while (e < n && is_digit(static_cast<unsigned char>(b[e]))) ++e;
-      out = {true, parse_long(b.substr(j, e - j))};
+      out = {true, j, e - j};
       return true;
     }
     return false;
@@ -158,7 +159,10 @@ bool has_ratio_shape(std::string_view b) {
 
 std::optional<long> step_of(std::string_view body, bool plain) {
   long step = 0;
-  if (plain || text::is_plain(body)) return scan_step(body).second;
+  if (plain || text::is_plain(body)) {
+    const auto sp = scan_step(body);
+    return sp.found ? parse_long(body.substr(sp.at, sp.len)) : std::nullopt;
+  }
   if (re2::RE2::PartialMatch(re2::StringPiece(body.data(), body.size()), step_re(), &step)) return step;
   return std::nullopt;
 }
@@ -185,6 +189,12 @@ progress read_progress(std::string_view body, bool plain) {
 std::optional<long> read_step(std::string_view body, bool plain) {
   return find_progress_words(body).step ? step_of(body, plain) : std::nullopt;
 }
+
+step_span find_step(std::string_view ascii_body) {
+  return find_progress_words(ascii_body).step ? scan_step(ascii_body) : step_span{};
+}
+
+std::optional<long> step_value(std::string_view digits) { return parse_long(digits); }
 
 bool may_plan(std::string_view body) {
   // Both rules need a '/' between digits or " batches": most lines have neither, and are done after one

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "firstfault/extract.hpp"
+#include "firstfault/text.hpp"
 
 using ff::extract::exit_record;
 using ff::extract::extractor;
@@ -426,6 +427,16 @@ TEST(progress, shortcuts_agree_with_the_regexps) {
     // the halves the light path reads separately (the step walking back, the planned count on each line)
     ASSERT_EQ(ff::extract::read_step(l), b.step) << "'" << l << "'";
     ASSERT_EQ(ff::extract::read_planned(l), b.planned) << "'" << l << "'";
+    if (ff::text::is_plain(l)) {  // the span the light path keeps per line shape, and its value
+      const auto sp = ff::extract::find_step(l);
+      ASSERT_EQ(sp.found ? ff::extract::step_value(std::string_view(l).substr(sp.at, sp.len)) : std::nullopt, b.step) << "'" << l << "'";
+      std::string other = l;  // digit-blind: other digits, same span
+      for (auto& c : other)
+        if (c >= '0' && c <= '9') c = static_cast<char>('0' + next() % 10);
+      const auto so = ff::extract::find_step(other);
+      ASSERT_EQ(so.found, sp.found) << "'" << l << "' '" << other << "'";
+      if (sp.found) ASSERT_EQ(std::make_pair(so.at, so.len), std::make_pair(sp.at, sp.len)) << "'" << l << "' '" << other << "'";
+    }
     with_step += b.step.has_value();
     with_planned += b.planned.has_value();
   }

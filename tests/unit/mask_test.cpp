@@ -460,6 +460,12 @@ TEST(mask_gate, light_path_checks_are_digit_blind) {
       // may_plan: digit-blind, and true of a text whenever true of a trimmed part of it (the light path asks
       // it of the catalogue's body and skips read_planned of the learner's shorter, trimmed body)
       ASSERT_EQ(ff::extract::may_plan(body), ff::extract::may_plan(redrawn)) << l << "\n" << m << " at " << k;
+      if (ff::text::is_plain(body)) {  // the step's place (collector::impl::step_of keeps it per shape and body start)
+        const auto a_step = ff::extract::find_step(body), b_step = ff::extract::find_step(redrawn);
+        ASSERT_EQ(a_step.found, b_step.found) << l << "\n" << m << " at " << k;
+        ASSERT_EQ(a_step.at + a_step.len, b_step.at + b_step.len) << l << "\n" << m << " at " << k;
+        ASSERT_EQ(a_step.at, b_step.at) << l << "\n" << m << " at " << k;
+      }
       if (ff::extract::may_plan(ff::text::trim(body))) {
         ASSERT_TRUE(ff::extract::may_plan(std::string_view(l).substr(prev))) << l << " at " << prev;
         ++plans;
