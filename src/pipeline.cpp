@@ -477,17 +477,14 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
   // read 5x slower per byte than the 105 MB one). Decided here only when the catalogue names the rank
   // (the learner's layer cannot change it then); otherwise, or past the rank table's bound, any open
   // record in the stream sends the line the full way.
-  if (st.busy > 0) {
-    bool rank_idle = false;
-    if (meta.rank) {
-      auto it = st.ranks.find(rank_code(meta.rank, meta.local_rank));
-      rank_idle = it != st.ranks.end() ? it->second.ex->idle() : im.in.activity.size() < impl::kMaxRanks;
-    }
-    if (!rank_idle) return masked || observed ? full() : add_line(st, raw_text, line_no);
-  }
+  // Decided after the learner's peel, with the rank attribute() will give the line: before, a line whose
+  // catalogue peel named no rank took the full path whenever any record in the stream was open (a console
+  // whose ranks print "[default3]:... [rank579] ..." read half of itself in full after the agent's error
+  // block, 41% of its instructions). The line is then masked and peeled without a second observation.
   if (!masked && !observed) {
     observe_and_peel(st, meta, facts);  // the catalogue's layers again would peel the same: only what the learner adds
   }
+  if (st.busy > 0 && !rank_idle(st, meta)) return masked || observed ? full() : process(st, prepare(raw_text), line_no);
   // An error level in the prefix makes the line suspicious whatever its words: full path (the learner
   // has seen it already).
   bool escalate = meta.level == 'E' || meta.level == 'F' || meta.level == 'C';
@@ -717,20 +714,40 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
 
 // Attribution: the line's own prefixes first, then the path's hints. Never invented.
 void collector::attribute(stream& st, const normalize::line_meta& meta, line_facts& f) const {
-  f.rank = meta.rank;
-  f.local_rank = meta.local_rank;
-  if (!f.rank && !f.local_rank && meta.task) f.rank = meta.task;
+  std::optional<int> own_rank, own_local;
+  attribution_of(st, meta, f.rank, f.local_rank, own_rank, own_local);
+  st.prev_rank = own_rank;
+  st.prev_local = own_local;
+}
+
+// attribute() without its effect on the stream: the rank and local rank of the line (`rank`, `local_rank`),
+// and those before the path's hints (`own_rank`, `own_local`: what the next continuation line inherits).
+void collector::attribution_of(const stream& st, const normalize::line_meta& meta, std::optional<int>& rank,
+                               std::optional<int>& local_rank, std::optional<int>& own_rank, std::optional<int>& own_local) const {
+  rank = meta.rank;
+  local_rank = meta.local_rank;
+  if (!rank && !local_rank && meta.task) rank = meta.task;
   // An indented continuation line (desync report, NVRM block, wrapped message) with no rank of
   // its own belongs to the rank of the line before it in this stream.
   bool continuation = !meta.body.empty() && (meta.body[0] == ' ' || meta.body[0] == '\t');
-  if (!f.rank && !f.local_rank && continuation) {
-    f.rank = st.prev_rank;
-    f.local_rank = st.prev_local;
+  if (!rank && !local_rank && continuation) {
+    rank = st.prev_rank;
+    local_rank = st.prev_local;
   }
-  st.prev_rank = f.rank;
-  st.prev_local = f.local_rank;
-  if (!f.rank && st.hint.rank) f.rank = st.hint.rank;
-  if (!f.local_rank && st.hint.local_rank) f.local_rank = st.hint.local_rank;
+  own_rank = rank;
+  own_local = local_rank;
+  if (!rank && st.hint.rank) rank = st.hint.rank;
+  if (!local_rank && st.hint.local_rank) local_rank = st.hint.local_rank;
+}
+
+// Whether the extractor of the rank state process() would give this (peeled) line has no record open.
+// False when unsure: a rank not seen yet past the rank table's bound shares the stream-level state.
+bool collector::rank_idle(const stream& st, const normalize::line_meta& meta) const {
+  std::optional<int> rank, local, own_rank, own_local;
+  attribution_of(st, meta, rank, local, own_rank, own_local);
+  auto it = st.ranks.find(rank_code(rank, local));
+  if (it != st.ranks.end()) return it->second.ex->idle();
+  return impl_->in.activity.size() < impl::kMaxRanks;  // a new rank state: its extractor starts idle
 }
 
 // The line's rank state in this stream, created on first use. Per-rank tables are bounded (hostile input:

@@ -271,6 +271,9 @@ class collector {
     std::uint8_t body_at = 0;
   };
   void attribute(stream& st, const normalize::line_meta& meta, line_facts& f) const;
+  void attribution_of(const stream& st, const normalize::line_meta& meta, std::optional<int>& rank, std::optional<int>& local_rank,
+                      std::optional<int>& own_rank, std::optional<int>& own_local) const;
+  bool rank_idle(const stream& st, const normalize::line_meta& meta) const;
   stream::rank_state& rank_state_for(stream& st, line_facts& f);
   void learn_other_hosts(std::string_view line, const std::string& peeled, const shape_facts* facts);
   void note_host_and_pairs(stream& st, stream::rank_state& rs, normalize::line_meta& meta, line_facts& f);

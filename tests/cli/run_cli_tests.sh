@@ -416,9 +416,44 @@ with open(sys.argv[1], "w") as f:
         for r in (16, 17, 18, 19):
             f.write(f"[rank{r}]:{dumps[r][k]}\n")
 PY
+# torchrun --tee on 8 local ranks, whose lines name only the local rank in their prefix ("[default3]:"; the
+# global rank is in the message): local rank 5's traceback opens and never closes, the agent's error block
+# (no prefix: the stream's own record) opens, the others time out in the watchdog and py-spy dumps of local
+# ranks 1-3 come interleaved line by line (local rank 2 is in its data loader). A line takes the full path
+# when its own rank has a record open, decided after the learner's peel (collector::rank_idle): each rank's
+# frames must reach its own extractor while the other records are open.
+python3 - "$tmp/console8local.log" <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    def steps(a, b, skip=()):
+        for step in range(a, b):
+            for lr in range(8):
+                if lr not in skip:
+                    f.write(f"[default{lr}]:2026-11-30 02:{step // 60:02d}:{step % 60:02d},{lr:03d} INFO    [rank{40 + lr}] trainer - step {step} loss 2.5\n")
+    steps(1, 40)
+    f.write("[default5]:Traceback (most recent call last):\n")
+    f.write('[default5]:  File "/workspace/train.py", line 88, in <module>\n')
+    steps(40, 60, skip=(5,))
+    f.write("[default5]:    loss.backward()\n")
+    f.write('[default5]:  File "/usr/lib/python3/dist-packages/torch/_tensor.py", line 521, in backward\n')
+    steps(60, 70, skip=(5,))
+    f.write("Traceback (most recent call last):\n")
+    f.write('  File "/usr/local/bin/torchrun", line 8, in <module>\n')
+    steps(70, 80, skip=(5,))
+    for lr in range(8):
+        if lr not in (5, 2):
+            f.write(f"[default{lr}]:[rank{40 + lr}]:[E ProcessGroupNCCL.cpp:1575] [Rank {40 + lr}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=88123, OpType=ALLREDUCE, NumelIn=262144, NumelOut=262144, Timeout(ms)=600000) ran for 600310 milliseconds before timing out.\n")
+    dumps = {lr: [f'Thread {4000 + lr} (idle): "MainThread"',
+                  "    _wait (torch/distributed/distributed_c10d.py:2050)" if lr != 2 else "    read (/data/reader.py:41)",
+                  "    train_step (/workspace/train.py:88)"] for lr in (1, 2, 3)}
+    for k in range(3):
+        for lr in (1, 2, 3):
+            f.write(f"[default{lr}]:{dumps[lr][k]}\n")
+        f.write("[default6]:2026-11-30 02:02:00,006 INFO    [rank46] trainer - waiting\n")
+PY
 stride=1; [ -n "${FF_SANITIZED:-}" ] && stride=10
-check "scan first: gated and --exact reports are the same (corpus, 64-rank console, a rank dying mid-console)" \
-  env STRIDE=$stride python3 "$T/cli/check_exact_equal.py" "$BIN" "$CORPUS" "$tmp/console64.log" "$tmp/console64mid.log"
+check "scan first: gated and --exact reports are the same (corpus, 64-rank console, a rank dying mid-console, local ranks only)" \
+  env STRIDE=$stride python3 "$T/cli/check_exact_equal.py" "$BIN" "$CORPUS" "$tmp/console64.log" "$tmp/console64mid.log" "$tmp/console8local.log"
 # more blocks than the worker's queue holds (2 of 256 KiB), so the reader waits for the collector
 cat "$tmp/console64.log" "$tmp/console64.log" "$tmp/console64.log" > "$tmp/console64x3.log"
 check "two threads: the same bytes as one (corpus, 64-rank console, a console of 26 blocks)" \
