@@ -568,10 +568,13 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
           }
           gate_hit = g.value();
         }
-        if (gate_hit || mask::bracket_host_port_candidate(text)) {
+        // The raw line's peel: its shape's facts answer the host checks, and a line left raw keeps it.
+        if (!gate_hit) im.eng.prefixes.normalize_fast(text, metas[i]);
+        const shape_facts* facts = !gate_hit && metas[i].shape_id ? &im.facts_of(metas[i].shape_id, text, metas[i].body) : nullptr;
+        if (gate_hit || (facts ? facts->bracket_host_port : mask::bracket_host_port_candidate(text))) {
           plain[i] = 0;
         } else {
-          const bool host_hit = mask::prefix_host_form(text);
+          const bool host_hit = facts ? facts->host_forms != 0 : mask::prefix_host_form(text);
           host[i] = host_hit, unmasked[i] = !host_hit;
           // An NCCL "host:pid:tid [dev]" header the catalogue peels (most lines of a per-rank file's start),
           // and no other host form: none at the line's start (a pdsh "name: " or syslog host around the
@@ -581,23 +584,16 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
           // here, in line order, and the line stays raw like the others; it is counted when the light path
           // masks the peeled host (note_host_and_pairs). Masked whole, such a line cost ~14,000
           // instructions (RE2's rule set and the header rule's submatches).
-          if (host_hit) {
-            im.eng.prefixes.normalize_fast(text, metas[i]);
-            if (metas[i].host && host_forms_name_only(text, *metas[i].host)) {
-              im.masker.mask_host(*metas[i].host, false);
-              unmasked[i] = 1;
-              clean.emplace_back();
-              st.learner.observe(metas[i].body);
-              continue;
-            }
-            metas[i] = normalize::line_meta{};
+          if (host_hit && metas[i].host && host_forms_name_only(text, *metas[i].host)) {
+            im.masker.mask_host(*metas[i].host, false);
+            unmasked[i] = 1;
           }
         }
       }
     }
     clean.push_back(unmasked[i] ? std::string() : prepare(text));
-    // bodies point into `clean` (reserved: never moves) or into `raw`
-    im.eng.prefixes.normalize_fast(unmasked[i] ? text : std::string_view(clean.back()), metas[i]);
+    // bodies point into `clean` (reserved: never moves) or into `raw` (a line left raw was peeled above)
+    if (!unmasked[i]) im.eng.prefixes.normalize_fast(clean.back(), metas[i]);
     st.learner.observe(metas[i].body);
   }
   std::size_t n = 0;
