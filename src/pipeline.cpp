@@ -477,14 +477,34 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
   // read 5x slower per byte than the 105 MB one). Decided here only when the catalogue names the rank
   // (the learner's layer cannot change it then); otherwise, or past the rank table's bound, any open
   // record in the stream sends the line the full way.
-  // Decided after the learner's peel, with the rank attribute() will give the line: before, a line whose
+  // Decided with the rank attribute() will give the line (collector::rank_idle): before, a line whose
   // catalogue peel named no rank took the full path whenever any record in the stream was open (a console
   // whose ranks print "[default3]:... [rank579] ..." read half of itself in full after the agent's error
-  // block, 41% of its instructions). The line is then masked and peeled without a second observation.
+  // block, 41% of its instructions). A line the learner would peel takes the full path as before: that path
+  // masks first, and the learner's token in the masked text can give another rank (a host in it masked to
+  // "node-3" reads as rank 3; found by review), so its rank is known only there.
+  if (st.busy > 0) {
+    if (masked || observed) {  // add_lines' batch, peeled by the learner already: its catalogue rank only
+      bool rank_idle = false;
+      if (meta.rank) {
+        auto it = st.ranks.find(rank_code(meta.rank, meta.local_rank));
+        rank_idle = it != st.ranks.end() ? it->second.ex->idle() : im.in.activity.size() < impl::kMaxRanks;
+      }
+      if (!rank_idle) return full();
+    } else {
+      // ... and so does a line whose token masking could change: the learner would count the raw token
+      // where the full path (and --exact) counts the masked one ("gpu0 |" against "node-1 |").
+      thread_local std::pair<std::string_view, std::string> tok;
+      if (!facts) tok = normalize::leading_token(meta.body);
+      const std::size_t tok_len = facts ? facts->token_len : tok.first.size();
+      if ((tok_len > 0 && im.masker.may_change(meta.body.substr(0, tok_len))) ||
+          st.learner.would_peel(tok_len, facts ? facts->token_shape : tok.second) || !rank_idle(st, meta))
+        return add_line(st, raw_text, line_no);
+    }
+  }
   if (!masked && !observed) {
     observe_and_peel(st, meta, facts);  // the catalogue's layers again would peel the same: only what the learner adds
   }
-  if (st.busy > 0 && !rank_idle(st, meta)) return masked || observed ? full() : process(st, prepare(raw_text), line_no);
   // An error level in the prefix makes the line suspicious whatever its words: full path (the learner
   // has seen it already).
   bool escalate = meta.level == 'E' || meta.level == 'F' || meta.level == 'C';
@@ -592,8 +612,12 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
       }
     }
     clean.push_back(unmasked[i] ? std::string() : prepare(text));
-    // bodies point into `clean` (reserved: never moves) or into `raw` (a line left raw was peeled above)
-    if (!unmasked[i]) im.eng.prefixes.normalize_fast(clean.back(), metas[i]);
+    // bodies point into `clean` (reserved: never moves) or into `raw` (a line left raw was peeled above; a
+    // masked one is peeled afresh: normalize(), the catalogue without the lexer, adds to what `out` holds)
+    if (!unmasked[i]) {
+      metas[i] = normalize::line_meta{};
+      im.eng.prefixes.normalize_fast(clean.back(), metas[i]);
+    }
     st.learner.observe(metas[i].body);
   }
   std::size_t n = 0;
@@ -622,7 +646,7 @@ void collector::peel_learnt(const stream& st, normalize::line_meta& meta) const 
   if (st.learner.peel(meta.body, learnt, rest)) apply_learnt(meta, learnt, rest);
 }
 
-void collector::observe_and_peel(stream& st, normalize::line_meta& meta, const shape_facts* facts) const {
+bool collector::observe_and_peel(stream& st, normalize::line_meta& meta, const shape_facts* facts) const {
   std::string_view rest;
   // The learner writes only the rank (when it is empty) of its output: a per-thread one, its rank reset.
   thread_local normalize::line_meta learnt;
@@ -630,6 +654,7 @@ void collector::observe_and_peel(stream& st, normalize::line_meta& meta, const s
   const bool peeled = facts ? st.learner.observe_and_peel(meta.body, facts->token_len, facts->token_shape, learnt, rest)
                             : st.learner.observe_and_peel(meta.body, learnt, rest);
   if (peeled) apply_learnt(meta, learnt, rest);
+  return peeled;
 }
 
 // A prefix no catalogue entry lists, learnt from this stream, peeled: the catalogue again on the rest.

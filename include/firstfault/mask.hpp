@@ -105,6 +105,11 @@ class masker {
   /// `count` false: the replacement is made (and the host learnt) but not counted, for a caller that
   /// learns a host ahead of the line that will be counted (add_lines' first batch).
   std::string mask_host(const std::string& host, bool count = true);
+  /// True when apply() could change `text`: it names a learnt host (any capitals), or holds what an address,
+  /// e-mail or path rule needs (3 dots, 2 colons, 5 dashes, '@', '/' or '\\'). Conservative for short texts
+  /// such as a learner's token; a text with none of them is left as it is by the built-in rules outside the
+  /// gate's contexts.
+  bool may_change(std::string_view text) const;
   /// Second pass over text already masked: replaces host names learnt since it was masked (a host first
   /// named by a later line: SLURM_JOB_NODELIST, MASTER_ADDR, pod/NAME). Returns the replacements made.
   std::size_t rescan(std::string& text);

@@ -168,6 +168,9 @@ class prefix_learner {
   bool observe_and_peel(std::string_view line, std::size_t token_len, const std::string& shape, line_meta& out,
                         std::string_view& rest);
   std::size_t observed() const { return lines_; }
+  /// Whether observe_and_peel() of a line whose token has this length and shape would peel it: once counted,
+  /// would the shape pass kMinLines and kMinShare. Nothing is counted.
+  bool would_peel(std::size_t token_len, const std::string& shape) const;
   static constexpr std::size_t kTokenWindow = 96;  ///< bytes of a line its leading token is looked for in
 
  private:

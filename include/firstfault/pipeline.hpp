@@ -253,7 +253,8 @@ class collector {
   void peel(const stream& st, std::string_view text, normalize::line_meta& meta) const;  // catalogue, then learnt prefixes
   void peel_learnt(const stream& st, normalize::line_meta& meta) const;  // a learnt prefix left on meta.body
   // the learner sees meta.body, then peel_learnt; `facts`: the body's token known already (its line shape's)
-  void observe_and_peel(stream& st, normalize::line_meta& meta, const shape_facts* facts = nullptr) const;
+  /// The learner sees the line's body, then its layer is peeled: true when it peeled one.
+  bool observe_and_peel(stream& st, normalize::line_meta& meta, const shape_facts* facts = nullptr) const;
   void apply_learnt(normalize::line_meta& meta, const normalize::line_meta& learnt, std::string_view rest) const;
   void add_suspicious(const stream& st, std::string_view body, char level, bool exception_line, std::optional<int> rank,
                       std::uint64_t line_no);

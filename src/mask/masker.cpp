@@ -396,6 +396,24 @@ struct masker::impl {
   }
 
   // Replaces every word-like token (letters, digits, . _ -) that is a learnt host. Linear in the line.
+  bool names_learnt_host(std::string_view line) const {
+    if (hosts.empty()) return false;
+    auto is_word = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '_' || c == '-'; };
+    for (std::size_t i = 0; i < line.size();) {
+      if (!is_word(line[i])) { ++i; continue; }
+      std::size_t j = i;
+      while (j < line.size() && is_word(line[j])) ++j;
+      std::size_t k = j;  // as replace_learnt_hosts(): a final '.' or '-' is not part of the name
+      while (k > i && (line[k - 1] == '.' || line[k - 1] == '-')) --k;
+      if (k - i >= host_min && k - i <= host_max && host_first.test(static_cast<unsigned char>(line[i]))) {
+        std::string folded(line.substr(i, k - i));
+        for (auto& c : folded) c = ascii_lower(c);
+        if (hosts.find(std::string_view(folded)) != hosts.end()) return true;
+      }
+      i = j;
+    }
+    return false;
+  }
   std::size_t replace_learnt_hosts(std::string& line) {
     if (hosts.empty()) return 0;
     std::string out;
@@ -437,6 +455,18 @@ struct masker::impl {
     return n;
   }
 };
+
+bool masker::may_change(std::string_view text) const {
+  int dots = 0, colons = 0, dashes = 0;
+  for (char c : text) {
+    if (c == '@' || c == '/' || c == '\\') return true;
+    dots += c == '.';
+    colons += c == ':';
+    dashes += c == '-';
+  }
+  // IPv4 needs 3 dots; IPv6 2 colons ("::1"), a MAC 5 colons or 5 dashes
+  return dots >= 3 || colons >= 2 || dashes >= 5 || impl_->names_learnt_host(text);
+}
 
 masker::masker(options opt) : opt_(std::move(opt)), impl_(std::make_unique<impl>()) {
   impl_->key = opt_.key;

@@ -179,6 +179,15 @@ prefix_learner::shape_stats* prefix_learner::count_stats(std::string_view t, con
   return &st;
 }
 
+bool prefix_learner::would_peel(std::size_t token_len, const std::string& shape) const {
+  if (token_len == 0) return false;
+  auto it = shapes_.find(shape);
+  if (it == shapes_.end() && shapes_.size() >= 64) return false;  // count_stats() would not count it
+  // after count_stats(): the shape's lines and all lines one more each (peel_stats()'s test)
+  const std::size_t n = (it == shapes_.end() ? 0 : it->second.lines) + 1;
+  return n >= static_cast<std::size_t>(kMinLines) && static_cast<double>(n) >= kMinShare * static_cast<double>(lines_ + 1);
+}
+
 void prefix_learner::observe(std::string_view line) {
   const auto tok = leading_token(line);
   count(tok.first, tok.second);

@@ -46,7 +46,9 @@ def inputs(paths):
 
 
 def report(binary, path, exact, learn):
-    cmd = [binary, "diagnose", path, "--format", "json", "--no-history", "--learn-lines", str(learn)] + (["--exact"] if exact else [])
+    # EXTRA_ARGS: more diagnose options for both modes (e.g. "--kb DIR": a catalogue the prefix lexer is off for)
+    extra = os.environ.get("EXTRA_ARGS", "").split()
+    cmd = [binary, "diagnose", path, "--format", "json", "--no-history", "--learn-lines", str(learn)] + extra + (["--exact"] if exact else [])
     r = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
     try:
         j = json.loads(canonical(r.stdout))
