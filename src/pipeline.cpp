@@ -483,26 +483,24 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
   // block, 41% of its instructions). A line the learner would peel takes the full path as before: that path
   // masks first, and the learner's token in the masked text can give another rank (a host in it masked to
   // "node-3" reads as rank 3; found by review), so its rank is known only there.
-  if (st.busy > 0) {
-    if (masked || observed) {  // add_lines' batch, peeled by the learner already: its catalogue rank only
-      bool rank_idle = false;
-      if (meta.rank) {
-        auto it = st.ranks.find(rank_code(meta.rank, meta.local_rank));
-        rank_idle = it != st.ranks.end() ? it->second.ex->idle() : im.in.activity.size() < impl::kMaxRanks;
-      }
-      if (!rank_idle) return full();
-    } else {
-      // ... and so does a line whose token masking could change: the learner would count the raw token
-      // where the full path (and --exact) counts the masked one ("gpu0 |" against "node-1 |").
-      thread_local std::pair<std::string_view, std::string> tok;
-      if (!facts) tok = normalize::leading_token(meta.body);
-      const std::size_t tok_len = facts ? facts->token_len : tok.first.size();
-      if ((tok_len > 0 && im.masker.may_change(meta.body.substr(0, tok_len))) ||
-          st.learner.would_peel(tok_len, facts ? facts->token_shape : tok.second) || !rank_idle(st, meta))
-        return add_line(st, raw_text, line_no);
+  if (st.busy > 0 && (masked || observed)) {  // add_lines' batch, peeled by the learner already: its catalogue rank only
+    bool rank_idle = false;
+    if (meta.rank) {
+      auto it = st.ranks.find(rank_code(meta.rank, meta.local_rank));
+      rank_idle = it != st.ranks.end() ? it->second.ex->idle() : im.in.activity.size() < impl::kMaxRanks;
     }
+    if (!rank_idle) return full();
   }
   if (!masked && !observed) {
+    // A line whose learner token masking could change takes the full path: the learner would count the raw
+    // token where the full path (and --exact) counts the masked one ("gpu0 | " against "node-1 | "), and
+    // could peel it into another rank (found by review).
+    thread_local std::pair<std::string_view, std::string> tok;
+    if (!facts) tok = normalize::leading_token(meta.body);
+    const std::size_t tok_len = facts ? facts->token_len : tok.first.size();
+    if (tok_len > 0 && im.masker.may_change(meta.body.substr(0, tok_len))) return add_line(st, raw_text, line_no);
+    if (st.busy > 0 && (st.learner.would_peel(tok_len, facts ? facts->token_shape : tok.second) || !rank_idle(st, meta)))
+      return add_line(st, raw_text, line_no);
     observe_and_peel(st, meta, facts);  // the catalogue's layers again would peel the same: only what the learner adds
   }
   // An error level in the prefix makes the line suspicious whatever its words: full path (the learner
@@ -607,6 +605,12 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
           if (host_hit && metas[i].host && host_forms_name_only(text, *metas[i].host)) {
             im.masker.mask_host(*metas[i].host, false);
             unmasked[i] = 1;
+          }
+          // The learner reads a raw line's token: one that masking could change (a learnt host in it) is
+          // read masked, as --exact reads it (add_light does the same after the batch).
+          if (unmasked[i]) {
+            const auto tok = normalize::leading_token(metas[i].body);
+            if (!tok.first.empty() && im.masker.may_change(tok.first)) unmasked[i] = 0;
           }
         }
       }
