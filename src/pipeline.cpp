@@ -495,12 +495,10 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
     // A line whose learner token masking could change takes the full path: the learner would count the raw
     // token where the full path (and --exact) counts the masked one ("gpu0 | " against "node-1 | "), and
     // could peel it into another rank (found by review).
-    thread_local std::pair<std::string_view, std::string> tok;
-    if (!facts) tok = normalize::leading_token(meta.body);
-    const std::size_t tok_len = facts ? facts->token_len : tok.first.size();
-    if (tok_len > 0 && im.masker.may_change(meta.body.substr(0, tok_len))) return add_line(st, raw_text, line_no);
-    if (st.busy > 0 && (st.learner.would_peel(tok_len, facts ? facts->token_shape : tok.second) || !rank_idle(st, meta)))
-      return add_line(st, raw_text, line_no);
+    std::size_t tok_len = 0;
+    const std::string* tok_shape = nullptr;
+    if (token_may_mask(meta, facts, tok_len, tok_shape)) return add_line(st, raw_text, line_no);
+    if (st.busy > 0 && (st.learner.would_peel(tok_len, *tok_shape) || !rank_idle(st, meta))) return add_line(st, raw_text, line_no);
     observe_and_peel(st, meta, facts);  // the catalogue's layers again would peel the same: only what the learner adds
   }
   // An error level in the prefix makes the line suspicious whatever its words: full path (the learner
@@ -608,10 +606,9 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
           }
           // The learner reads a raw line's token: one that masking could change (a learnt host in it) is
           // read masked, as --exact reads it (add_light does the same after the batch).
-          if (unmasked[i]) {
-            const auto tok = normalize::leading_token(metas[i].body);
-            if (!tok.first.empty() && im.masker.may_change(tok.first)) unmasked[i] = 0;
-          }
+          std::size_t tok_len = 0;
+          const std::string* tok_shape = nullptr;
+          if (unmasked[i] && token_may_mask(metas[i], facts, tok_len, tok_shape)) unmasked[i] = 0;
         }
       }
     }
@@ -650,7 +647,7 @@ void collector::peel_learnt(const stream& st, normalize::line_meta& meta) const 
   if (st.learner.peel(meta.body, learnt, rest)) apply_learnt(meta, learnt, rest);
 }
 
-bool collector::observe_and_peel(stream& st, normalize::line_meta& meta, const shape_facts* facts) const {
+void collector::observe_and_peel(stream& st, normalize::line_meta& meta, const shape_facts* facts) const {
   std::string_view rest;
   // The learner writes only the rank (when it is empty) of its output: a per-thread one, its rank reset.
   thread_local normalize::line_meta learnt;
@@ -658,7 +655,15 @@ bool collector::observe_and_peel(stream& st, normalize::line_meta& meta, const s
   const bool peeled = facts ? st.learner.observe_and_peel(meta.body, facts->token_len, facts->token_shape, learnt, rest)
                             : st.learner.observe_and_peel(meta.body, learnt, rest);
   if (peeled) apply_learnt(meta, learnt, rest);
-  return peeled;
+}
+
+bool collector::token_may_mask(const normalize::line_meta& meta, const shape_facts* facts, std::size_t& token_len,
+                               const std::string*& token_shape) const {
+  thread_local std::pair<std::string_view, std::string> tok;
+  if (!facts) tok = normalize::leading_token(meta.body);
+  token_len = facts ? facts->token_len : tok.first.size();
+  token_shape = facts ? &facts->token_shape : &tok.second;
+  return token_len > 0 && impl_->masker.may_change(meta.body.substr(0, token_len));
 }
 
 // A prefix no catalogue entry lists, learnt from this stream, peeled: the catalogue again on the rest.

@@ -106,9 +106,9 @@ class masker {
   /// learns a host ahead of the line that will be counted (add_lines' first batch).
   std::string mask_host(const std::string& host, bool count = true);
   /// True when apply() could change `text`: it names a learnt host (any capitals), or holds what an address,
-  /// e-mail or path rule needs (3 dots, 2 colons, 5 dashes, '@', '/' or '\\'). Conservative for short texts
-  /// such as a learner's token; a text with none of them is left as it is by the built-in rules outside the
-  /// gate's contexts.
+  /// e-mail, path or user-name rule needs (3 dots, 2 colons, 5 dashes, '@', '/', '\\', '=', or "user",
+  /// "login", "logname", "owner" in any capitals). Conservative, for short texts such as a learner's token:
+  /// a text with none of them is left as it is by the built-in rules outside the gate's contexts.
   bool may_change(std::string_view text) const;
   /// Second pass over text already masked: replaces host names learnt since it was masked (a host first
   /// named by a later line: SLURM_JOB_NODELIST, MASTER_ADDR, pod/NAME). Returns the replacements made.

@@ -253,8 +253,11 @@ class collector {
   void peel(const stream& st, std::string_view text, normalize::line_meta& meta) const;  // catalogue, then learnt prefixes
   void peel_learnt(const stream& st, normalize::line_meta& meta) const;  // a learnt prefix left on meta.body
   // the learner sees meta.body, then peel_learnt; `facts`: the body's token known already (its line shape's)
-  /// The learner sees the line's body, then its layer is peeled: true when it peeled one.
-  bool observe_and_peel(stream& st, normalize::line_meta& meta, const shape_facts* facts = nullptr) const;
+  void observe_and_peel(stream& st, normalize::line_meta& meta, const shape_facts* facts = nullptr) const;
+  /// Whether masking could change the learner's token of `meta`'s body (its shape's, when known): the
+  /// learner then reads the line masked, as --exact does.
+  bool token_may_mask(const normalize::line_meta& meta, const shape_facts* facts, std::size_t& token_len,
+                      const std::string*& token_shape) const;
   void apply_learnt(normalize::line_meta& meta, const normalize::line_meta& learnt, std::string_view rest) const;
   void add_suspicious(const stream& st, std::string_view body, char level, bool exception_line, std::optional<int> rank,
                       std::uint64_t line_no);

@@ -395,29 +395,11 @@ struct masker::impl {
     return t;
   }
 
-  // Replaces every word-like token (letters, digits, . _ -) that is a learnt host. Linear in the line.
-  bool names_learnt_host(std::string_view line) const {
-    if (hosts.empty()) return false;
-    auto is_word = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '_' || c == '-'; };
-    for (std::size_t i = 0; i < line.size();) {
-      if (!is_word(line[i])) { ++i; continue; }
-      std::size_t j = i;
-      while (j < line.size() && is_word(line[j])) ++j;
-      std::size_t k = j;  // as replace_learnt_hosts(): a final '.' or '-' is not part of the name
-      while (k > i && (line[k - 1] == '.' || line[k - 1] == '-')) --k;
-      if (k - i >= host_min && k - i <= host_max && host_first.test(static_cast<unsigned char>(line[i]))) {
-        std::string folded(line.substr(i, k - i));
-        for (auto& c : folded) c = ascii_lower(c);
-        if (hosts.find(std::string_view(folded)) != hosts.end()) return true;
-      }
-      i = j;
-    }
-    return false;
-  }
-  std::size_t replace_learnt_hosts(std::string& line) {
-    if (hosts.empty()) return 0;
-    std::string out;
-    std::size_t n = 0, i = 0, last = 0;
+  // Calls f(begin, end, token) for each word-like run of `line` (letters, digits, . _ -; a final '.' or '-'
+  // left out: a sentence's end) that is a learnt host, left to right, until f returns true. Linear.
+  template <class F>
+  void each_learnt_host(std::string_view line, F&& f) const {
+    if (hosts.empty()) return;
     // isalnum() in the "C" locale, '.', '_' and '-' (a table: this runs over every byte of every masked line)
     static const auto word_table = [] {
       std::array<bool, 256> t{};
@@ -425,29 +407,37 @@ struct masker::impl {
       return t;
     }();
     auto is_word = [](char c) { return word_table[static_cast<unsigned char>(c)]; };
-    const std::string_view view(line);
-    while (i < line.size()) {
+    for (std::size_t i = 0; i < line.size();) {
       if (!is_word(line[i])) { ++i; continue; }
       std::size_t j = i;
       while (j < line.size() && is_word(line[j])) ++j;
-      std::size_t k = j;  // a sentence's final '.' or '-' is not part of the name
+      std::size_t k = j;
       while (k > i && (line[k - 1] == '.' || line[k - 1] == '-')) --k;
-      if (k - i < host_min || k - i > host_max || !host_first.test(static_cast<unsigned char>(line[i]))) {
-        i = j;
-        continue;
-      }
-      thread_local std::string folded;
-      folded.assign(view.substr(i, k - i));
-      for (auto& c : folded) c = ascii_lower(c);
-      auto it = hosts.find(std::string_view(folded));
-      if (it != hosts.end()) {
-        out.append(line, last, i - last);
-        out += it->second;
-        last = k;
-        ++n;
+      if (k - i >= host_min && k - i <= host_max && host_first.test(static_cast<unsigned char>(line[i]))) {
+        thread_local std::string folded;
+        folded.assign(line.substr(i, k - i));
+        for (auto& c : folded) c = ascii_lower(c);
+        if (auto it = hosts.find(std::string_view(folded)); it != hosts.end() && f(i, k, it->second)) return;
       }
       i = j;
     }
+  }
+  bool names_learnt_host(std::string_view line) const {
+    bool found = false;
+    each_learnt_host(line, [&](std::size_t, std::size_t, const std::string&) { return found = true; });
+    return found;
+  }
+  // Replaces every learnt host in `line` by its token; returns how many.
+  std::size_t replace_learnt_hosts(std::string& line) {
+    std::string out;
+    std::size_t n = 0, last = 0;
+    each_learnt_host(line, [&](std::size_t i, std::size_t k, const std::string& token) {
+      out.append(line, last, i - last);
+      out += token;
+      last = k;
+      ++n;
+      return false;
+    });
     if (n) {
       out.append(line, last, std::string::npos);
       line = std::move(out);
@@ -459,13 +449,21 @@ struct masker::impl {
 bool masker::may_change(std::string_view text) const {
   int dots = 0, colons = 0, dashes = 0;
   for (char c : text) {
-    if (c == '@' || c == '/' || c == '\\') return true;
+    if (c == '@' || c == '/' || c == '\\' || c == '=') return true;
     dots += c == '.';
     colons += c == ':';
     dashes += c == '-';
   }
-  // IPv4 needs 3 dots; IPv6 2 colons ("::1"), a MAC 5 colons or 5 dashes
-  return dots >= 3 || colons >= 2 || dashes >= 5 || impl_->names_learnt_host(text);
+  // IPv4 needs 3 dots; IPv6 2 colons ("::1"), a MAC 5 colons or 5 dashes; the user-name rules a keyword
+  // ("user: alice", "for user bob", "owner=...")
+  if (dots >= 3 || colons >= 2 || dashes >= 5) return true;
+  for (std::size_t i = 0; i + 4 <= text.size(); ++i) {  // "logname" holds "login"'s "log": "user", "logi", "logn", "owne"
+    char w[4];
+    for (std::size_t k = 0; k < 4; ++k) w[k] = impl::ascii_lower(text[i + k]);
+    const std::string_view v(w, 4);
+    if (v == "user" || v == "owne" || (v.substr(0, 3) == "log" && (w[3] == 'i' || w[3] == 'n'))) return true;
+  }
+  return impl_->names_learnt_host(text);
 }
 
 masker::masker(options opt) : opt_(std::move(opt)), impl_(std::make_unique<impl>()) {
