@@ -131,6 +131,8 @@ print("\t".join([truth and sys.argv[2].rsplit("/", 1)[1][:-len(".truth.json")], 
                  str(kind), str(rank), "OK" if ok else "WRONG"]))
 EOF
   measure "$ds" firstfault "$FF" diagnose "$P" --format json
+  # one thread: the CPU a diagnosis needs (two threads add the cost of handing blocks between cores)
+  measure "$ds" "firstfault --threads 1" "$FF" diagnose "$P" --format json --threads 1
   # the reference mode (every line read in full): what the scan gate saves
   measure "$ds" "firstfault --exact" "$FF" diagnose "$P" --format json --exact
   if [ -d "$P" ]; then

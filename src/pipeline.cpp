@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -363,7 +364,7 @@ void collector::close_stream(stream& st) {
 }
 
 std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no) {
-  return add_line_gated(st, raw_text, line_no, -1, nullptr, -1);
+  return add_line_gated(st, raw_text, line_no, -1, -1);
 }
 
 void line_block::add(std::string_view line, std::uint64_t line_no, bool plain) {
@@ -384,9 +385,6 @@ void line_block::clear() {
   starts.clear();
   line_nos.clear();
   known_plain.clear();
-  metas.clear();
-  plain.clear();
-  peeled = false;
   gated = false;
 }
 
@@ -394,18 +392,6 @@ status line_block::scan_gate(const engine& eng, match::gate_scratch& gate_scratc
   auto g = eng.gate.hit_lines(text, starts, gate_hit, gate_scratch);
   gated = static_cast<bool>(g);
   return g;
-}
-
-void line_block::peel(const normalize::prefix_catalog& prefixes) {
-  metas.assign(size(), normalize::line_meta{});
-  plain.assign(size(), 0);
-  // The reader found most lines plain on its way to their ends; the others are looked at here.
-  for (std::size_t i = 0; i < size(); ++i) {
-    auto l = line(i);
-    plain[i] = known_plain[i] || text::is_plain(l) ? 1 : text::is_clean(l) ? 2 : 0;
-    if (plain[i]) prefixes.normalize_fast(l, metas[i]);
-  }
-  peeled = true;
 }
 
 std::size_t collector::add_block(stream& st, line_block& blk) {
@@ -424,16 +410,15 @@ std::size_t collector::add_block(stream& st, line_block& blk) {
       return 0;
     }
   im.deferring = true;
+  // (The reader found most lines printable ASCII on its way to their ends; add_line_gated looks at the others.)
   for (std::size_t i = 0; i < blk.size(); ++i)
-    n += add_line_gated(st, blk.line(i), blk.line_nos[i], blk.gate_hit[i], blk.peeled ? &blk.metas[i] : nullptr,
-                        blk.peeled ? blk.plain[i] : -1);
+    n += add_line_gated(st, blk.line(i), blk.line_nos[i], blk.gate_hit[i], blk.known_plain[i] ? 1 : -1);
   im.deferring = false;
   flush_light(st);
   return n;
 }
 
-std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit,
-                                      normalize::line_meta* peeled, int plain) {
+std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit, int plain) {
   auto& im = *impl_;
   // The full path when the line can matter: the masker's next line depends on this one, the line holds
   // bytes that sanitising would change, the gate hits it, or (add_light) its rank has a record open.
@@ -448,10 +433,12 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
     gate_hit = hit.value();
   }
   if (gate_hit) return add_line(st, raw_text, line_no);
-  // line_block::peel() ran the same catalogue on the same bytes: its result is used (and changed) in place
-  std::optional<normalize::line_meta> own;  // built only when there is no block peel
-  if (!peeled) im.eng.prefixes.normalize_fast(raw_text, own.emplace());  // watch, and lines fed one by one
-  normalize::line_meta& meta = peeled ? *peeled : *own;
+  // Peeled here, by the thread that uses the peel. (The reader thread peeled whole blocks ahead until
+  // stop 40: 160 bytes of line_meta per line, 655 KB a block, written on one core and read on the other,
+  // cost more than the peel it moved: the 210 MB console took 0.85 s CPU / 0.58 s wall with two threads,
+  // 0.77 / 0.49 without; one thread, 1,024 rank files 1.79 -> 1.60 s.)
+  normalize::line_meta meta;
+  im.eng.prefixes.normalize_fast(raw_text, meta);
   const shape_facts* facts = meta.shape_id ? &im.facts_of(meta.shape_id, raw_text, meta.body) : nullptr;
   if (facts ? facts->bracket_host_port : mask::bracket_host_port_candidate(raw_text)) return add_line(st, raw_text, line_no);
   return add_light(st, raw_text, line_no, meta, plain, nullptr, -1, false, facts);
@@ -486,8 +473,8 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
   if (st.busy > 0 && (masked || observed)) {  // add_lines' batch, peeled by the learner already: its catalogue rank only
     bool rank_idle = false;
     if (meta.rank) {
-      auto it = st.ranks.find(rank_code(meta.rank, meta.local_rank));
-      rank_idle = it != st.ranks.end() ? it->second.ex->idle() : im.in.activity.size() < impl::kMaxRanks;
+      const auto* rs = find_rank(st, rank_code(meta.rank, meta.local_rank));
+      rank_idle = rs ? rs->idle : im.in.activity.size() < impl::kMaxRanks;
     }
     if (!rank_idle) return full();
   }
@@ -772,12 +759,27 @@ void collector::attribution_of(const stream& st, const normalize::line_meta& met
 
 // Whether the extractor of the rank state process() would give this (peeled) line has no record open.
 // False when unsure: a rank not seen yet past the rank table's bound shares the stream-level state.
-bool collector::rank_idle(const stream& st, const normalize::line_meta& meta) const {
+bool collector::rank_idle(stream& st, const normalize::line_meta& meta) const {
   std::optional<int> rank, local, own_rank, own_local;
   attribution_of(st, meta, rank, local, own_rank, own_local);
-  auto it = st.ranks.find(rank_code(rank, local));
-  if (it != st.ranks.end()) return it->second.ex->idle();
+  if (const auto* rs = find_rank(st, rank_code(rank, local))) return rs->idle;
   return impl_->in.activity.size() < impl::kMaxRanks;  // a new rank state: its extractor starts idle
+}
+
+// The stream's state of rank code `code`, or null, through the stream's direct-mapped cache
+// (stream::recent_ranks), which is grown to the next power of two above the number of ranks (up to 4,096
+// slots) so that a console's ranks in turn each keep a slot.
+collector::stream::rank_state* collector::find_rank(stream& st, std::int64_t code) {
+  constexpr std::size_t kMinSlots = 64, kMaxSlots = 4096;
+  if (st.recent_ranks.size() < std::min(kMaxSlots, std::max(kMinSlots, std::bit_ceil(st.ranks.size())))) {
+    st.recent_ranks.assign(std::min(kMaxSlots, std::max(kMinSlots, std::bit_ceil(st.ranks.size()))), {0, nullptr});
+  }
+  auto& slot = st.recent_ranks[static_cast<std::size_t>(code ^ (code >> 32)) & (st.recent_ranks.size() - 1)];
+  if (slot.second && slot.first == code) return slot.second;
+  auto it = st.ranks.find(code);
+  if (it == st.ranks.end()) return nullptr;
+  slot = {code, &it->second};
+  return &it->second;
 }
 
 // The line's rank state in this stream, created on first use. Per-rank tables are bounded (hostile input:
@@ -787,27 +789,19 @@ collector::stream::rank_state& collector::rank_state_for(stream& st, line_facts&
   auto& im = *impl_;
   auto& in = im.in;
   f.code = rank_code(f.rank, f.local_rank);
-  auto& slot = st.recent_ranks[static_cast<std::size_t>(f.code ^ (f.code >> 32)) & 63];
-  if (slot.second && slot.first == f.code) return *slot.second;
-  auto rs_it = st.ranks.find(f.code);
-  if (rs_it != st.ranks.end()) {
-    slot = {f.code, &rs_it->second};
-    return rs_it->second;
-  }
+  if (auto* rs = find_rank(st, f.code)) return *rs;
   // A rank's activity is kept per torchrun attempt: a restarted rank starts its record afresh.
   auto key = rank_key_of(f.rank, f.local_rank, st.attempt);
   if (key && in.activity.size() >= impl::kMaxRanks && !in.activity.count(*key)) {
     im.rank_bound_hit = true;
     f.code = 0;  // the stream-level state, as for a line with no rank
     key.reset();
-    rs_it = st.ranks.find(f.code);
-    if (rs_it != st.ranks.end()) return rs_it->second;
+    if (auto it = st.ranks.find(f.code); it != st.ranks.end()) return it->second;
   }
-  rs_it = st.ranks.emplace(f.code, stream::rank_state{}).first;
+  auto rs_it = st.ranks.emplace(f.code, stream::rank_state{}).first;
   rs_it->second.key = std::move(key);
   rs_it->second.ex = std::make_unique<extract::extractor>(st.display);
-  slot = {f.code, &rs_it->second};  // (past the bound f.code is 0 here: its own code never matches the slot)
-  return rs_it->second;
+  return rs_it->second;  // (cached by its next find_rank())
 }
 
 // Which ranks share a node (local rank -> rank, host -> rank) and the host a prefix names, masked: a host is
@@ -853,7 +847,8 @@ void collector::feed_extractor(stream& st, stream::rank_state& rs, std::string_v
   ex->feed(body, line_no, note, in.exits, in.terminated);
   if (st.attempt)
     for (auto i = exits_before; i < in.exits.size(); ++i) in.exits[i].attempt = st.attempt;
-  if (was_idle != ex->idle()) was_idle ? ++st.busy : --st.busy;
+  rs.idle = ex->idle();
+  if (was_idle != rs.idle) was_idle ? ++st.busy : --st.busy;
 }
 
 // The per-rank facts of a line with a body: the stream's and the rank's last line, its time, the line
@@ -1152,7 +1147,9 @@ class serial_worker {
   }
 
  private:
-  static constexpr std::size_t kMaxQueued = 2;
+  // At most kMaxQueued tasks wait (each at most a block and its 4,096 lines, or a stream's first lines);
+  // a full queue lets the caller post again once it is down to kResume.
+  static constexpr std::size_t kMaxQueued = 8, kResume = 2;
   void stop(bool drain) {
     if (!thread_.joinable()) return;
     {
@@ -1166,14 +1163,19 @@ class serial_worker {
   void loop() {
     for (;;) {
       std::function<void()> task;
+      bool resume = false;
       {
         std::unique_lock lk(m_);
         ready_.wait(lk, [&] { return !q_.empty() || closing_; });
         if (q_.empty()) return;
         task = std::move(q_.front());
         q_.pop_front();
+        resume = q_.size() <= kResume;
       }
-      space_.notify_one();
+      // The caller is woken when the queue is down to kResume tasks, not after every task: with the
+      // worker behind (1,024 small rank files), a wake per task cost two context switches each (15,000,
+      // and more wall time than the second thread saved).
+      if (resume) space_.notify_one();
       try {
         task();
       } catch (...) {
@@ -1240,7 +1242,7 @@ class block_pool {
   }
 
  private:
-  static constexpr std::size_t kKept = 4;
+  static constexpr std::size_t kKept = 10;  // serial_worker's queue (8) and the two in hand: no block is allocated twice
   std::mutex m_;
   std::vector<std::shared_ptr<line_block>> free_;
 };
@@ -1254,9 +1256,8 @@ status collect(const std::vector<std::string>& paths, const engine& eng, const o
   if (threaded) one_malloc_arena();
   block_pool pool;  // declared before the worker: its tasks give blocks back until the worker is done
   serial_worker worker(threaded);
-  const bool peel_ahead = col.gated();  // the light path is the only user of the peels
   std::optional<match::gate_scratch> reader_gate;  // this thread's gate scratch, when there are two threads
-  if (threaded && peel_ahead) reader_gate.emplace(eng.gate);
+  if (threaded && col.gated()) reader_gate.emplace(eng.gate);
   std::uint64_t bytes_done = 0;
   std::size_t inputs_started = 0;
   bool stopped = false;  // options::cancelled said so
@@ -1297,11 +1298,9 @@ status collect(const std::vector<std::string>& paths, const engine& eng, const o
       worker.post([&col, st, text = std::move(text), no] { col.add_line(*st, text, no); });
     };
     auto post_block = [&](std::shared_ptr<line_block> blk) {
-      if (peel_ahead) blk->peel(eng.prefixes);
       // The gate's scan goes to whichever thread is ahead: here when the worker still has tasks waiting
-      // (on 1,024 rank files the worker carried 63% of the CPU, the first 256 lines of each file being
-      // its alone), there otherwise (a console: the two are even, and the reader's peel is its share).
-      if (peel_ahead && reader_gate && worker.queued() > 0) (void)blk->scan_gate(eng, *reader_gate);
+      // (the usual case: the worker carries the per-line work), there otherwise.
+      if (reader_gate && worker.queued() > 0) (void)blk->scan_gate(eng, *reader_gate);
       worker.post([&col, &pool, st, blk = std::move(blk)] {
         col.add_block(*st, *blk);  // no view into the block outlives this (add_block flushes at its end)
         pool.give(blk);

@@ -115,21 +115,13 @@ struct line_block {
   std::string text;                     ///< the lines, each followed by '\n'
   std::vector<std::uint32_t> starts;    ///< each line's first byte in `text`
   std::vector<std::uint64_t> line_nos;  ///< each line's number in its input
-  /// With peel(): `plain[i]` 1 for printable ASCII, 2 for other text sanitize() leaves unchanged, 0 else
-  /// (the light path takes only 1 and 2), and each such line's catalogue peel; bodies point into `text`.
-  std::vector<normalize::line_meta> metas;
-  std::vector<char> plain;
-  bool peeled = false;
   /// With scan_gate(): each line's verdict of the engine's gate (gate::hit_lines); `gated` false: not
   /// scanned yet (add_block() scans). (A gated-out line whose peel found no host is checked for a prefix
   /// host form by mask::prefix_host_form(), line by line: no second scan of the block.)
   std::vector<char> gate_hit;
   bool gated = false;
-  std::vector<char> known_plain;  ///< per line: the reader found it printable ASCII (peel() need not look)
+  std::vector<char> known_plain;  ///< per line: the reader found it printable ASCII (no need to look again)
   void add(std::string_view line, std::uint64_t line_no, bool plain = false);
-  /// Peels every line sanitize() leaves unchanged with the catalogue (no stream state: the learner's layer is added
-  /// later, in order), so this can run on another thread than the collector.
-  void peel(const normalize::prefix_catalog& prefixes);
   /// Runs the gate over the block (either thread: the verdicts are a function of the bytes). Sets
   /// `gated` only when the scan succeeds; else returns the engine's error (the reader ignores it and
   /// leaves the scan to add_block(), which reports it).
@@ -160,11 +152,14 @@ class collector {
       std::optional<int> paired_local;          ///< a local rank already in local_to_rank with this rank
       bool has_pending = false;  ///< has light lines in stream::pending (flush_light() clears it)
       bool step_found = false;  ///< flush_light(): the newest of its pending lines with a step was read
+      bool idle = true;  ///< ex->idle(), kept by feed_extractor(): the light path asks it of most lines
     };
     std::unordered_map<std::int64_t, rank_state> ranks;  ///< by rank_code()
     /// A direct-mapped cache in front of `ranks` (nodes are stable and never erased): a console's lines
-    /// come from its ranks in turn, 64 slots by rank code.
-    std::array<std::pair<std::int64_t, rank_state*>, 64> recent_ranks{};
+    /// come from its ranks in turn. Slots by rank code, at least as many as the stream has ranks (64 to
+    /// 4,096, grown by collector::find_rank): a console of 1,024 ranks missed a 64-slot table on nearly
+    /// every line, and each miss was a hash lookup into cold nodes (~6% of its time).
+    std::vector<std::pair<std::int64_t, rank_state*>> recent_ranks;
     std::optional<normalize::timestamp> stream_ts;
     std::optional<int> prev_rank, prev_local;
     std::uint64_t lines = 0;
@@ -234,11 +229,9 @@ class collector {
  private:
   std::string prepare(std::string_view raw_text);           // sanitise and mask
   std::size_t process(stream& st, std::string_view clean, std::uint64_t line_no);
-  // gate_hit: the gate's verdict when a block scan has it (0 or 1), -1 to scan the line here;
-  // peeled, plain: line_block::peel()'s results for the line (nullptr, -1: compute them here); *peeled is
-  // used and changed in place
-  std::size_t add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit,
-                             normalize::line_meta* peeled, int plain);
+  // gate_hit: the gate's verdict when a block scan has it (0 or 1), -1 to scan the line here; plain: 1 when
+  // the reader found the line printable ASCII, -1 to look here (text::is_plain, then text::is_clean: 2)
+  std::size_t add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit, int plain);
   // `masked`: the line masked already, learnt from and fully peeled; `observed`: (without `masked`) the
   // learner has seen the raw line and `meta` is its full peel (add_lines' first batch, a line no gate hits).
   // host_hit: mask::prefix_host_form() of the line when known (0 or 1), -1 to ask it when needed; facts:
@@ -277,7 +270,8 @@ class collector {
   void attribute(stream& st, const normalize::line_meta& meta, line_facts& f) const;
   void attribution_of(const stream& st, const normalize::line_meta& meta, std::optional<int>& rank, std::optional<int>& local_rank,
                       std::optional<int>& own_rank, std::optional<int>& own_local) const;
-  bool rank_idle(const stream& st, const normalize::line_meta& meta) const;
+  bool rank_idle(stream& st, const normalize::line_meta& meta) const;
+  static stream::rank_state* find_rank(stream& st, std::int64_t code);
   stream::rank_state& rank_state_for(stream& st, line_facts& f);
   void learn_other_hosts(std::string_view line, const std::string& peeled, const shape_facts* facts);
   void note_host_and_pairs(stream& st, stream::rank_state& rs, normalize::line_meta& meta, line_facts& f);
