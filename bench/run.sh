@@ -51,6 +51,10 @@ fi
 PAT=$DATA/patterns.txt
 "$FF" kb export --patterns --ere >"$DATA/patterns.ere"   # POSIX ERE for grep -E
 PAT_ERE=$DATA/patterns.ere
+# The floor of the scan-first design (bench/floor.cpp: reads, the gate, a rank/time lexer; no diagnosis)
+"$FF" kb export --gate >"$DATA/gate.tsv"
+FLOOR=$WORK/floor
+c++ -O2 -std=c++20 "$BENCH/floor.cpp" -o "$FLOOR" -lhs >>"$WORK/cmake.log" 2>&1 || { log "bench/floor.cpp does not build"; FLOOR=""; }
 
 # --- datasets ----------------------------------------------------------------------------------------
 # gen NAME ARGS...: generated once; NAME.truth.json is written last, so it marks a complete dataset.
@@ -141,6 +145,7 @@ EOF
     measure "$ds" "grep -E" grep -r -c -E -f "$PAT" "$P"
     measure "$ds" "wc -l" sh -c 'find "$1" -type f -exec cat {} + | wc -l' sh "$P"
   else
+    if [ -n "$FLOOR" ]; then measure "$ds" "floor (bench/floor.cpp)" "$FLOOR" "$DATA/gate.tsv" "$P"; fi
     measure "$ds" rg rg -c -f "$PAT" "$P"
     measure "$ds" "rg --no-unicode" rg --no-unicode -c -f "$PAT" "$P"
     measure "$ds" "grep -E" grep -c -E -f "$PAT_ERE" "$P"

@@ -47,9 +47,7 @@ result<engine> engine::build(const kb::library& lib) {
   if (!cat_r) return cat_r.error();
   auto m_r = match::matcher::compile(lib);
   if (!m_r) return m_r.error();
-  std::vector<std::string> gate_extra = extract::gate_patterns();
-  for (auto& g : mask::gate_patterns({})) gate_extra.push_back(std::move(g));
-  auto g_r = match::gate::build(lib, gate_extra);
+  auto g_r = match::gate::build(lib, gate_extras());
   if (!g_r) return g_r.error();
   engine e;
   e.gate = std::move(g_r).value();
@@ -57,6 +55,12 @@ result<engine> engine::build(const kb::library& lib) {
   e.prefixes = std::move(cat_r).value();
   e.matcher = std::move(m_r).value();
   return e;
+}
+
+std::vector<std::string> engine::gate_extras() {
+  std::vector<std::string> extra = extract::gate_patterns();
+  for (auto& g : mask::gate_patterns({})) extra.push_back(std::move(g));
+  return extra;
 }
 
 result<run> diagnose(const std::vector<std::string>& paths, const kb::library& lib, const options& opt) {

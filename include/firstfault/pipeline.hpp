@@ -105,6 +105,9 @@ struct engine {
   match::matcher matcher;
   match::gate gate;       ///< the scan-first gate over raw lines
   static result<engine> build(const kb::library& lib);
+  /// The stages' own patterns the gate holds beside the fingerprints' literals (extract::gate_patterns(),
+  /// mask::gate_patterns()).
+  static std::vector<std::string> gate_extras();
 };
 
 /// Complete lines read from one stream, kept together so the scan gate runs once per block (up to

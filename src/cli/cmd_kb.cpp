@@ -10,6 +10,7 @@
 #include "common.hpp"
 #include "firstfault/correlate_rules.hpp"
 #include "firstfault/encyclopedia.hpp"
+#include "firstfault/gate.hpp"
 #include "firstfault/pipeline.hpp"
 #include "firstfault/text.hpp"
 
@@ -97,6 +98,7 @@ class kb_command final : public command {
     export_ = sub_->add_subcommand("export", "export the knowledge base");
     export_->add_flag("--patterns", export_patterns_, "one fingerprint regex per line (RE2 syntax, for rg -f)");
     export_->add_flag("--ere", export_ere_, "with --patterns: POSIX extended syntax, for grep -E -f");
+    export_->add_flag("--gate", export_gate_, "the scan gate's Vectorscan expressions, one per line: flags, a tab, the expression (bench/floor.cpp)");
     export_->add_option("--format", export_format_, "markdown | html: write the encyclopedia")->check(CLI::IsMember({"markdown", "html"}));
     export_->add_option("dir", export_dir_, "output directory for --format");
     for (auto* c : {lint_, test_, list_, show_, search_, export_})
@@ -123,7 +125,7 @@ class kb_command final : public command {
   CLI::App *sub_, *lint_, *test_, *list_, *show_, *search_, *export_;
   std::vector<std::string> healthy_dirs_;
   std::string list_format_ = "text", show_name_, query_, export_format_, export_dir_;
-  bool export_patterns_ = false, export_ere_ = false;
+  bool export_patterns_ = false, export_ere_ = false, export_gate_ = false;
 };
 
 int kb_command::lint(const kb::library& lib) const {
@@ -183,8 +185,17 @@ int kb_command::search(const kb::library& lib) const {
 
 int kb_command::export_kb(const kb::library& lib) const {
   if (!export_format_.empty()) return export_site(lib);
+  if (export_gate_) {
+    auto g = match::gate::build(lib, pipeline::engine::gate_extras(), false);
+    if (!g) {
+      print_error(g.error().message);
+      return 1;
+    }
+    for (const auto& [expr, flags] : g.value().expressions()) std::cout << flags << '\t' << expr << '\n';
+    return 0;
+  }
   if (!export_patterns_) {
-    print_error("kb export needs --patterns or --format markdown|html DIR");
+    print_error("kb export needs --patterns, --gate or --format markdown|html DIR");
     return kExitUsage;
   }
   for (const auto& s : lib.signatures)

@@ -384,6 +384,7 @@ gate::gate(gate&& o) noexcept
     : db_(o.db_),
       unfiltered_(std::move(o.unfiltered_)),
       stage_regexps_(std::move(o.stage_regexps_)),
+      expressions_(std::move(o.expressions_)),
       literals_(o.literals_),
       from_cache_(o.from_cache_) {
   o.db_ = nullptr;
@@ -395,6 +396,7 @@ gate& gate::operator=(gate&& o) noexcept {
     o.db_ = nullptr;
     unfiltered_ = std::move(o.unfiltered_);
     stage_regexps_ = std::move(o.stage_regexps_);
+    expressions_ = std::move(o.expressions_);
     literals_ = o.literals_;
     from_cache_ = o.from_cache_;
   }
@@ -592,6 +594,7 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
   for (std::size_t i = 0; i < exprs.size(); ++i) {
     c.push_back(exprs[i].c_str());
     ids.push_back(static_cast<unsigned>(i));
+    g.expressions_.emplace_back(exprs[i], flags[i]);
   }
   if (c.empty()) return g;
   hs_database_t* db = nullptr;

@@ -160,6 +160,10 @@ check "export patterns" has "$out" "Watchdog caught collective operation timeout
 echo x | grep -E -f "$tmp/ere.txt" >/dev/null; ere_rc=$?
 check "ERE export: every pattern is valid for grep -E" test "$ere_rc" -eq 1
 check "ERE export: grep -E finds the OOM line" sh -c "grep -c -E -f '$tmp/ere.txt' '$CORPUS/gh-funasr-2006/logs/pasted.log' | grep -qv '^0$'"
+# the gate's expressions (bench/floor.cpp reads them): "flags<TAB>expression", the record anchors among them
+"$BIN" kb export --gate >"$tmp/gate.tsv"
+check "gate export: every line is flags, a tab, an expression" /usr/bin/python3 -c 'import sys; L=open(sys.argv[1]).read().splitlines(); sys.exit(0 if len(L)>=100 and all(l.split("\t",1)[0].isdigit() and len(l.split("\t",1))==2 and l.split("\t",1)[1] for l in L) else 1)' "$tmp/gate.tsv"
+check "gate export: the Traceback anchor is gated" grep -qi "traceback" "$tmp/gate.tsv"
 
 # the encyclopedia on disk: every local link of every page opens a file that exists
 run kb export --format html "$tmp/site"
