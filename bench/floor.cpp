@@ -5,7 +5,7 @@
 // could cost on the same machine:
 //   - 1 MiB pread()s, cut at the last line end;
 //   - one Vectorscan scan per buffer over the gate firstfault compiles (`firstfault kb export --gate`:
-//     flags, a tab, the expression, one per line), counting hits;
+//     flags, a tab, the expression, one per line), counting the lines it hits;
 //   - per line: its end (memchr), a hand lexer for torchrun's `[defaultN]:`/`[rankN]:` tag, an ISO time
 //     `YYYY-MM-DD HH:MM:SS,mmm` and a `[rankN]` after the level, and per rank (or local rank) the line
 //     count, the last line's offset, the last time and the longest silence.
@@ -13,11 +13,13 @@
 // hit line in full: what firstfault does beyond this is the price of those per-rank facts and of the
 // report being the same as --exact's.
 //
-// Usage: floor GATE_FILE LOG_FILE. Prints the line count, gate hits and lines with a rank.
+// Usage: floor GATE_FILE LOG_FILE. Prints the line count, the lines the gate hits and the lines with a rank.
+// A line longer than the buffer (1 MiB) is cut: its first MiB is lexed, the rest only counted as bytes.
 #include <fcntl.h>
 #include <hs/hs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -34,6 +36,24 @@ struct rank_facts {
 
 bool digit(char c) { return c >= '0' && c <= '9'; }
 int two(const char* p) { return (p[0] - '0') * 10 + (p[1] - '0'); }
+
+// Days from 1970-01-01 to the civil date y-m-d (proleptic Gregorian; Howard Hinnant's days_from_civil,
+// http://howardhinnant.github.io/date_algorithms.html).
+long days_from_civil(long y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const long era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<long>(doe) - 719468;
+}
+
+// `YYYY-MM-DD HH:MM:SS` with a ',' or '.' and three digits after it, at p (at least 23 bytes).
+bool iso_time(const char* x) {
+  for (int i : {0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18, 20, 21, 22})
+    if (!digit(x[i])) return false;
+  return x[4] == '-' && x[7] == '-' && (x[10] == ' ' || x[10] == 'T') && x[13] == ':' && x[16] == ':' && (x[19] == ',' || x[19] == '.');
+}
 
 // Reads the number at p (advancing p), or -1 when there is none.
 long number(const char*& p, const char* end) {
@@ -69,7 +89,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   hs_scratch_t* scratch = nullptr;
-  if (hs_alloc_scratch(db, &scratch) != HS_SUCCESS) return 1;
+  if (hs_alloc_scratch(db, &scratch) != HS_SUCCESS) {
+    std::fprintf(stderr, "floor: no scratch space for the gate\n");
+    return 1;
+  }
   int fd = open(argv[2], O_RDONLY);
   if (fd < 0) {
     std::perror(argv[2]);
@@ -79,12 +102,14 @@ int main(int argc, char** argv) {
   constexpr std::size_t kBuffer = 1u << 20;
   std::vector<char> buf(kBuffer);
   std::vector<rank_facts> global(65536), local(64);
-  long lines = 0, hits = 0, ranked = 0;
+  long lines = 0, hit_lines = 0, ranked = 0;
   off_t file_at = 0;   // file offset of buf[0]
   std::size_t have = 0;
   bool eof = false;
-  auto on_match = [](unsigned, unsigned long long, unsigned long long, unsigned, void* ctx) -> int {
-    ++*static_cast<long*>(ctx);
+  bool cut = false;  // the buffer ended inside a line: its rest opens the next buffer
+  std::vector<unsigned> match_ends;  // per buffer: where each gate match ends (not in order)
+  auto on_match = [](unsigned, unsigned long long, unsigned long long to, unsigned, void* ctx) -> int {
+    static_cast<std::vector<unsigned>*>(ctx)->push_back(static_cast<unsigned>(to));
     return 0;
   };
   while (!eof || have > 0) {
@@ -107,11 +132,30 @@ int main(int argc, char** argv) {
         end = static_cast<std::size_t>(static_cast<const char*>(last) - buf.data()) + 1;
       }
     }
-    hs_scan(db, buf.data(), static_cast<unsigned>(end), 0, scratch, on_match, &hits);
+    match_ends.clear();
+    if (hs_scan(db, buf.data(), static_cast<unsigned>(end), 0, scratch, on_match, &match_ends) != HS_SUCCESS) {
+      std::fprintf(stderr, "floor: the gate's scan failed\n");
+      return 1;
+    }
+    std::sort(match_ends.begin(), match_ends.end());
+    auto next_match = match_ends.begin();
+    bool was_cut = cut;
+    cut = false;
     for (const char* p = buf.data(), *stop = buf.data() + end; p < stop;) {
       const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(stop - p)));
       const char* e = nl ? nl : stop;
+      if (!nl && !eof) cut = true;  // (only when the buffer is full of one line: end is the last '\n' otherwise)
+      // A match ending in (p, e] is on this line (a match's end is one past its last byte).
+      const auto line_begin = static_cast<unsigned>(p - buf.data()), line_end = static_cast<unsigned>(e - buf.data());
+      bool hit = false;
+      while (next_match != match_ends.end() && *next_match <= line_end) hit |= *next_match++ > line_begin;
+      if (was_cut) {  // the rest of a line cut at the last buffer's end: counted and lexed there
+        was_cut = false;
+        p = e + 1;
+        continue;
+      }
       ++lines;
+      hit_lines += hit;
       const char* x = p;
       long tag = -1, rank = -1;
       double seconds = -1;
@@ -128,10 +172,11 @@ int main(int argc, char** argv) {
           }
         }
       }
-      if (e - x >= 23 && x[4] == '-' && x[7] == '-' && x[10] == ' ' && x[13] == ':' && x[16] == ':' && digit(x[0]) && digit(x[11])) {
-        const int day = two(x + 8), hh = two(x + 11), mm = two(x + 14), ss = two(x + 17);
+      if (e - x >= 23 && iso_time(x)) {
+        const long day = days_from_civil(two(x) * 100 + two(x + 2), static_cast<unsigned>(two(x + 5)), static_cast<unsigned>(two(x + 8)));
+        const int hh = two(x + 11), mm = two(x + 14), ss = two(x + 17);
         const int ms = (x[20] - '0') * 100 + two(x + 21);
-        seconds = day * 86400.0 + hh * 3600 + mm * 60 + ss + ms / 1000.0;
+        seconds = static_cast<double>(day) * 86400.0 + hh * 3600 + mm * 60 + ss + ms / 1000.0;
         x += 23;
         while (x < e && (*x == ' ' || (*x >= 'A' && *x <= 'Z'))) ++x;  // the level and its padding
         if (rank < 0 && e - x > 6 && std::memcmp(x, "[rank", 5) == 0) {
@@ -159,7 +204,7 @@ int main(int argc, char** argv) {
     have -= end;
   }
   close(fd);
-  std::printf("lines %ld, gate hits %ld, lines with a rank %ld\n", lines, hits, ranked);
+  std::printf("lines %ld, lines the gate hits %ld, lines with a rank %ld\n", lines, hit_lines, ranked);
   hs_free_scratch(scratch);
   hs_free_database(db);
   return 0;

@@ -11,6 +11,7 @@
 #include <array>
 #include <bit>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <exception>
 #include <map>
@@ -85,6 +86,10 @@ struct collector::shape_facts {
   std::size_t host_forms = 0, host_at = 0, host_len = 0;
   std::size_t token_len = 0;
   std::string token_shape;
+  // The words of the catalogue's prefixes of a line of this shape that can be a learnt host
+  // (masker::words_that_may_be_learnt_hosts), as of `hosts_seen` learnt hosts (prefix_names_other_host)
+  mutable std::size_t hosts_seen = SIZE_MAX;
+  mutable std::vector<std::pair<std::size_t, std::size_t>> prefix_host_words;
 };
 
 struct collector::impl {
@@ -488,7 +493,7 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
     // could peel it into another rank (found by review).
     std::size_t tok_len = 0;
     const std::string* tok_shape = nullptr;
-    if (token_may_mask(meta, facts, tok_len, tok_shape)) return add_line(st, raw_text, line_no);
+    if (token_may_mask(meta, facts, tok_len, tok_shape) || prefix_names_other_host(raw_text, meta, facts)) return add_line(st, raw_text, line_no);
     if (st.busy > 0 && (st.learner.would_peel(tok_len, *tok_shape) || !rank_idle(st, meta))) return add_line(st, raw_text, line_no);
     observe_and_peel(st, meta, facts);  // the catalogue's layers again would peel the same: only what the learner adds
   }
@@ -599,7 +604,7 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
           // read masked, as --exact reads it (add_light does the same after the batch).
           std::size_t tok_len = 0;
           const std::string* tok_shape = nullptr;
-          if (unmasked[i] && token_may_mask(metas[i], facts, tok_len, tok_shape)) unmasked[i] = 0;
+          if (unmasked[i] && (token_may_mask(metas[i], facts, tok_len, tok_shape) || prefix_names_other_host(text, metas[i], facts))) unmasked[i] = 0;
         }
       }
     }
@@ -655,6 +660,37 @@ bool collector::token_may_mask(const normalize::line_meta& meta, const shape_fac
   token_len = facts ? facts->token_len : tok.first.size();
   token_shape = facts ? &facts->token_shape : &tok.second;
   return token_len > 0 && impl_->masker.may_change(meta.body.substr(0, token_len));
+}
+
+// Whether the prefixes the catalogue peeled from `line` (before meta.body) name a learnt host other than the
+// one the peel found: masking would replace it, and the masked line can peel another way (found by review:
+// "[rank1504]:1996" teaches "rank1504" as a host:port host, and the next "[rank1504]:..." line peeled raw
+// gave rank 1504 where --exact, peeling "[node-1]:...", gave none). The peeled host itself is masked after
+// the peel, the same in both paths.
+// Per line shape, the words that could be one (a learnt host's length and first character) are found once
+// for each size of the learnt host set (the catalogue's body start and the word bounds are the same for
+// every line of a shape); each line then asks only those: a console's NCCL header, "node-3:1031:2031 [7]",
+// has one such word, its peeled host.
+bool collector::prefix_names_other_host(std::string_view line, const normalize::line_meta& meta, const shape_facts* facts) const {
+  if (meta.body.data() < line.data() || meta.body.data() > line.data() + line.size()) return false;
+  const std::string_view prefix = line.substr(0, static_cast<std::size_t>(meta.body.data() - line.data()));
+  if (prefix.empty()) return false;
+  const auto& masker = impl_->masker;
+  const std::string_view host = meta.host ? std::string_view(*meta.host) : std::string_view();
+  if (!facts) return masker.names_other_learnt_host(prefix, host);
+  if (facts->hosts_seen != masker.learnt_host_count()) {
+    facts->hosts_seen = masker.learnt_host_count();
+    masker.words_that_may_be_learnt_hosts(prefix, facts->prefix_host_words);
+  }
+  for (const auto& [at, len] : facts->prefix_host_words) {
+    const std::string_view word = prefix.substr(at, len);
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c | 0x20) : c; };
+    const bool is_host = word.size() == host.size() &&
+                         (std::memcmp(word.data(), host.data(), word.size()) == 0 ||  // (the peeled host: same bytes)
+                          std::equal(word.begin(), word.end(), host.begin(), [&](char a, char b) { return lower(a) == lower(b); }));
+    if (!is_host && masker.is_learnt_host(word)) return true;
+  }
+  return false;
 }
 
 // A prefix no catalogue entry lists, learnt from this stream, peeled: the catalogue again on the rest.
@@ -1117,9 +1153,8 @@ std::size_t wrap_width(const std::vector<std::pair<std::string, std::uint64_t>>&
 
 namespace {
 // Runs posted tasks in the order posted, on one thread of its own, or inline on the caller's thread
-// (`threaded` false). Bounded: post() waits while kMaxQueued tasks are pending (each holds at most one
-// line_block: 256 KiB of text or 4,096 lines, and their peels). A task's exception stops the tasks after it; finish()
-// rethrows it on the caller's thread.
+// (`threaded` false). Bounded (see post()). A task's exception stops the tasks after it; finish() rethrows it
+// on the caller's thread.
 class serial_worker {
  public:
   explicit serial_worker(bool threaded) {
@@ -1128,16 +1163,33 @@ class serial_worker {
   serial_worker(const serial_worker&) = delete;
   serial_worker& operator=(const serial_worker&) = delete;
   ~serial_worker() { stop(false); }
-  void post(std::function<void()> task) {
+  // `bytes`: the text the task holds (a block's, a stream's first lines'). The queue takes it when fewer
+  // than kAlways tasks wait, whatever their size (the bound before stop 40), or when fewer than kMaxQueued
+  // wait and their text with this one's stays within kMaxBytes: many small tasks (1,024 rank files, each
+  // opened, its first lines, a block or two, closed) queue deep, large ones (a first batch of long lines:
+  // 256 lines of up to --max-line-kib each) no deeper than before.
+  void post(std::function<void()> task, std::size_t bytes = 0) {
     if (!thread_.joinable()) {
       task();
       return;
     }
     std::unique_lock lk(m_);
-    space_.wait(lk, [&] { return q_.size() < kMaxQueued || error_; });
+    space_.wait(lk, [&] {
+      return error_ || q_.size() < kAlways || (q_.size() < kMaxQueued && queued_bytes_ + bytes <= kMaxBytes);
+    });
     if (error_) return;  // a task failed: finish() reports it, the rest would build on a broken state
-    q_.push_back(std::move(task));
+    q_.push_back({std::move(task), bytes});
+    queued_bytes_ += bytes;
     ready_.notify_one();
+  }
+  /// Waits until the tasks waiting and the one running hold at most kMaxBytes of text: the caller is about
+  /// to read a stream's first batch (up to 256 lines of --max-line-kib each), which it holds while it reads
+  /// and posts; without this, a batch of long lines was read while the previous one was still being worked
+  /// on (a review measured 149 MB -> 215 MB of peak RSS on files of 256 lines of 256 KiB).
+  void wait_for_room() {
+    if (!thread_.joinable()) return;
+    std::unique_lock lk(m_);
+    space_.wait(lk, [&] { return error_ || queued_bytes_ + running_bytes_ <= kMaxBytes; });
   }
   /// Tasks waiting (not the one running): the worker is behind the caller when this is not 0.
   std::size_t queued() {
@@ -1151,9 +1203,10 @@ class serial_worker {
   }
 
  private:
-  // At most kMaxQueued tasks wait (each at most a block and its 4,096 lines, or a stream's first lines);
-  // a full queue lets the caller post again once it is down to kResume.
-  static constexpr std::size_t kMaxQueued = 8, kResume = 2;
+  // A caller waiting for room is woken when the queue is down to kResume tasks (and after each task from
+  // there on), not after every task.
+  static constexpr std::size_t kAlways = 2, kMaxQueued = 8, kResume = 2;
+  static constexpr std::size_t kMaxBytes = 1u << 20;
   void stop(bool drain) {
     if (!thread_.joinable()) return;
     {
@@ -1172,7 +1225,9 @@ class serial_worker {
         std::unique_lock lk(m_);
         ready_.wait(lk, [&] { return !q_.empty() || closing_; });
         if (q_.empty()) return;
-        task = std::move(q_.front());
+        task = std::move(q_.front().first);
+        running_bytes_ = q_.front().second;
+        queued_bytes_ -= running_bytes_;
         q_.pop_front();
         resume = q_.size() <= kResume;
       }
@@ -1189,11 +1244,19 @@ class serial_worker {
         space_.notify_all();
         return;
       }
+      task = nullptr;  // what it held (a first batch's lines) is freed before wait_for_room() hears of it
+      {
+        std::lock_guard lk(m_);
+        running_bytes_ = 0;
+        resume = q_.size() <= kResume;
+      }
+      if (resume) space_.notify_one();
     }
   }
   std::mutex m_;
   std::condition_variable ready_, space_;
-  std::deque<std::function<void()>> q_;
+  std::deque<std::pair<std::function<void()>, std::size_t>> q_;  // each task and its bytes
+  std::size_t queued_bytes_ = 0, running_bytes_ = 0;
   bool closing_ = false;
   std::exception_ptr error_;
   std::thread thread_;
@@ -1220,10 +1283,10 @@ void one_malloc_arena() {
 }  // namespace
 
 namespace {
-// Blocks are reused: a new one per 256 KiB grew its text by doubling and allocated its peel results afresh
-// (4,096 line_meta, ~0.5 MB) every time, which on a tree of 1,024 rank files was 4% of the CPU in
-// first-touch page faults alone. The reader takes, the worker gives back (cleared, capacity kept); at most a
-// few exist (serial_worker queues two tasks).
+// Blocks are reused: a new one per 256 KiB grew its text by doubling (and once allocated its peel results
+// afresh), which on a tree of 1,024 rank files was 4% of the CPU in first-touch page faults alone. The reader
+// takes, the worker gives back (cleared, capacity kept); at most a few exist (serial_worker's queue and the
+// two in hand). A block grown past its reserve by a long line is not kept: its memory goes back.
 class block_pool {
  public:
   std::shared_ptr<line_block> take() {
@@ -1236,10 +1299,11 @@ class block_pool {
       }
     }
     auto b = std::make_shared<line_block>();
-    b->text.reserve(line_block::kBytes + (64u << 10));
+    b->text.reserve(kReserve);
     return b;
   }
   void give(const std::shared_ptr<line_block>& b) {
+    if (b->text.capacity() > kReserve) return;
     b->clear();
     std::lock_guard lk(m_);
     if (free_.size() < kKept) free_.push_back(b);
@@ -1247,15 +1311,16 @@ class block_pool {
 
  private:
   static constexpr std::size_t kKept = 10;  // serial_worker's queue (8) and the two in hand: no block is allocated twice
+  static constexpr std::size_t kReserve = line_block::kBytes + (64u << 10);
   std::mutex m_;
   std::vector<std::shared_ptr<line_block>> free_;
 };
 
 // Reads every input into the collector; the run's input facts go to `out`. diagnose() and scan() share it.
 status collect(const std::vector<std::string>& paths, const engine& eng, const options& opt, collector& col, run& out) {
-  // Two threads (options::threads): this one reads, cuts blocks and peels them with the catalogue (a pure
-  // function of the bytes); the worker runs every collector call, in input order, so the report does not
-  // depend on the thread count.
+  // Two threads (options::threads): this one reads, cuts blocks and scans them with the gate when the worker
+  // is behind (a pure function of the bytes); the worker runs every collector call, in input order, so the
+  // report does not depend on the thread count.
   const bool threaded = thread_count(opt.threads) > 1;
   if (threaded) one_malloc_arena();
   block_pool pool;  // declared before the worker: its tasks give blocks back until the worker is done
@@ -1274,6 +1339,7 @@ status collect(const std::vector<std::string>& paths, const engine& eng, const o
     worker.post([&col, st, src] { *st = col.open_stream(src); });
     ingest::raw_line raw;
     // The first lines are read as a batch so unknown prefixes are learnt before any line is matched.
+    worker.wait_for_room();
     std::vector<std::pair<std::string, std::uint64_t>> head;
     while (head.size() < opt.learn_lines && reader.next(raw)) head.emplace_back(std::string(raw.text), raw.line_no);
     // A paste hard-wrapped by a terminal: rejoin a line cut at the wrap width with the line after it.
@@ -1297,18 +1363,22 @@ status collect(const std::vector<std::string>& paths, const engine& eng, const o
       have_pending = true;
       head.pop_back();
     }
-    worker.post([&col, st, head = std::move(head)] { col.add_lines(*st, head); });
+    std::size_t head_bytes = 0;
+    for (const auto& l : head) head_bytes += l.first.size();
+    worker.post([&col, st, head = std::move(head)] { col.add_lines(*st, head); }, head_bytes);
     auto post_line = [&](std::string text, std::uint64_t no) {
-      worker.post([&col, st, text = std::move(text), no] { col.add_line(*st, text, no); });
+      const std::size_t bytes = text.size();
+      worker.post([&col, st, text = std::move(text), no] { col.add_line(*st, text, no); }, bytes);
     };
     auto post_block = [&](std::shared_ptr<line_block> blk) {
       // The gate's scan goes to whichever thread is ahead: here when the worker still has tasks waiting
       // (the usual case: the worker carries the per-line work), there otherwise.
       if (reader_gate && worker.queued() > 0) (void)blk->scan_gate(eng, *reader_gate);
+      const std::size_t bytes = blk->text.size();
       worker.post([&col, &pool, st, blk = std::move(blk)] {
         col.add_block(*st, *blk);  // no view into the block outlives this (add_block flushes at its end)
         pool.give(blk);
-      });
+      }, bytes);
     };
     auto blk = pool.take();
     while (reader.next(raw)) {

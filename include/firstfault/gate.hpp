@@ -107,7 +107,7 @@ class gate {
   const std::vector<std::string>& stage_regexps() const { return stage_regexps_; }
   std::size_t literal_count() const { return literals_; }
   /// Every expression compiled into the gate's database with its Vectorscan flags (HS_FLAG_*), in database
-  /// order: the caseless literals, then the regexps (prefilter mode). Empty when loaded from the cache
+  /// order: the fingerprints' regexps (prefilter mode), the caseless literals, the stages' regexps. Empty when loaded from the cache
   /// (build with use_cache false). `kb export --gate` prints them for bench/floor.cpp.
   const std::vector<std::pair<std::string, unsigned>>& expressions() const { return expressions_; }
   bool from_cache() const { return from_cache_; }

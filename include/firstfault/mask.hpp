@@ -110,6 +110,16 @@ class masker {
   /// "login", "logname", "owner" in any capitals). Conservative, for short texts such as a learner's token:
   /// a text with none of them is left as it is by the built-in rules outside the gate's contexts.
   bool may_change(std::string_view text) const;
+  /// True when `text` names a learnt host other than `host` (both in any capitals): a line prefix the light
+  /// path peels raw, whose other learnt host apply() would replace, so that the masked line peels another way
+  /// ("[rank7]:" after a "[rank7]:1996" line taught "rank7" as a host:port host).
+  bool names_other_learnt_host(std::string_view text, std::string_view host) const;
+  /// The words of `text` (offset, length) that could be a learnt host in any text of its shape (its digits
+  /// any digits): a learnt host's length and first character. Conservative; changes only when
+  /// learnt_host_count() does. The word bounds are those names_other_learnt_host() reads.
+  void words_that_may_be_learnt_hosts(std::string_view text, std::vector<std::pair<std::size_t, std::size_t>>& out) const;
+  bool is_learnt_host(std::string_view word) const;  ///< in any capitals
+  std::size_t learnt_host_count() const;
   /// Second pass over text already masked: replaces host names learnt since it was masked (a host first
   /// named by a later line: SLURM_JOB_NODELIST, MASTER_ADDR, pod/NAME). Returns the replacements made.
   std::size_t rescan(std::string& text);

@@ -58,9 +58,9 @@ struct options {
   /// so `diagnose` and `watch` fill run::recurrences the same way. Empty, or nullopt: no recurrence note.
   std::function<std::optional<std::int64_t>(const std::string& host_key, const std::string& kind, int days)> recurrences;
   /// Threads for `diagnose`: 1 reads and matches on the calling thread; 2 (the default, 0, on a machine
-  /// with two cores or more) reads, cuts blocks and peels prefixes on the calling thread while a second
-  /// thread runs everything else in input order. The report is the same byte for byte (the peel is a pure
-  /// function of the line; every stateful step stays on one thread, in the same order).
+  /// with two cores or more) reads, cuts blocks and scans them with the gate on the calling thread while a
+  /// second thread runs everything else in input order. The report is the same byte for byte (the gate's
+  /// verdicts are a function of the bytes; every stateful step stays on one thread, in the same order).
   unsigned threads = 0;
   /// Called once at the end of diagnose(), after the report is made, with the collector that made it (its
   /// masker masks any further text the caller shows the same way: `serve`'s log viewer). Empty: not called.
@@ -275,6 +275,7 @@ class collector {
                       std::optional<int>& own_rank, std::optional<int>& own_local) const;
   bool rank_idle(stream& st, const normalize::line_meta& meta) const;
   static stream::rank_state* find_rank(stream& st, std::int64_t code);
+  bool prefix_names_other_host(std::string_view line, const normalize::line_meta& meta, const shape_facts* facts) const;
   stream::rank_state& rank_state_for(stream& st, line_facts& f);
   void learn_other_hosts(std::string_view line, const std::string& peeled, const shape_facts* facts);
   void note_host_and_pairs(stream& st, stream::rank_state& rs, normalize::line_meta& meta, line_facts& f);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Thread guard of `diagnose`: every input is diagnosed with --threads 1 and --threads 2, and the two runs
-must print the same bytes (report, messages, exit code). With two threads one reads and peels while the
-other runs the collector in input order (include/firstfault/pipeline.hpp, options::threads), so any
+must print the same bytes (report, messages, exit code). With two threads one reads and scans blocks with
+the gate while the other runs the collector in input order (include/firstfault/pipeline.hpp, options::threads), so any
 difference is a bug.
 
 Usage: check_threads_equal.py BIN PATH... ; a PATH that is a corpus directory (holding CASE/logs) stands
@@ -28,8 +28,8 @@ def main():
     for i, p in enumerate(inputs(paths)):
         if i % stride:
             continue
-        # --learn-lines 0: every line of a small input goes through the reader's peel; a large input is also
-        # checked with the default first batch
+        # --learn-lines 0: every line of a small input goes through the blocks (the reader's side); a large
+        # input is also checked with the default first batch
         big = os.path.isfile(p) and os.path.getsize(p) > (1 << 20)
         for extra in ([], ["--learn-lines", "0"]) if big else (["--learn-lines", "0"],):
             n += 1

@@ -541,3 +541,38 @@ TEST(mask_set, relax_counted_repeats) {
   EXPECT_GT(matched, 50);
   EXPECT_GT(looser, 0);  // the confirmation step has something to reject
 }
+
+// The light path's check for learnt hosts in a line's prefixes (collector::prefix_names_other_host): the
+// words a shape can hold (any digits) cover every learnt host found in any line of that shape, and the
+// peeled host itself, in any capitals, does not count.
+TEST(mask_learnt, prefix_words_that_may_be_hosts_cover_every_digit_redraw) {
+  ff::mask::masker m({});
+  std::vector<std::pair<std::size_t, std::size_t>> words;
+  m.words_that_may_be_learnt_hosts("[rank3]:2026-11-30 ", words);
+  EXPECT_TRUE(words.empty());  // nothing learnt yet
+  for (const char* h : {"rank3", "node-007", "10.1.2.3x", "gpu-a"}) m.mask_host(h);
+  EXPECT_TRUE(m.names_other_learnt_host("[rank3]:", ""));
+  EXPECT_FALSE(m.names_other_learnt_host("[rank4]:", ""));
+  EXPECT_FALSE(m.names_other_learnt_host("node-007:12:34 [0] ", "node-007"));
+  EXPECT_FALSE(m.names_other_learnt_host("NODE-007:12:34 [0] ", "node-007"));
+  EXPECT_TRUE(m.names_other_learnt_host("[rank3]:node-007:12:34 [0] ", "node-007"));
+  EXPECT_TRUE(m.is_learnt_host("Gpu-A"));
+  ff::testing::lcg next(11);
+  const std::vector<std::string> pieces = {"rank", "node-", "gpu-a", "10.1.2.", "x", "[", "]:", ":", " ", "-", ".", "_", "INFO",
+                                           "rank3", "node-007", "10.1.2.3x", "[rank3]:"};
+  for (int t = 0; t < 20000; ++t) {
+    std::string text;
+    for (int k = 0, n = 1 + static_cast<int>(next() % 8); k < n; ++k) {
+      text += pieces[next() % pieces.size()];
+      if (next() % 2) text += std::to_string(next() % 1000);
+    }
+    m.words_that_may_be_learnt_hosts(text, words);
+    std::string redrawn = text;
+    for (auto& c : redrawn)  // some digits redrawn: the learnt hosts themselves come back often
+      if (c >= '0' && c <= '9' && next() % 4 == 0) c = static_cast<char>('0' + next() % 10);
+    // what the pipeline asks per line (only the shape's words) answers as the whole scan does
+    const bool any_word = std::any_of(words.begin(), words.end(), [&](const auto& p) { return m.is_learnt_host(std::string_view(redrawn).substr(p.first, p.second)); });
+    EXPECT_EQ(any_word, m.names_other_learnt_host(redrawn, "")) << text << " | " << redrawn;
+    if (words.empty()) EXPECT_FALSE(m.names_other_learnt_host(redrawn, "")) << text << " | " << redrawn;
+  }
+}

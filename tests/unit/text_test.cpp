@@ -71,7 +71,7 @@ TEST(text, is_plain_word_at_a_time_equals_the_byte_rule) {
 }
 
 // line_reader's pass answers two questions at once: where the line ends, and whether the bytes before the
-// end are plain (line_block::peel then need not look again).
+// end are plain (line_block::known_plain: the light path need not look again).
 TEST(text, find_line_end_tells_whether_the_line_is_plain) {
   std::uint64_t seed = 777;
   auto next = [&seed] {
