@@ -11,7 +11,6 @@
 #include <array>
 #include <bit>
 #include <condition_variable>
-#include <cstring>
 #include <deque>
 #include <exception>
 #include <map>
@@ -480,12 +479,7 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
   // masks first, and the learner's token in the masked text can give another rank (a host in it masked to
   // "node-3" reads as rank 3; found by review), so its rank is known only there.
   if (st.busy > 0 && (masked || observed)) {  // add_lines' batch, peeled by the learner already: its catalogue rank only
-    bool rank_idle = false;
-    if (meta.rank) {
-      const auto* rs = find_rank(st, rank_code(meta.rank, meta.local_rank));
-      rank_idle = rs ? rs->idle : im.in.activity.size() < impl::kMaxRanks;
-    }
-    if (!rank_idle) return full();
+    if (!meta.rank || !code_idle(st, rank_code(meta.rank, meta.local_rank))) return full();
   }
   if (!masked && !observed) {
     // A line whose learner token masking could change takes the full path: the learner would count the raw
@@ -682,15 +676,8 @@ bool collector::prefix_names_other_host(std::string_view line, const normalize::
     facts->hosts_seen = masker.learnt_host_count();
     masker.words_that_may_be_learnt_hosts(prefix, facts->prefix_host_words);
   }
-  for (const auto& [at, len] : facts->prefix_host_words) {
-    const std::string_view word = prefix.substr(at, len);
-    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c | 0x20) : c; };
-    const bool is_host = word.size() == host.size() &&
-                         (std::memcmp(word.data(), host.data(), word.size()) == 0 ||  // (the peeled host: same bytes)
-                          std::equal(word.begin(), word.end(), host.begin(), [&](char a, char b) { return lower(a) == lower(b); }));
-    if (!is_host && masker.is_learnt_host(word)) return true;
-  }
-  return false;
+  return std::any_of(facts->prefix_host_words.begin(), facts->prefix_host_words.end(),
+                     [&](const auto& w) { return masker.names_other_learnt_host(prefix.substr(w.first, w.second), host); });
 }
 
 // A prefix no catalogue entry lists, learnt from this stream, peeled: the catalogue again on the rest.
@@ -802,7 +789,11 @@ void collector::attribution_of(const stream& st, const normalize::line_meta& met
 bool collector::rank_idle(stream& st, const normalize::line_meta& meta) const {
   std::optional<int> rank, local, own_rank, own_local;
   attribution_of(st, meta, rank, local, own_rank, own_local);
-  if (const auto* rs = find_rank(st, rank_code(rank, local))) return rs->idle;
+  return code_idle(st, rank_code(rank, local));
+}
+
+bool collector::code_idle(stream& st, std::int64_t code) const {
+  if (const auto* rs = find_rank(st, code)) return rs->idle;
   return impl_->in.activity.size() < impl::kMaxRanks;  // a new rank state: its extractor starts idle
 }
 
@@ -811,9 +802,8 @@ bool collector::rank_idle(stream& st, const normalize::line_meta& meta) const {
 // slots) so that a console's ranks in turn each keep a slot.
 collector::stream::rank_state* collector::find_rank(stream& st, std::int64_t code) {
   constexpr std::size_t kMinSlots = 64, kMaxSlots = 4096;
-  if (st.recent_ranks.size() < std::min(kMaxSlots, std::max(kMinSlots, std::bit_ceil(st.ranks.size())))) {
-    st.recent_ranks.assign(std::min(kMaxSlots, std::max(kMinSlots, std::bit_ceil(st.ranks.size()))), {0, nullptr});
-  }
+  if (const auto slots = std::clamp(std::bit_ceil(st.ranks.size()), kMinSlots, kMaxSlots); st.recent_ranks.size() < slots)
+    st.recent_ranks.assign(slots, {0, nullptr});
   auto& slot = st.recent_ranks[static_cast<std::size_t>(code ^ (code >> 32)) & (st.recent_ranks.size() - 1)];
   if (slot.second && slot.first == code) return slot.second;
   auto it = st.ranks.find(code);

@@ -118,7 +118,6 @@ class masker {
   /// any digits): a learnt host's length and first character. Conservative; changes only when
   /// learnt_host_count() does. The word bounds are those names_other_learnt_host() reads.
   void words_that_may_be_learnt_hosts(std::string_view text, std::vector<std::pair<std::size_t, std::size_t>>& out) const;
-  bool is_learnt_host(std::string_view word) const;  ///< in any capitals
   std::size_t learnt_host_count() const;
   /// Second pass over text already masked: replaces host names learnt since it was masked (a host first
   /// named by a later line: SLURM_JOB_NODELIST, MASTER_ADDR, pod/NAME). Returns the replacements made.

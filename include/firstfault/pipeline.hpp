@@ -274,6 +274,7 @@ class collector {
   void attribution_of(const stream& st, const normalize::line_meta& meta, std::optional<int>& rank, std::optional<int>& local_rank,
                       std::optional<int>& own_rank, std::optional<int>& own_local) const;
   bool rank_idle(stream& st, const normalize::line_meta& meta) const;
+  bool code_idle(stream& st, std::int64_t code) const;  // rank_idle() for a known rank code
   static stream::rank_state* find_rank(stream& st, std::int64_t code);
   bool prefix_names_other_host(std::string_view line, const normalize::line_meta& meta, const shape_facts* facts) const;
   stream::rank_state& rank_state_for(stream& st, line_facts& f);

@@ -16,6 +16,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstring>
 #include <array>
 #include <bitset>
 #include <cstdint>
@@ -401,6 +402,24 @@ struct masker::impl {
   template <class F>
   void each_learnt_host(std::string_view line, F&& f, std::string_view skip = {}) const {
     if (hosts.empty()) return;
+    each_word(line, [&](std::size_t i, std::size_t k) {
+      if (k - i >= host_min && k - i <= host_max && host_first.test(static_cast<unsigned char>(line[i])) &&
+          (skip.empty() || k - i != skip.size() ||
+           (std::memcmp(skip.data(), line.data() + i, skip.size()) != 0 &&  // (most often the same bytes)
+            !std::equal(skip.begin(), skip.end(), line.begin() + static_cast<std::ptrdiff_t>(i), [](char a, char b) { return ascii_lower(a) == ascii_lower(b); })))) {
+        thread_local std::string folded;
+        folded.assign(line.substr(i, k - i));
+        for (auto& c : folded) c = ascii_lower(c);
+        if (auto it = hosts.find(std::string_view(folded)); it != hosts.end() && f(i, k, it->second)) return true;
+      }
+      return false;
+    });
+  }
+  // Calls f(begin, end) for each word-like run of `line` (letters, digits, . _ -; a final '.' or '-' left out:
+  // a sentence's end), left to right, until f returns true. Where the words are does not depend on which
+  // digits the line holds.
+  template <class F>
+  static void each_word(std::string_view line, F&& f) {
     // isalnum() in the "C" locale, '.', '_' and '-' (a table: this runs over every byte of every masked line)
     static const auto word_table = [] {
       std::array<bool, 256> t{};
@@ -414,14 +433,7 @@ struct masker::impl {
       while (j < line.size() && is_word(line[j])) ++j;
       std::size_t k = j;
       while (k > i && (line[k - 1] == '.' || line[k - 1] == '-')) --k;
-      if (k - i >= host_min && k - i <= host_max && host_first.test(static_cast<unsigned char>(line[i])) &&
-          (skip.empty() || k - i != skip.size() ||
-           !std::equal(skip.begin(), skip.end(), line.begin() + static_cast<std::ptrdiff_t>(i), [](char a, char b) { return ascii_lower(a) == ascii_lower(b); }))) {
-        thread_local std::string folded;
-        folded.assign(line.substr(i, k - i));
-        for (auto& c : folded) c = ascii_lower(c);
-        if (auto it = hosts.find(std::string_view(folded)); it != hosts.end() && f(i, k, it->second)) return;
-      }
+      if (f(i, k)) return;
       i = j;
     }
   }
@@ -477,36 +489,18 @@ bool masker::names_other_learnt_host(std::string_view text, std::string_view hos
 
 std::size_t masker::learnt_host_count() const { return impl_->hosts.size(); }
 
-bool masker::is_learnt_host(std::string_view word) const {
-  thread_local std::string folded;
-  folded.assign(word);
-  for (auto& c : folded) c = impl::ascii_lower(c);
-  return impl_->hosts.find(std::string_view(folded)) != impl_->hosts.end();
-}
-
 void masker::words_that_may_be_learnt_hosts(std::string_view text, std::vector<std::pair<std::size_t, std::size_t>>& out) const {
   out.clear();
   const auto& im = *impl_;
   if (im.hosts.empty()) return;
   bool any_digit = false;
   for (char d = '0'; d <= '9'; ++d) any_digit |= im.host_first.test(static_cast<unsigned char>(d));
-  // The words each_learnt_host() reads: runs of letters, digits, '.', '_', '-' (a final '.' or '-' left out);
-  // their bounds and lengths do not depend on which digits they hold.
-  auto is_word = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '_' || c == '-'; };
-  for (std::size_t i = 0; i < text.size();) {
-    if (!is_word(text[i])) {
-      ++i;
-      continue;
-    }
-    std::size_t j = i;
-    while (j < text.size() && is_word(text[j])) ++j;
-    std::size_t k = j;
-    while (k > i && (text[k - 1] == '.' || text[k - 1] == '-')) --k;
+  impl::each_word(text, [&](std::size_t i, std::size_t k) {
     const char first = text[i];
     const bool first_fits = first >= '0' && first <= '9' ? any_digit : im.host_first.test(static_cast<unsigned char>(first));
     if (k - i >= im.host_min && k - i <= im.host_max && first_fits) out.emplace_back(i, k - i);
-    i = j;
-  }
+    return false;
+  });
 }
 
 masker::masker(options opt) : opt_(std::move(opt)), impl_(std::make_unique<impl>()) {

@@ -556,7 +556,7 @@ TEST(mask_learnt, prefix_words_that_may_be_hosts_cover_every_digit_redraw) {
   EXPECT_FALSE(m.names_other_learnt_host("node-007:12:34 [0] ", "node-007"));
   EXPECT_FALSE(m.names_other_learnt_host("NODE-007:12:34 [0] ", "node-007"));
   EXPECT_TRUE(m.names_other_learnt_host("[rank3]:node-007:12:34 [0] ", "node-007"));
-  EXPECT_TRUE(m.is_learnt_host("Gpu-A"));
+  EXPECT_TRUE(m.names_other_learnt_host("Gpu-A", ""));
   ff::testing::lcg next(11);
   const std::vector<std::string> pieces = {"rank", "node-", "gpu-a", "10.1.2.", "x", "[", "]:", ":", " ", "-", ".", "_", "INFO",
                                            "rank3", "node-007", "10.1.2.3x", "[rank3]:"};
@@ -571,7 +571,7 @@ TEST(mask_learnt, prefix_words_that_may_be_hosts_cover_every_digit_redraw) {
     for (auto& c : redrawn)  // some digits redrawn: the learnt hosts themselves come back often
       if (c >= '0' && c <= '9' && next() % 4 == 0) c = static_cast<char>('0' + next() % 10);
     // what the pipeline asks per line (only the shape's words) answers as the whole scan does
-    const bool any_word = std::any_of(words.begin(), words.end(), [&](const auto& p) { return m.is_learnt_host(std::string_view(redrawn).substr(p.first, p.second)); });
+    const bool any_word = std::any_of(words.begin(), words.end(), [&](const auto& p) { return m.names_other_learnt_host(std::string_view(redrawn).substr(p.first, p.second), ""); });
     EXPECT_EQ(any_word, m.names_other_learnt_host(redrawn, "")) << text << " | " << redrawn;
     if (words.empty()) EXPECT_FALSE(m.names_other_learnt_host(redrawn, "")) << text << " | " << redrawn;
   }
