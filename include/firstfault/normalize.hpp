@@ -171,6 +171,8 @@ class prefix_learner {
   /// Whether observe_and_peel() of a line whose token has this length and shape would peel it: once counted,
   /// would the shape pass kMinLines and kMinShare. Nothing is counted.
   bool would_peel(std::size_t token_len, const std::string& shape) const;
+  /// kMinLines and kMinShare: a shape that starts `shape_lines` of `all_lines` observed lines is learnt.
+  static bool frequent(std::size_t shape_lines, std::size_t all_lines);
   static constexpr std::size_t kTokenWindow = 96;  ///< bytes of a line its leading token is looked for in
 
  private:

@@ -183,9 +183,12 @@ bool prefix_learner::would_peel(std::size_t token_len, const std::string& shape)
   if (token_len == 0) return false;
   auto it = shapes_.find(shape);
   if (it == shapes_.end() && shapes_.size() >= 64) return false;  // count_stats() would not count it
-  // after count_stats(): the shape's lines and all lines one more each (peel_stats()'s test)
-  const std::size_t n = (it == shapes_.end() ? 0 : it->second.lines) + 1;
-  return n >= static_cast<std::size_t>(kMinLines) && static_cast<double>(n) >= kMinShare * static_cast<double>(lines_ + 1);
+  // after count_stats(): the shape's lines and all lines one more each
+  return frequent((it == shapes_.end() ? 0 : it->second.lines) + 1, lines_ + 1);
+}
+
+bool prefix_learner::frequent(std::size_t shape_lines, std::size_t all_lines) {
+  return shape_lines >= static_cast<std::size_t>(kMinLines) && static_cast<double>(shape_lines) >= kMinShare * static_cast<double>(all_lines);
 }
 
 void prefix_learner::observe(std::string_view line) {
@@ -224,8 +227,7 @@ bool prefix_learner::peel_token(std::string_view line, std::string_view t, const
 
 bool prefix_learner::peel_stats(std::string_view line, std::string_view t, const shape_stats& st, line_meta& out,
                                 std::string_view& rest) const {
-  if (st.lines < static_cast<std::size_t>(kMinLines) || static_cast<double>(st.lines) < kMinShare * static_cast<double>(lines_))
-    return false;
+  if (!frequent(st.lines, lines_)) return false;
   rest = line.substr(t.size());
   // The rank: the one digit run that varies, if it stays small and does not change on every line.
   int varying = -1, n_varying = 0;
