@@ -282,10 +282,11 @@ void collector::remask_learnt() {
     m.rescan(e.host);
   }
   for (auto& t : in.terminated) m.rescan(t.source);
-  for (auto& e : in.stream_ends) {
-    m.rescan(e.source);
-    m.rescan(e.text);
-  }
+  for (auto* ends : {&in.stream_ends, &in.success_ends})
+    for (auto& e : *ends) {
+      m.rescan(e.source);
+      m.rescan(e.text);
+    }
   for (auto& [rank, frames] : in.stack_tops)
     for (auto& d : frames) {
       m.rescan(d.source);
@@ -750,6 +751,7 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
   f.body = text::trim(meta.body);
   if (!f.body.empty()) note_activity(st, rs, f, meta.ts, false, ascii);
   if (f.body.empty()) return 0;
+  if (rs.act) f.step_at = rs.act->last_step;  // earlier light lines were flushed above: the step is current
   auto restart_to = match_line(st, f, meta.level, note);
   // After a restart line the stream's lines are the next attempt's.
   if (restart_to && *restart_to > st.attempt.value_or(0)) start_attempt(st, *restart_to);
@@ -889,14 +891,18 @@ void collector::note_activity(stream& st, stream::rank_state& rs, const line_fac
   // In add_block() a light line's text is kept as a view until the block's end (flush_light): the copies of
   // the last line and the step scan are done once per rank and block instead of once per line.
   const bool defer = light && im.deferring;
-  if (defer) {
-    st.pending_body = f.body;
-    st.has_pending_body = true;
-  } else {
-    st.last_body.assign(text::prefix_utf8(f.body, limits::kLastLineBytes));
+  // The stream's last line is its last line with a word or a number: a frame of stars or dashes under a
+  // banner (torchrun's OMP_NUM_THREADS notice) says nothing about where the stream stopped.
+  if (std::any_of(f.body.begin(), f.body.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || (c & 0x80); })) {
+    if (defer) {
+      st.pending_body = f.body;
+      st.has_pending_body = true;
+    } else {
+      st.last_body.assign(text::prefix_utf8(f.body, limits::kLastLineBytes));
+    }
+    st.last_body_line = f.line_no;
+    st.last_body_raw = light;
   }
-  st.last_body_line = f.line_no;
-  st.last_body_raw = light;
   if (!rs.key) return;
   if (!rs.act) {
     rs.act = &im.in.activity[*rs.key];
@@ -924,12 +930,17 @@ void collector::note_activity(stream& st, stream::rank_state& rs, const line_fac
       rs.has_pending = true;
       st.pending_ranks.push_back(&rs);
     }
-    st.pending.push_back({&rs, f.body, ascii, f.shape, f.body_at});
+    st.pending.push_back({&rs, f.body, ascii, f.shape, f.body_at, f.line_no, own_ts});
     if (f.may_plan) planned = extract::read_planned(f.body);
   } else {
     act.last_line.assign(text::prefix_utf8(f.body, limits::kLastLineBytes));
     auto prog = extract::read_progress(f.body, ascii);
-    if (prog.step) act.last_step = prog.step;
+    if (prog.step) {
+      act.last_step = prog.step;
+      act.last_step_source = st.source_id;
+      act.last_step_line_no = f.line_no;
+      act.last_step_ts = own_ts;
+    }
     planned = prog.planned;
   }
   if (planned && planned != act.planned_steps) {  // rare: kept as evidence for uneven plans
@@ -965,6 +976,9 @@ void collector::flush_light(stream& st) {
     if (rs->step_found) continue;
     if (auto step = it->shape ? impl_->step_of(it->shape, it->body_at, it->body) : extract::read_step(it->body, it->ascii)) {
       rs->act->last_step = step;
+      rs->act->last_step_source = st.source_id;
+      rs->act->last_step_line_no = it->line_no;
+      rs->act->last_step_ts = it->ts;
       rs->step_found = true;
       --open;
     }
@@ -997,6 +1011,9 @@ std::optional<int> collector::match_line(stream& st, const line_facts& f, char l
   // A benign signature (a message known from healthy runs) explains the whole line.
   if (std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).is_benign(); })) {
     ++in.benign_lines;
+    if (in.success_ends.size() < limits::kMaxSuccessEnds &&
+        std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).is_benign() && sig_of(h).has_tag("outcome.success"); }))
+      in.success_ends.push_back({st.display, std::string(text::prefix_utf8(f.body, limits::kLastLineBytes)), f.line_no});
     return std::nullopt;
   }
   // Specific > family > generic: a less specific signature on a line that a more specific one
@@ -1079,6 +1096,7 @@ void collector::keep_finding(const stream& st, const line_facts& f, match::hit& 
   out.source = st.display;
   out.line_no = f.line_no;
   out.attempt = st.attempt;
+  out.step_at = f.step_at;
   out.text = std::string(text::prefix_utf8(f.body, limits::kFindingTextBytes));
   if (!note.collective.empty()) out.captured.emplace_back("collective", note.collective);
   in.findings.push_back(std::move(out));

@@ -36,6 +36,10 @@ struct finding {
   std::string text;           ///< the line body, sanitised
   int duplicates = 0;         ///< the same line seen again (console log and per-rank file)
   std::optional<int> attempt;  ///< torchrun restart attempt (attempt_N of a --log-dir tree); none when not known
+  /// The rank's last progress step ("step N", "iteration N", extract::read_progress) when this line was read,
+  /// the line's own included; none when the rank had printed none. A later, different step of the same rank
+  /// means the rank went on training after this line (correlate: survived errors).
+  std::optional<long> step_at;
 };
 
 /// Whose per-rank record a line belongs to, as the lines named it: a global rank, or only a local rank
@@ -60,6 +64,11 @@ struct rank_activity {
   std::uint32_t last_source = 0;    ///< file of `last_line` (an index into inputs::source_names) and its line
   std::uint64_t last_line_no = 0;
   std::optional<long> last_step;  ///< last "step N" / "iteration N" number seen
+  /// Where `last_step` was read: its file (inputs::source_names), line, and the line's own time (none when the
+  /// line had no time of its own). Errors the run survived are those this position comes after.
+  std::uint32_t last_step_source = 0;
+  std::uint64_t last_step_line_no = 0;
+  std::optional<normalize::timestamp> last_step_ts;
   std::optional<long> planned_steps;  ///< "iter i/N", "N batches": how many steps this rank planned
   std::string planned_line;           ///< the line that first stated the current `planned_steps` (masked)
   std::uint32_t planned_source = 0;   ///< its file (inputs::source_names) and line
@@ -165,6 +174,10 @@ struct inputs {
     std::uint64_t line_no = 0;
   };
   std::vector<stream_end> stream_ends;
+  /// Lines that say a worker, a rank or the run ended well (benign signatures tagged `outcome.success`:
+  /// torchelastic's "worker group successfully finished", a benchmark's result, a trainer's end), masked, the
+  /// first kLastLinesKept. A healthy verdict needs one of them or a rank's progress (correlator).
+  std::vector<stream_end> success_ends;
   /// Innermost frames of stack dumps by rank (py-spy, faulthandler), capped per rank.
   struct dump_frame {
     extract::stack_top top;

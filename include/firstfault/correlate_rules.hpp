@@ -48,6 +48,9 @@ struct context {
   std::map<int, rank_activity> activity;    ///< by resolved rank
   rank_resolver resolve;
   std::optional<int> year;        ///< the year of the run's dated stamps (year-less stamps were rebased to it)
+  /// Cause lines the run survived (survived_errors()), with the one-line reason the report shows: such a line is
+  /// never the root cause, and is listed as "also seen, survived".
+  std::map<const finding*, std::string> survived;
   const kb::signature& sig(const finding& f) const { return lib->signatures[static_cast<std::size_t>(f.signature)]; }
 };
 
@@ -55,6 +58,14 @@ struct context {
 /// year of the run's dated stamps (the nearest of that year, the year before and after, so a
 /// 31 Dec/1 Jan rollover lands right); with no dated stamp they stay as parsed and are marked undated.
 context make_context(const inputs& in, const kb::library& lib);
+
+/// Errors the run survived: a cause line whose rank went on to a later, different progress step (its own
+/// step when the line was read, finding::step_at, against the rank's last one), or a start-up (launch
+/// category) line with no rank after which some rank trained. Non-finite metrics (numerics) and the
+/// scheduler's end of the job are never survived: training on NaN is the failure, and nothing follows the end.
+/// Source: on-call practice; PyTorch's own elastic agent treats only a worker's exit as its failure
+/// (https://pytorch.org/docs/stable/elastic/errors.html), so a logged and caught exception is not one.
+std::map<const finding*, std::string> survived_errors(const context& ctx);
 
 /// A decision about the initiating rank (a decision may be that no rank can be named: rank empty).
 struct rank_decision {

@@ -10,6 +10,7 @@
 //   for (const auto& s : lib.value().signatures) std::puts(s.name.c_str());
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <string_view>
@@ -98,6 +99,7 @@ struct signature {
   /// role: benign: a message known to appear in healthy runs (each with a real healthy sample). A line it
   /// matches is not evidence of a failure: no finding, not a suspicious line.
   bool is_benign() const { return role == kb::role::benign; }
+  bool has_tag(std::string_view t) const { return std::find(tags.begin(), tags.end(), t) != tags.end(); }
   /// 0 specific, 1 family, 2 generic.
   int layer_rank() const { return layer == kb::layer::generic ? 2 : layer == kb::layer::family ? 1 : 0; }
 };

@@ -25,6 +25,8 @@ constexpr std::size_t kQuoteBytes = 160;
 constexpr int kMaxListedRanks = 4096;
 /// Streams whose last line is kept for the end-of-input evidence.
 constexpr std::size_t kMaxStreamEnds = 4096;
+/// Lines that say the run ended well (inputs::success_ends): a few are evidence enough; one per node's agent.
+constexpr std::size_t kMaxSuccessEnds = 64;
 /// Longest line body the exception-type regex is run on (a real exception line is far shorter).
 constexpr std::size_t kMaxExceptionLineBytes = 4096;
 /// Hosts one Slurm hostlist ("node[001-128]") expands to when masked.

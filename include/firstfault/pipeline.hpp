@@ -190,6 +190,8 @@ class collector {
       bool ascii;
       std::uint64_t shape = 0;  ///< the line's normalize::line_meta::shape_id when `ascii` (0: none)
       std::uint8_t body_at = 0;  ///< where `body` starts in the line, with `shape`
+      std::uint64_t line_no = 0;  ///< for rank_activity::last_step_line_no
+      std::optional<normalize::timestamp> ts;  ///< the line's own time (rank_activity::last_step_ts)
     };
     std::vector<pending_line> pending;
     std::string_view pending_body;           ///< last_body as a view into the current block, while one is pending
@@ -269,6 +271,7 @@ class collector {
     bool may_plan = true;                         // false: extract::may_plan() said no for the line's shape
     std::uint64_t shape = 0;                      // a light line's shape id (0: none), and where its body starts
     std::uint8_t body_at = 0;
+    std::optional<long> step_at;                  // the rank's last step once this line was noted (finding::step_at)
   };
   void attribute(stream& st, const normalize::line_meta& meta, line_facts& f) const;
   void attribution_of(const stream& st, const normalize::line_meta& meta, std::optional<int>& rank, std::optional<int>& local_rank,

@@ -135,7 +135,7 @@ void set_verdict(diagnosis& d, decision& dec, const rules::context& ctx, const i
     d.verdict = verdict::failure;
     fill_from_signature(d, *dec.root_sig);
     if (!dec.root) d.priority = 0;
-  } else if (!ctx.fs.empty() || any_suspicious || bad_exit) {
+  } else if (ctx.fs.size() > ctx.survived.size() || any_suspicious || bad_exit) {
     d.verdict = verdict::undetermined;
     dec.rank_rule = "no signature explains the failure";
   } else {
@@ -281,7 +281,7 @@ void group_collateral(diagnosis& d, const decision& dec, const rules::context& c
   for (const auto& f : ctx.fs) {
     if (dec.root && f.signature == dec.root->signature) continue;
     const auto& s = ctx.sig(f);
-    if (s.is_cause() && (!dec.root_sig || s.kind != dec.root_sig->kind)) {
+    if (s.is_cause() && !ctx.survived.count(&f) && (!dec.root_sig || s.kind != dec.root_sig->kind)) {
       auto& a = alts[s.name];
       if (a.signature.empty()) a = {s.name, s.kind, s.title, s.priority, to_evidence(f, f.rank)};
     }
@@ -296,8 +296,22 @@ void group_collateral(diagnosis& d, const decision& dec, const rules::context& c
     g.count += 1 + f.duplicates;  // every matching line, repeats across files and processes included
     if (f.rank) g.ranks.push_back(*f.rank);
   }
-  for (auto& [_, g] : groups) {
+  for (auto& [sig, g] : groups) {
     std::sort(g.ranks.begin(), g.ranks.end());
+    // A group whose every line was survived says so, with the first line's reason.
+    const std::string* survived_why = nullptr;
+    bool all_survived = true;
+    for (const auto& f : ctx.fs)
+      if (f.signature == sig) {
+        auto it = ctx.survived.find(&f);
+        if (it == ctx.survived.end()) { all_survived = false; break; }
+        if (!survived_why) survived_why = &it->second;
+      }
+    if (all_survived && survived_why) {
+      g.explanation = "also seen, survived: " + *survived_why;
+      d.collateral.push_back(std::move(g));
+      continue;
+    }
     g.ranks.erase(std::unique(g.ranks.begin(), g.ranks.end()), g.ranks.end());
     if (d.verdict == verdict::failure) {
       std::string of = dec.init_rank ? "rank " + std::to_string(*dec.init_rank) + "'s " + d.title : d.title;

@@ -169,7 +169,12 @@ void merge_activity(context& c, const inputs& in) {
         a.last_line_no = act.last_line_no;
       }
     }
-    if (act.last_step && (later || !a.last_step)) a.last_step = act.last_step;
+    if (act.last_step && (later || !a.last_step)) {
+      a.last_step = act.last_step;
+      a.last_step_source = act.last_step_source;
+      a.last_step_line_no = act.last_step_line_no;
+      a.last_step_ts = act.last_step_ts;
+    }
     if (act.planned_steps && (later || !a.planned_steps)) {
       a.planned_steps = act.planned_steps;
       a.planned_line = act.planned_line;
@@ -290,7 +295,47 @@ context make_context(const inputs& in, const kb::library& lib) {
   merge_activity(c, in);
   merge_findings(c, in);
   rebase_yearless(c);
+  c.survived = survived_errors(c);
   return c;
+}
+
+// A rank's last progress step comes after line `f`: later on the same clock with both times the lines' own
+// (an inherited time says nothing about order across files), or, where a time is missing, later in the same
+// file. A same-second time does not order them: a console interleaves a rank's buffered stdout (its step
+// lines) after its stderr (the error) though both were written together.
+bool step_after(const context& ctx, const rank_activity& act, const finding& f) {
+  if (!act.last_step) return false;
+  if (f.ts && !f.ts_inherited && act.last_step_ts && f.ts->kind == act.last_step_ts->kind)
+    return act.last_step_ts->seconds >= f.ts->seconds + 1.0;
+  return ctx.in->source_name(act.last_step_source) == f.source && act.last_step_line_no > f.line_no;
+}
+
+std::map<const finding*, std::string> survived_errors(const context& ctx) {
+  std::map<const finding*, std::string> out;
+  for (const auto& f : ctx.fs) {
+    const auto& s = ctx.sig(f);
+    if (!s.is_cause() || s.category == "numerics" || s.category == "scheduler") continue;
+    if (f.rank) {
+      auto it = ctx.activity.find(*f.rank);
+      // The rank had made progress before the line and went past it (a step printed before the error
+      // and a later one): buffered progress that only reached the file after the error is not later.
+      if (it == ctx.activity.end() || !f.step_at || !it->second.last_step || *it->second.last_step <= *f.step_at ||
+          !step_after(ctx, it->second, f))
+        continue;
+      out[&f] = "rank " + std::to_string(*f.rank) + " went on to step " + std::to_string(*it->second.last_step) +
+                (f.step_at ? " after it (it was at step " + std::to_string(*f.step_at) + ")" : " after it");
+      continue;
+    }
+    if (s.category != "launch" || f.local_rank) continue;
+    // A start-up line of no rank (an agent's store or rendezvous warning): survived when a rank trained
+    // after it.
+    for (const auto& [r, act] : ctx.activity) {
+      if (!step_after(ctx, act, f)) continue;
+      out[&f] = "a start-up message: rank " + std::to_string(r) + " trained to step " + std::to_string(*act.last_step) + " after it";
+      break;
+    }
+  }
+  return out;
 }
 
 std::optional<int> initiator_of(const context& ctx, const finding& f) {
@@ -358,7 +403,7 @@ const finding* strongest_cause(const context& ctx) {
   const finding* root = nullptr;
   for (const auto& f : ctx.fs) {
     const auto& s = ctx.sig(f);
-    if (!s.is_cause()) continue;
+    if (!s.is_cause() || ctx.survived.count(&f)) continue;
     if (!root || stronger(ctx, f, *root)) root = &f;
   }
   return root;
@@ -815,6 +860,7 @@ const std::vector<inference_rule>& inference_rules() {
              R"(Rendezvous'ing worker group|Starting elastic_operator with launch configs|\[default\] Starting worker group|)"
              R"(WORLD INFO DICT|nnodes=\d+, num_local_procs=\d+, node_rank=\d+|dist_world_size=\d+|)"
              R"(master_addr is only used for static rdzv_backend|Waiting for \d+ (?:nodes|workers|ranks)|)"
+             R"(Setting OMP_NUM_THREADS environment variable for each process to be 1 in default|)"
              R"(^\s*(?:entrypoint|min_nodes|max_nodes|nproc_per_node|run_id|rdzv_backend|rdzv_endpoint|rdzv_configs|max_restarts|monitor_interval|log_dir|metrics_cfg)\s*:)");
          if (ctx.in->stream_ends.empty() || !ctx.fs.empty() || !ctx.in->suspicious.empty()) return std::nullopt;
          for (const auto& e : ctx.in->stream_ends)

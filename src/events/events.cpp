@@ -328,6 +328,7 @@ status write(const std::string& path, const pipeline::scanned& s, const kb::libr
     if (f1.ts_inherited) j["ts_inherited"] = true;
     if (f1.duplicates) j["dup"] = f1.duplicates;
     put(j, "attempt", f1.attempt);
+    put(j, "step_at", f1.step_at);
     w.line(j);
   }
   for (const auto& e : in.exits) {
@@ -349,6 +350,11 @@ status write(const std::string& path, const pipeline::scanned& s, const kb::libr
     put(j, "attempt", key.attempt);
     put_ts(j, "last_ts", a.last_ts);
     put(j, "last_step", a.last_step);
+    if (a.last_step) {
+      j["last_step_source"] = a.last_step_source;
+      j["last_step_line_no"] = a.last_step_line_no;
+      put_ts(j, "last_step_ts", a.last_step_ts);
+    }
     put(j, "planned_steps", a.planned_steps);
     put_ts(j, "first_ts", a.first_ts);
     put_ts(j, "gap_start", a.gap_start);
@@ -364,6 +370,7 @@ status write(const std::string& path, const pipeline::scanned& s, const kb::libr
   for (const auto& h : in.hosts) w.line({{"t", "host"}, {"name", h}});
   for (const auto& [h, ranks] : in.host_ranks) w.line({{"t", "host_ranks"}, {"host", h}, {"ranks", ranks}});
   for (const auto& e : in.stream_ends) w.line({{"t", "stream_end"}, {"source", e.source}, {"text", e.text}, {"line", e.line_no}});
+  for (const auto& e : in.success_ends) w.line({{"t", "success_end"}, {"source", e.source}, {"text", e.text}, {"line", e.line_no}});
   for (const auto& [rank, frames] : in.stack_tops)
     for (const auto& d : frames)
       w.line({{"t", "stack_top"}, {"rank", rank}, {"function", d.top.function}, {"file", d.top.file}, {"main", d.top.main_thread},
@@ -465,6 +472,7 @@ result<pipeline::scanned> read(const std::string& path, const kb::library& lib, 
         x.host = ostr(j, "host");
         x.ts = ots(j, "ts");
         x.ts_inherited = boolean(j, "ts_inherited");
+        x.step_at = onum<long>(j, "step_at");
         x.source = str(j, "source");
         x.line_no = num<std::uint64_t>(j, "line");
         x.text = std::string(text::prefix_utf8(str(j, "text"), limits::kFindingTextBytes));
@@ -501,6 +509,11 @@ result<pipeline::scanned> read(const std::string& path, const kb::library& lib, 
         a.last_source = num<std::uint32_t>(j, "last_source");
         a.last_line_no = num<std::uint64_t>(j, "last_line_no");
         a.last_step = onum<long>(j, "last_step");
+        if (a.last_step) {
+          a.last_step_source = num<std::uint32_t>(j, "last_step_source");
+          a.last_step_line_no = num<std::uint64_t>(j, "last_step_line_no");
+          a.last_step_ts = ots(j, "last_step_ts");
+        }
         a.planned_steps = onum<long>(j, "planned_steps");
         a.planned_line = std::string(text::prefix_utf8(str(j, "planned_line"), limits::kLastLineBytes));
         a.planned_source = num<std::uint32_t>(j, "planned_source");
@@ -532,6 +545,9 @@ result<pipeline::scanned> read(const std::string& path, const kb::library& lib, 
         else bound_hit = true;
       } else if (t == "host_ranks") {
         add_pairs(in.host_ranks, str(j, "host"), int_list(j, "ranks", kMaxPairs), host_pairs, bound_hit);
+      } else if (t == "success_end") {
+        if (in.success_ends.size() < limits::kMaxSuccessEnds)
+          in.success_ends.push_back({str(j, "source"), std::string(text::prefix_utf8(str(j, "text"), limits::kLastLineBytes)), num<std::uint64_t>(j, "line")});
       } else if (t == "stream_end") {
         if (in.stream_ends.size() < limits::kMaxStreamEnds)
           in.stream_ends.push_back({str(j, "source"), std::string(text::prefix_utf8(str(j, "text"), limits::kLastLineBytes)), num<std::uint64_t>(j, "line")});
@@ -582,6 +598,7 @@ result<pipeline::scanned> read(const std::string& path, const kb::library& lib, 
   // Indices into this file's sources must point at one (an activity record comes from a source's lines).
   for (const auto& [k, a] : in.activity)
     if (a.last_source >= in.source_names.size() || a.first_source >= in.source_names.size() ||
+        (a.last_step && a.last_step_source >= in.source_names.size()) ||
         (a.planned_steps && a.planned_source >= in.source_names.size()))
       return error{shown + ": an activity record names a source the file does not list"};
   if (findings.bound_hit || bound_hit)
@@ -616,7 +633,12 @@ void continue_activity(correlate::rank_activity& a, const correlate::rank_activi
   a.last_line = b.last_line;
   a.last_source = b.last_source;
   a.last_line_no = b.last_line_no;
-  if (b.last_step) a.last_step = b.last_step;
+  if (b.last_step) {
+    a.last_step = b.last_step;
+    a.last_step_source = b.last_step_source;
+    a.last_step_line_no = b.last_step_line_no;
+    a.last_step_ts = b.last_step_ts;
+  }
   if (b.planned_steps && b.planned_steps != a.planned_steps) {
     a.planned_steps = b.planned_steps;
     a.planned_line = b.planned_line;
@@ -662,6 +684,7 @@ struct merger::state {
         continue;
       }
       a.last_source += offset;
+      a.last_step_source += offset;
       a.first_source += offset;
       a.planned_source += offset;
       continue_activity(in.activity[key], a);
@@ -692,6 +715,8 @@ struct merger::state {
     for (auto& [h, ranks] : pin.host_ranks) add_pairs(in.host_ranks, h, ranks, host_pairs, bound_hit);
     for (auto& e : pin.stream_ends)
       if (in.stream_ends.size() < limits::kMaxStreamEnds) in.stream_ends.push_back(std::move(e));
+    for (auto& e : pin.success_ends)
+      if (in.success_ends.size() < limits::kMaxSuccessEnds) in.success_ends.push_back(std::move(e));
     for (auto& [rank, frames] : pin.stack_tops) {
       if (in.stack_tops.size() >= kMaxStackTopRanks && !in.stack_tops.count(rank)) {
         bound_hit = true;

@@ -755,3 +755,67 @@ TEST(rules_and_kb, every_rule_is_named_summarised_and_sourced) {
 }
 
 }  // namespace
+
+// Errors the run survived (rules::survived_errors): the rank printed a step before the error and a later,
+// higher one after it, on its own clock or later in the same file.
+namespace {
+finding at_step(finding f, long step_at, std::uint64_t line_no) {
+  f.step_at = step_at;
+  f.line_no = line_no;
+  return f;
+}
+void stepped(inputs& in, int rank, long step, std::uint64_t line_no, std::optional<timestamp> ts = std::nullopt) {
+  activity(in, rank, step);
+  auto& a = in.activity[rank_key::global_rank(rank)];
+  in.source_names[static_cast<std::size_t>(rank)] = "console.log";
+  a.last_step_source = static_cast<std::uint32_t>(rank);
+  a.last_step_line_no = line_no;
+  a.last_step_ts = ts;
+}
+}  // namespace
+
+TEST(rule_survived_errors, a_caught_exception_then_later_steps_is_not_the_root) {
+  inputs in;
+  in.findings.push_back(at_step(make("py_rank_exception", 1, std::nullopt, {}, "ValueError: flaky batch"), 4, 20));
+  stepped(in, 1, 30, 200);
+  auto ctx = rules::make_context(in, builtin());
+  ASSERT_EQ(ctx.survived.size(), 1u);
+  EXPECT_NE(ctx.survived.begin()->second.find("went on to step 30"), std::string::npos);
+  EXPECT_EQ(rules::strongest_cause(ctx), nullptr);
+}
+
+TEST(rule_survived_errors, buffered_steps_in_the_same_second_are_not_later) {
+  inputs in;
+  auto t = at(2026, 11, 30, 2, 1, 43);
+  in.findings.push_back(at_step(make("py_rank_exception", 1, t, {}, "RuntimeError: boom"), 2, 14));
+  stepped(in, 1, 4, 75, t);  // the step lines reached the console after the error, written the same second
+  auto ctx = rules::make_context(in, builtin());
+  EXPECT_TRUE(ctx.survived.empty());
+  ASSERT_NE(rules::strongest_cause(ctx), nullptr);
+}
+
+TEST(rule_survived_errors, no_step_before_the_error_decides_nothing) {
+  inputs in;
+  in.findings.push_back(make("py_rank_exception", 1, std::nullopt, {}, "KeyError: 'label'"));  // step_at none
+  stepped(in, 1, 9, 500);
+  auto ctx = rules::make_context(in, builtin());
+  EXPECT_TRUE(ctx.survived.empty());
+}
+
+TEST(rule_survived_errors, a_non_finite_loss_is_never_survived) {
+  inputs in;
+  in.findings.push_back(at_step(make("train_log_metric_nonfinite", 1, std::nullopt, {{"metric", "loss"}, {"value", "nan"}}, "step 7 | loss nan"), 7, 16));
+  stepped(in, 1, 29, 100);
+  auto ctx = rules::make_context(in, builtin());
+  EXPECT_TRUE(ctx.survived.empty());
+}
+
+TEST(rule_survived_errors, a_start_up_port_warning_before_training_is_survived) {
+  inputs in;
+  auto f = make("torch_rendezvous_port_in_use", std::nullopt, at(2026, 12, 6, 10, 0, 0), {}, "address already in use");
+  in.findings.push_back(f);
+  stepped(in, 0, 40, 300, at(2026, 12, 6, 10, 0, 30));
+  auto ctx = rules::make_context(in, builtin());
+  ASSERT_EQ(ctx.survived.size(), 1u);
+  EXPECT_NE(ctx.survived.begin()->second.find("trained to step 40"), std::string::npos);
+}
