@@ -287,6 +287,10 @@ void collector::remask_learnt() {
       m.rescan(e.source);
       m.rescan(e.text);
     }
+  for (auto& w : in.work_lines) {
+    m.rescan(w.source);
+    m.rescan(w.text);
+  }
   for (auto& [rank, frames] : in.stack_tops)
     for (auto& d : frames) {
       m.rescan(d.source);
@@ -1008,11 +1012,22 @@ std::optional<int> collector::match_line(stream& st, const line_facts& f, char l
     std::erase_if(hits, [&](const match::hit& h) { return !sig_of(h).match_in_stack; });
     if (hits.empty()) return std::nullopt;
   }
+  // A work line (a benign signature tagged activity.work: saving a checkpoint, evaluating) is kept as the
+  // rank's sign of what it was doing; it explains nothing else on the line ("saving checkpoint failed: ...").
+  {
+    auto is_work = [&](const match::hit& h) { return sig_of(h).is_benign() && sig_of(h).has_tag("activity.work"); };
+    if (std::any_of(hits.begin(), hits.end(), is_work)) {
+      if (in.work_lines.size() >= limits::kMaxWorkLines) in.work_lines.erase(in.work_lines.begin());
+      in.work_lines.push_back({st.display, std::string(text::prefix_utf8(f.body, limits::kLastLineBytes)), f.line_no, f.rank,
+                               f.local_rank, f.ts, f.ts_inherited});
+      std::erase_if(hits, is_work);  // with nothing left the line is tested as one no signature matched
+    }
+  }
   // A benign signature (a message known from healthy runs) explains the whole line.
   if (std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).is_benign(); })) {
     ++in.benign_lines;
     if (in.success_ends.size() < limits::kMaxSuccessEnds &&
-        std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).is_benign() && sig_of(h).has_tag("outcome.success"); }))
+        std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).has_tag("outcome.success"); }))
       in.success_ends.push_back({st.display, std::string(text::prefix_utf8(f.body, limits::kLastLineBytes)), f.line_no});
     return std::nullopt;
   }

@@ -178,6 +178,18 @@ struct inputs {
   /// torchelastic's "worker group successfully finished", a benchmark's result, a trainer's end), masked, the
   /// first kLastLinesKept. A healthy verdict needs one of them or a rank's progress (correlator).
   std::vector<stream_end> success_ends;
+  /// Lines that say a rank started work of its own (benign signatures tagged `activity.work`: saving a
+  /// checkpoint, evaluating, tokenizing), masked, the last kMaxWorkLines of the run in order. With a collective
+  /// timeout, a silent rank whose last sign of life is such a line, at the moment the collective began, was
+  /// doing that work alone (correlate: timeout_absent_rank).
+  struct work_line {
+    std::string source, text;
+    std::uint64_t line_no = 0;
+    std::optional<int> rank, local_rank;
+    std::optional<normalize::timestamp> ts;
+    bool ts_inherited = false;
+  };
+  std::vector<work_line> work_lines;
   /// Innermost frames of stack dumps by rank (py-spy, faulthandler), capped per rank.
   struct dump_frame {
     extract::stack_top top;

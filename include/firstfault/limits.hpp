@@ -27,6 +27,8 @@ constexpr int kMaxListedRanks = 4096;
 constexpr std::size_t kMaxStreamEnds = 4096;
 /// Lines that say the run ended well (inputs::success_ends): a few are evidence enough; one per node's agent.
 constexpr std::size_t kMaxSuccessEnds = 64;
+/// Work lines kept (inputs::work_lines): the last ones are those a timeout is compared with.
+constexpr std::size_t kMaxWorkLines = 64;
 /// Longest line body the exception-type regex is run on (a real exception line is far shorter).
 constexpr std::size_t kMaxExceptionLineBytes = 4096;
 /// Hosts one Slurm hostlist ("node[001-128]") expands to when masked.

@@ -675,26 +675,67 @@ const std::vector<inference_rule>& inference_rules() {
          auto v = timeouts(ctx);
          if (v.timed_out.empty() || v.absent.empty()) return std::nullopt;
          auto absent = v.absent;
-         // Timeout arithmetic: the timed-out collective began `ran_ms` before the watchdog line. Of several
-         // silent ranks, the one whose last line came before that moment never reached the collective.
+         auto is_absent = [&](int r) { return std::find(absent.begin(), absent.end(), r) != absent.end(); };
+         // The timed-out collective began `ran_ms` before the watchdog line (own wall-clock times only).
+         std::optional<double> began;
+         for (const auto* f : v.lines) {
+           auto ran = field(*f, "ran_ms");
+           if (!f->ts || f->ts_inherited || ran.empty() || f->ts->kind != timestamp::clock::wall) continue;
+           double b = f->ts->seconds - std::atof(ran.c_str()) / 1000.0;
+           began = began ? std::min(*began, b) : b;
+         }
+         // What the silent ranks were doing: their last work line (saving, evaluating, preprocessing). A line
+         // with no rank is rank 0's when rank 0 is silent and wrote nothing attributed to it: scripts log on
+         // rank 0 only (Hugging Face and Lightning log on the main process by default).
+         std::map<int, const inputs::work_line*> work;
+         for (const auto& w : ctx.in->work_lines) {
+           auto r = ctx.resolve(w.rank, w.local_rank);
+           if (!r && !w.rank && !w.local_rank && !ctx.activity.count(0)) r = 0;
+           if (r && is_absent(*r)) work[*r] = &w;
+         }
+         auto work_began = [&](const inputs::work_line& w) {  // it started by the time the collective began
+           return began && w.ts && !w.ts_inherited && w.ts->kind == timestamp::clock::wall && w.ts->seconds <= *began + 1.0;
+         };
+         // Timeout arithmetic: of several silent ranks, the one whose last line (or work line) came before
+         // the collective began never reached it.
          if (absent.size() > 1) {
-           std::optional<double> began;
-           for (const auto* f : v.lines) {
-             auto ran = field(*f, "ran_ms");
-             if (!f->ts || f->ts_inherited || ran.empty() || f->ts->kind != timestamp::clock::wall) continue;
-             double b = f->ts->seconds - std::atof(ran.c_str()) / 1000.0;
-             began = began ? std::min(*began, b) : b;
-           }
-           if (began) {
-             std::vector<int> stopped_before;
+           std::vector<int> stopped_before;
+           if (began)
              for (int r : absent) {
                auto it = ctx.activity.find(r);
-               if (it != ctx.activity.end() && it->second.last_ts && it->second.last_ts->kind == timestamp::clock::wall &&
-                   it->second.last_ts->seconds <= *began + 1.0)
-                 stopped_before.push_back(r);
+               bool by_line = it != ctx.activity.end() && it->second.last_ts && it->second.last_ts->kind == timestamp::clock::wall &&
+                              it->second.last_ts->seconds <= *began + 1.0;
+               bool by_work = work.count(r) && work_began(*work[r]);
+               if (by_line || by_work) stopped_before.push_back(r);
              }
-             if (stopped_before.size() == 1) absent = stopped_before;
-           }
+           // With no times: the one silent rank that said it started work of its own, the others silent.
+           if (stopped_before.empty() && work.size() == 1 &&
+               std::none_of(absent.begin(), absent.end(), [&](int r) { return r != work.begin()->first && ctx.activity.count(r); }))
+             stopped_before.push_back(work.begin()->first);
+           if (stopped_before.size() == 1) absent = stopped_before;
+         }
+         // Silent from the start: no line of the rank at all. At the job's first collectives (SeqNum 1-3: the
+         // barrier after init_process_group, DDP's parameter broadcast) a rank that never arrived was still
+         // doing start-up work alone (dataset preprocessing on the main process); later, its absence from an
+         // excerpt says nothing about why, so no verdict is given.
+         auto silent = [&](int r) { return !ctx.activity.count(r) && !work.count(r); };
+         if (std::all_of(absent.begin(), absent.end(), silent)) {
+           const finding* with_seq = nullptr;
+           bool at_start = true;
+           for (const auto* f : v.lines)
+             if (auto seq = to_int(field(*f, "seq"))) {
+               at_start &= *seq >= 1 && *seq <= 3;
+               if (!with_seq) with_seq = f;
+             }
+           if (!with_seq || !at_start) return std::nullopt;
+           inference inf;
+           inf.entry = "timeout_absent_rank0";
+           if (absent.size() == 1) inf.rank = absent[0];
+           inf.findings = v.lines;
+           inf.why = "ranks " + text::rank_ranges({v.timed_out.begin(), v.timed_out.end()}) + " timed out in the job's first collectives (SeqNum " +
+                     field(*with_seq, "seq") + "); rank" + (absent.size() > 1 ? "s " : " ") + text::rank_ranges(absent) +
+                     " never arrived and printed nothing: start-up work done by one rank alone";
+           return inf;
          }
          if (absent.size() != 1) return std::nullopt;
          int c = absent[0];
@@ -736,6 +777,12 @@ const std::vector<inference_rule>& inference_rules() {
                       " " + std::to_string(*other_plan);
            if (auto e = planned_evidence(ctx, c)) inf.extra.push_back(*e);
            if (auto e = planned_evidence(ctx, other_rank)) inf.extra.push_back(*e);
+         } else if (work.count(c) && (!began || work_began(*work[c]) || !ctx.activity.count(c))) {
+           const auto& w = *work[c];
+           inf.entry = "timeout_absent_rank0";
+           inf.why += "; its last sign of life was work of its own" + std::string(work_began(w) ? ", begun when the collective began" : "");
+           inf.extra.push_back({w.source, "rank " + std::to_string(c) + (w.rank || w.local_rank ? "" : " (a line of no rank)") + " started: " + w.text,
+                                format_time(w.ts), w.line_no, c, std::nullopt});
          } else if (c == 0) {
            inf.entry = "timeout_absent_rank0";
          }

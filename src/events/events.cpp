@@ -371,6 +371,14 @@ status write(const std::string& path, const pipeline::scanned& s, const kb::libr
   for (const auto& [h, ranks] : in.host_ranks) w.line({{"t", "host_ranks"}, {"host", h}, {"ranks", ranks}});
   for (const auto& e : in.stream_ends) w.line({{"t", "stream_end"}, {"source", e.source}, {"text", e.text}, {"line", e.line_no}});
   for (const auto& e : in.success_ends) w.line({{"t", "success_end"}, {"source", e.source}, {"text", e.text}, {"line", e.line_no}});
+  for (const auto& x : in.work_lines) {
+    json j{{"t", "work_line"}, {"source", x.source}, {"text", x.text}, {"line", x.line_no}};
+    put(j, "rank", x.rank);
+    put(j, "local_rank", x.local_rank);
+    put_ts(j, "ts", x.ts);
+    if (x.ts_inherited) j["ts_inherited"] = true;
+    w.line(j);
+  }
   for (const auto& [rank, frames] : in.stack_tops)
     for (const auto& d : frames)
       w.line({{"t", "stack_top"}, {"rank", rank}, {"function", d.top.function}, {"file", d.top.file}, {"main", d.top.main_thread},
@@ -545,6 +553,12 @@ result<pipeline::scanned> read(const std::string& path, const kb::library& lib, 
         else bound_hit = true;
       } else if (t == "host_ranks") {
         add_pairs(in.host_ranks, str(j, "host"), int_list(j, "ranks", kMaxPairs), host_pairs, bound_hit);
+      } else if (t == "work_line") {
+        correlate::inputs::work_line x{str(j, "source"), std::string(text::prefix_utf8(str(j, "text"), limits::kLastLineBytes)),
+                                       num<std::uint64_t>(j, "line"), onum<int>(j, "rank"), onum<int>(j, "local_rank"), ots(j, "ts"),
+                                       boolean(j, "ts_inherited")};
+        if (in.work_lines.size() >= limits::kMaxWorkLines) in.work_lines.erase(in.work_lines.begin());
+        in.work_lines.push_back(std::move(x));
       } else if (t == "success_end") {
         if (in.success_ends.size() < limits::kMaxSuccessEnds)
           in.success_ends.push_back({str(j, "source"), std::string(text::prefix_utf8(str(j, "text"), limits::kLastLineBytes)), num<std::uint64_t>(j, "line")});
@@ -717,6 +731,10 @@ struct merger::state {
       if (in.stream_ends.size() < limits::kMaxStreamEnds) in.stream_ends.push_back(std::move(e));
     for (auto& e : pin.success_ends)
       if (in.success_ends.size() < limits::kMaxSuccessEnds) in.success_ends.push_back(std::move(e));
+    for (auto& x : pin.work_lines) {
+      if (in.work_lines.size() >= limits::kMaxWorkLines) in.work_lines.erase(in.work_lines.begin());
+      in.work_lines.push_back(std::move(x));
+    }
     for (auto& [rank, frames] : pin.stack_tops) {
       if (in.stack_tops.size() >= kMaxStackTopRanks && !in.stack_tops.count(rank)) {
         bound_hit = true;

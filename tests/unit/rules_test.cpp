@@ -145,11 +145,55 @@ TEST(rule_timeout_absent_rank, the_one_silent_rank_is_the_straggler) {
 
 TEST(rule_timeout_absent_rank, rank0_alone_is_exclusive_work) {
   inputs in;
-  for (int r : {1, 2, 3}) in.findings.push_back(watchdog(r));
+  for (int r : {1, 2, 3}) {
+    in.findings.push_back(watchdog(r));
+    activity(in, r, 40);
+  }
+  activity(in, 0, 40);
   auto inf = infer(in, "timeout_absent_rank");
   ASSERT_TRUE(inf);
   EXPECT_EQ(inf->rank, 0);
   EXPECT_EQ(inf->entry, "timeout_absent_rank0");
+}
+
+TEST(rule_timeout_absent_rank, a_rank_absent_from_an_excerpt_mid_run_decides_nothing) {
+  // Rank 0 wrote no line at all and the timeout is at SeqNum 88: its absence from a pasted excerpt says
+  // nothing about what it was doing.
+  inputs in;
+  for (int r : {1, 2, 3}) in.findings.push_back(watchdog(r));
+  EXPECT_FALSE(infer(in, "timeout_absent_rank"));
+}
+
+TEST(rule_timeout_absent_rank, silent_ranks_at_the_first_collectives_are_start_up_work) {
+  inputs in;
+  in.findings.push_back(watchdog(2, "2"));
+  auto inf = infer(in, "timeout_absent_rank");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "timeout_absent_rank0");
+  EXPECT_FALSE(inf->rank);  // ranks 0 and 1 never arrived: which one worked alone is not said
+}
+
+TEST(rule_timeout_absent_rank, a_work_line_at_the_moment_the_collective_began_names_the_rank) {
+  // Seven ranks time out after 1,200 s; a line of no rank said "Saving latest checkpoint" when the collective
+  // began: rank 0 (silent otherwise) was saving alone.
+  inputs in;
+  auto t = at(2026, 2, 18, 10, 48, 25);
+  for (int r = 1; r < 8; ++r) {
+    auto f = make("torch_nccl_watchdog_timeout", r, t, {{"seq", "1512677"}, {"ran_ms", "1200027"}}, "Watchdog caught collective operation timeout");
+    in.findings.push_back(f);
+  }
+  inputs::work_line w;
+  w.source = "pasted.log";
+  w.text = "Saving latest checkpoint to /mnt/ckpt";
+  w.line_no = 1;
+  w.ts = at(2026, 2, 18, 10, 28, 25);
+  in.work_lines.push_back(w);
+  auto inf = infer(in, "timeout_absent_rank");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 0);
+  EXPECT_EQ(inf->entry, "timeout_absent_rank0");
+  bool quoted = std::any_of(inf->extra.begin(), inf->extra.end(), [](const evidence& e) { return e.text.find("Saving latest checkpoint") != std::string::npos; });
+  EXPECT_TRUE(quoted);
 }
 
 TEST(rule_timeout_absent_rank, a_step_behind_with_the_same_plan_is_a_straggler) {
