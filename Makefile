@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 # Unity builds (8 sources per compiler run): a clean build of the tree takes about 60% of the time.
 UNITY = -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8
 
-.PHONY: all deps build demo install test test-sanitize fuzz-smoke fuzz clean bench bench-quick bench-events score vsix
+.PHONY: all deps build demo install test test-sanitize fuzz-smoke fuzz clean bench bench-quick bench-events bench-faults score vsix
 
 all: build
 
@@ -58,6 +58,12 @@ bench-quick: deps
 # Map and reduce on a generated 1,024-rank tree: events size, scan and merge times (bench/README.md).
 bench-events: build
 	bench/events_bench.sh $(BUILD)/firstfault build-bench/events
+
+# The fault matrix of real runs (bench/faults/README.md): real torchrun/mpirun/srun jobs on CPU, one injected
+# fault each, scored into bench/faults/results.json. About an hour on 2 cores; root; not part of make test.
+bench-faults: build
+	./scripts/install-deps.sh --bench-faults
+	bench/faults/run.sh --bin $(BUILD)/firstfault --out bench/faults/results.json
 
 # The labelled corpus and its scorer live in the team's shared folder beside this repository.
 score: build

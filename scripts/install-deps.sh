@@ -2,6 +2,15 @@
 # Installs the Debian 12 packages firstfault needs to build and test. Idempotent: a package that is
 # already installed is not fetched again, so a second run costs one dpkg query.
 set -euo pipefail
+# --bench-faults: also the packages the fault matrix of real runs needs (bench/faults/README.md): PyTorch
+# (CPU, gloo), Open MPI's mpirun and tqdm. Only that target asks for them; `make test` needs no torch.
+bench_faults=0
+for a in "$@"; do
+  case "$a" in
+    --bench-faults) bench_faults=1 ;;
+    *) echo "usage: $0 [--bench-faults]" >&2; exit 2 ;;
+  esac
+done
 pkgs=(
   build-essential cmake ninja-build pkg-config python3 python3-jsonschema gzip zstd xz-utils bzip2 zip time
   libvectorscan-dev libre2-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
@@ -9,6 +18,7 @@ pkgs=(
   clang libclang-rt-14-dev libsqlite3-dev libcpp-httplib-dev libssl-dev curl prometheus
   chromium nodejs npm neovim libpq-dev postgresql prometheus-alertmanager libsystemd-dev systemd-journal-remote slurm-wlm munge
 )
+if [ "$bench_faults" = 1 ]; then pkgs+=(python3-torch openmpi-bin python3-tqdm); fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
