@@ -67,6 +67,15 @@ context make_context(const inputs& in, const kb::library& lib);
 /// (https://pytorch.org/docs/stable/elastic/errors.html), so a logged and caught exception is not one.
 std::map<const finding*, std::string> survived_errors(const context& ctx);
 
+/// When no cause line and no inference rule explains a run: its symptom lines, when every one of them points
+/// at the same kind and none is a timeout, stand for that kind (the earliest such line). Not when a worker
+/// failed (the launcher's record names the victim), nor when the run ended well or a symptom was survived.
+/// A symptom's kind is the failure it shows when nothing else is wrong (kb: symptom `kind`): a connection
+/// reset by a named peer with no crash anywhere is that peer's network (on-call practice; NCCL's
+/// ncclRemoteError text: "remote process exited or there was a network error",
+/// https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html).
+const finding* orphan_symptom(const context& ctx);
+
 /// A decision about the initiating rank (a decision may be that no rank can be named: rank empty).
 struct rank_decision {
   std::optional<int> rank;

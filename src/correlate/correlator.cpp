@@ -77,6 +77,7 @@ struct decision {
   std::vector<const finding*> root_findings; // every line of the root signature, or the inference's evidence
   std::optional<int> init_rank;
   std::string rank_rule;                     // why that rank (or why none)
+  bool orphan = false;                       // the root is a symptom no cause line explains (low confidence)
 };
 
 // The strongest cause line, which a root rule may hand to another line; then the rank rules on its lines.
@@ -104,7 +105,12 @@ decision decide_root(const rules::context& ctx, const kb::library& lib, diagnosi
       d.evidence_lines = inf->extra;
       break;
     }
-    return dec;
+    if (dec.root_sig) return dec;
+    // Last: symptoms alone, all of one kind, stand for that kind (rules::orphan_symptom).
+    dec.root = rules::orphan_symptom(ctx);
+    if (!dec.root) return dec;
+    d.rule = "orphan_symptoms";
+    dec.orphan = true;
   }
   dec.root_sig = &ctx.sig(*dec.root);
   for (const auto& f : ctx.fs)
@@ -267,7 +273,8 @@ void explain_inferred(diagnosis& d, const decision& dec) {
 
 void set_confidence(diagnosis& d, const decision& dec) {
   if (d.verdict != verdict::failure) return;
-  if (dec.root && dec.root_sig->priority >= kb::kStrongCausePriority)
+  if (dec.orphan) d.confidence = confidence::low;
+  else if (dec.root && dec.root_sig->priority >= kb::kStrongCausePriority)
     d.confidence = (dec.init_rank || dec.root_findings.size() <= 1 || !dec.root->rank) ? confidence::high : confidence::medium;
   else if (dec.root) d.confidence = confidence::medium;
   else d.confidence = confidence::low;

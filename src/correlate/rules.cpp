@@ -57,7 +57,7 @@ struct timeout_view {
 timeout_view timeouts(const context& ctx) {
   timeout_view v;
   for (const auto& f : ctx.fs)
-    if (is_timeout(ctx.sig(f)) && f.rank) {
+    if (is_timeout(ctx.sig(f)) && f.rank && !ctx.survived.count(&f)) {
       v.timed_out.insert(*f.rank);
       v.lines.push_back(&f);
     }
@@ -312,9 +312,17 @@ bool step_after(const context& ctx, const rank_activity& act, const finding& f) 
 
 std::map<const finding*, std::string> survived_errors(const context& ctx) {
   std::map<const finding*, std::string> out;
+  // The run ended well: a line that says so (a worker group that succeeded, a benchmark's result) and no
+  // worker that failed. Lines before it, in another file or earlier in its own, were survived.
+  const bool failed_exit = std::any_of(ctx.exits.begin(), ctx.exits.end(), [](const auto& e) { return e.exitcode && *e.exitcode != 0; });
+  const inputs::stream_end* ended_well = failed_exit || ctx.in->success_ends.empty() ? nullptr : &ctx.in->success_ends.back();
   for (const auto& f : ctx.fs) {
     const auto& s = ctx.sig(f);
-    if (!s.is_cause() || s.category == "numerics" || s.category == "scheduler") continue;
+    if (s.category == "numerics" || s.category == "scheduler") continue;
+    if (ended_well && (ended_well->source != f.source || ended_well->line_no > f.line_no)) {
+      out[&f] = "the run ended well after it: \"" + std::string(text::prefix_utf8(ended_well->text, limits::kQuoteBytes)) + "\"";
+      continue;
+    }
     if (f.rank) {
       auto it = ctx.activity.find(*f.rank);
       // The rank had made progress before the line and went past it (a step printed before the error
@@ -323,15 +331,16 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
           !step_after(ctx, it->second, f))
         continue;
       out[&f] = "rank " + std::to_string(*f.rank) + " went on to step " + std::to_string(*it->second.last_step) +
-                (f.step_at ? " after it (it was at step " + std::to_string(*f.step_at) + ")" : " after it");
+                " after it (it was at step " + std::to_string(*f.step_at) + ")";
       continue;
     }
-    if (s.category != "launch" || f.local_rank) continue;
-    // A start-up line of no rank (an agent's store or rendezvous warning): survived when a rank trained
-    // after it.
+    // A line of no rank: a start-up message (an agent's store or rendezvous warning) or a symptom (a
+    // connection retry) is survived when a rank trained after it. A rank-less cause of another layer (an Xid)
+    // may still be what slowly broke the run, and is kept.
+    if (f.local_rank || (s.is_cause() && s.category != "launch")) continue;
     for (const auto& [r, act] : ctx.activity) {
       if (!step_after(ctx, act, f)) continue;
-      out[&f] = "a start-up message: rank " + std::to_string(r) + " trained to step " + std::to_string(*act.last_step) + " after it";
+      out[&f] = "rank " + std::to_string(r) + " trained to step " + std::to_string(*act.last_step) + " after it";
       break;
     }
   }
@@ -398,6 +407,23 @@ std::set<int> ranks_of(const std::vector<const finding*>& list) {
 }
 
 }  // namespace
+
+const finding* orphan_symptom(const context& ctx) {
+  if (!ctx.survived.empty()) return nullptr;
+  if (std::any_of(ctx.exits.begin(), ctx.exits.end(), [](const auto& e) { return e.exitcode && *e.exitcode != 0; })) return nullptr;
+  const finding* first = nullptr;
+  std::string kind;
+  for (const auto& f : ctx.fs) {
+    const auto& s = ctx.sig(f);
+    // Only specific symptoms: a family or generic one (any NCCL error code, "unhandled system error")
+    // carries a kind that its line alone does not establish.
+    if (s.is_cause() || is_timeout(s) || s.kind == "healthy" || s.layer_rank() != 0) return nullptr;
+    if (!kind.empty() && s.kind != kind) return nullptr;
+    kind = s.kind;
+    if (!first || before(f.ts, first->ts)) first = &f;
+  }
+  return first;
+}
 
 const finding* strongest_cause(const context& ctx) {
   const finding* root = nullptr;

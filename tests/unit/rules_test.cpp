@@ -861,5 +861,40 @@ TEST(rule_survived_errors, a_start_up_port_warning_before_training_is_survived) 
   stepped(in, 0, 40, 300, at(2026, 12, 6, 10, 0, 30));
   auto ctx = rules::make_context(in, builtin());
   ASSERT_EQ(ctx.survived.size(), 1u);
-  EXPECT_NE(ctx.survived.begin()->second.find("trained to step 40"), std::string::npos);
+  EXPECT_NE(ctx.survived.begin()->second.find("trained to step 40"), std::string::npos) << ctx.survived.begin()->second;
+}
+
+// Symptoms alone (rules::orphan_symptom): specific symptoms of one kind stand for it; timeouts, generic
+// error codes, mixed kinds or a failed worker do not.
+TEST(rule_orphan_symptom, specific_symptoms_of_one_kind_stand_for_it) {
+  inputs in;
+  in.findings.push_back(make("nccl_remote_error", 0, std::nullopt, {}, "ncclRemoteError: remote process exited or there was a network error"));
+  in.findings.push_back(make("nccl_socket_connection_closed", 0, std::nullopt, {}, "Call to recv from 10.0.0.1<33759> failed : Connection reset by peer"));
+  auto ctx = rules::make_context(in, builtin());
+  const auto* f = rules::orphan_symptom(ctx);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(ctx.sig(*f).kind, "network_hardware");
+}
+
+TEST(rule_orphan_symptom, a_timeout_or_a_generic_code_or_a_failed_worker_decides_nothing) {
+  {
+    inputs in;
+    in.findings.push_back(make("nccl_remote_error", 0));
+    in.findings.push_back(watchdog(1));
+    EXPECT_EQ(rules::orphan_symptom(rules::make_context(in, builtin())), nullptr);
+  }
+  {
+    inputs in;
+    in.findings.push_back(make("nccl_unhandled_system_error", 0));
+    EXPECT_EQ(rules::orphan_symptom(rules::make_context(in, builtin())), nullptr);
+  }
+  {
+    inputs in;
+    in.findings.push_back(make("nccl_remote_error", 0));
+    ff::extract::exit_record e;
+    e.rank = 1;
+    e.exitcode = -9;
+    in.exits.push_back(e);
+    EXPECT_EQ(rules::orphan_symptom(rules::make_context(in, builtin())), nullptr);
+  }
 }
