@@ -487,6 +487,43 @@ const std::vector<root_rule>& root_rules() {
 // is read in one place. Each rule is tested on its own (tests/unit/rules_test.cpp).
 const std::vector<rank_rule>& rank_rules() {
   static const std::vector<rank_rule> rules = {
+      {"odd_side_of_split", "a report of ranks missing from a collective (flight recorder) names the smaller side: when the "
+                            "missing ranks are as many as the others or more, the others issued a collective the rest never "
+                            "did, and the culprit is the one rank that did",
+       "https://pytorch.org/tutorials/prototype/flight_recorder_tutorial.html (\"missing ranks\", \"expected ranks\")",
+       [](const context& ctx, const std::vector<const finding*>& root) -> std::optional<rank_decision> {
+         for (const auto* f : root) {
+           auto miss_text = field(*f, "missing");
+           if (miss_text.empty()) continue;
+           std::set<int> missing;
+           for (std::size_t i = 0; i < miss_text.size();) {
+             if (!std::isdigit(static_cast<unsigned char>(miss_text[i]))) { ++i; continue; }
+             std::size_t j = i;
+             while (j < miss_text.size() && std::isdigit(static_cast<unsigned char>(miss_text[j]))) ++j;
+             if (auto r = to_int(miss_text.substr(i, j - i))) missing.insert(*r);
+             i = j;
+           }
+           std::optional<int> expected;  // "expected ranks: N" of the same report: the next lines of its file
+           for (const auto* g : root)
+             if (g->source == f->source && g->line_no > f->line_no && g->line_no <= f->line_no + 16)
+               if (auto e = to_int(field(*g, "expected"))) { expected = e; break; }
+           if (!expected || missing.empty() || *expected > 65536 || static_cast<int>(missing.size()) >= *expected) continue;
+           std::vector<int> present;
+           for (int r = 0; r < *expected; ++r)
+             if (!missing.count(r)) present.push_back(r);
+           if (present.size() > missing.size() || present.size() != 1) continue;
+           // A missing rank with an error of its own (it crashed) is the cause: leave it to the other rules.
+           bool missing_failed = std::any_of(ctx.fs.begin(), ctx.fs.end(), [&](const finding& x) {
+             return x.rank && missing.count(*x.rank) && ctx.sig(x).is_cause() && !ctx.survived.count(&x);
+           });
+           if (missing_failed) continue;
+           return rank_decision{present[0], std::nullopt,
+                                "the report names rank" + std::string(missing.size() > 1 ? "s " : " ") + text::rank_ranges({missing.begin(), missing.end()}) +
+                                    " missing of " + std::to_string(*expected) + ": rank " + std::to_string(present[0]) +
+                                    " is the odd one out, the only rank that issued the collective"};
+         }
+         return std::nullopt;
+       }},
       {"initiator_field", "the root-cause signature says which rank its line names (printing rank, named peer, rank 0, an exit code)",
        "docs/signatures.md (initiator)",
        [](const context& ctx, const std::vector<const finding*>& root) { return culprit_from(ctx, root); }},

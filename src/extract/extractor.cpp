@@ -95,8 +95,14 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
       int v = 0;
       std::string h;
       if (re2::RE2::PartialMatch(sp, proc_re, &v)) { mpi_entry_->rank = v; return; }
-      if (re2::RE2::PartialMatch(sp, code_re, &v)) { mpi_entry_->exitcode = v; return; }
       if (re2::RE2::PartialMatch(sp, host_re, &h)) { mpi_entry_->host = h; return; }
+      if (re2::RE2::PartialMatch(sp, code_re, &v)) {  // the block's last field (help-mpirun.txt): a log may end here
+        mpi_entry_->exitcode = v;
+        if (mpi_entry_->rank) exits.push_back(*mpi_entry_);
+        mpi_first_ = false;
+        mpi_entry_.reset();
+        return;
+      }
       if (t.empty()) return;
       if (mpi_entry_->rank) exits.push_back(*mpi_entry_);
       mpi_first_ = false;

@@ -443,3 +443,19 @@ TEST(progress, shortcuts_agree_with_the_regexps) {
   EXPECT_GT(with_step, 10000u);  // the generator reaches both rules often
   EXPECT_GT(with_planned, 1000u);
 }
+
+// mpirun's proc-failed block (Open MPI help-mpirun.txt) at the very end of a pasted log: the exit code line
+// completes the record, with nothing after it.
+TEST(mpirun_exit_block, a_block_that_ends_the_log_is_kept) {
+  auto f = feed_all({
+      "mpirun detected that one or more processes exited with non-zero status, thus causing",
+      "the job to be terminated. The first process to do so was:",
+      "",
+      "  Process name: [[50371,1],0]",
+      "  Exit code:    1",
+  });
+  ASSERT_EQ(f.exits.size(), 1u);
+  EXPECT_EQ(f.exits[0].rank, 0);
+  EXPECT_EQ(f.exits[0].exitcode, 1);
+  EXPECT_TRUE(f.exits[0].root_cause);
+}
