@@ -6,7 +6,8 @@ leave, checks that the fault shows, runs firstfault on the kept logs and scores 
     harness.py rescore --bin BIN --out results.json                         firstfault again over kept runs
     harness.py list [--quick]                                               the run ids
 
-Every run lives in build-bench/faults/runs/<id>/:
+Every run of the full matrix lives in build-bench/faults/runs/<id>/ (quick and --only runs in
+build-bench/faults/quick/<id>/, so they never replace the full run's logs that rescore reads):
     logs/        what the job left, exactly as a user would hand it over (console capture, --log_dir tree,
                  per-node consoles, mpirun --output-filename tree, Slurm output files)
     truth.json   fault, kind (kinds.tsv of the shared corpus, or null when no kind fits), initiating_rank,
@@ -662,6 +663,15 @@ def cmd_run(a):
     if a.only:
         want = set(a.only.split(","))
         rows_all = [r for r in rows_all if r[0] in want or r[0][:3] in want]
+    global RUNS
+    if a.replace:
+        if not a.only:
+            raise SystemExit("--replace goes with --only")
+        # rerun chosen runs of the full matrix in place (then `rescore` rebuilds results.json from runs/)
+    elif a.quick or a.only:
+        RUNS = OUT_ROOT / "quick"  # the full run's kept logs (runs/, read by rescore) stay as they are
+    else:
+        shutil.rmtree(RUNS, ignore_errors=True)  # a full run replaces the previous one
     binary = private_bin(a.bin)
     RUNS.mkdir(parents=True, exist_ok=True)
     JOB_ROOT.mkdir(parents=True, exist_ok=True)
@@ -722,17 +732,63 @@ def cmd_rescore(a):
     return 0
 
 
+# ---- tables ----------------------------------------------------------------------------------------------
+def table(title, groups):
+    lines = [f"| {title} | runs | kind right | undetermined | rank right | failed called healthy | false alarms |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, s in groups.items():
+        k = f"{s['kind_right']}/{s['kind_scored']}" + (f" ({s['kind_right_pct']:.0f}%)" if s["kind_scored"] else "")
+        if not s["kind_scored"]:
+            k = "- (no kind fits)"
+        r = f"{s['rank_right']}/{s['rank_known']}" if s["rank_known"] else "-"
+        fch = f"{s['failed_called_healthy']}/{s['failed']}" if s["failed"] else "-"
+        fa = f"{s['false_alarms']}/{s['healthy']}" if s["healthy"] else "-"
+        lines.append(f"| {name} | {s['runs']} | {k} | {s['undetermined']} | {r} | {fch} | {fa} |")
+    return "\n".join(lines)
+
+
+def replace_between(path, begin, end, text):
+    p = Path(path)
+    doc = p.read_text()
+    i, j = doc.find(begin), doc.find(end)
+    if i < 0 or j < i:
+        print(f"tables: no {begin} ... {end} in {path}; not updated", file=sys.stderr)
+        return
+    p.write_text(doc[:i + len(begin)] + "\n" + text + "\n" + doc[j:])
+
+
+def cmd_tables(a):
+    doc = json.loads(Path(a.results).read_text())
+    s = doc["summary"]
+    o = s["overall"]
+    head = (f"`{doc['firstfault']}`: {o['runs']} runs kept ({o['failed']} failed, {o['healthy']} healthy) in "
+            f"{s['launch_modes']} launch modes with {s['faults']} faults; {s['discarded']['count']} discarded "
+            f"(the fault did not show).")
+    total = {"all runs": o}
+    full = "\n\n".join([head, table("", total), table("launch mode", s["by_launch_mode"]),
+                         table("fault", s["by_fault"]), table("noise", s["by_noise"])])
+    replace_between(HERE / "README.md", "<!-- tables:begin -->", "<!-- tables:end -->", full)
+    short = "\n\n".join([head, table("launch mode", dict(s["by_launch_mode"], **{"**all**": o}))])
+    replace_between(ROOT / "README.md", "<!-- fault-matrix:begin -->", "<!-- fault-matrix:end -->", short)
+    print(full)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("--quick", action="store_true")
     r.add_argument("--only", help="comma-separated run ids or their 3-digit numbers")
+    r.add_argument("--replace", action="store_true",
+                   help="with --only: write the runs into build-bench/faults/runs/ (the full run's), replacing them")
     r.add_argument("--bin", required=True)
     r.add_argument("--out", required=True)
     s = sub.add_parser("rescore")
     s.add_argument("--bin", required=True)
     s.add_argument("--out", required=True)
+    tb = sub.add_parser("tables", help="write the tables of RESULTS into bench/faults/README.md and README.md")
+    tb.add_argument("results")
     ls = sub.add_parser("list")
     ls.add_argument("--quick", action="store_true")
     a = ap.parse_args()
@@ -741,6 +797,8 @@ def main():
             if not a.quick or rid[:3] in QUICK:
                 print(rid)
         return 0
+    if a.cmd == "tables":
+        return cmd_tables(a)
     return cmd_run(a) if a.cmd == "run" else cmd_rescore(a)
 
 

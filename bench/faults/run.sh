@@ -6,7 +6,7 @@
 #   bench/faults/run.sh --rescore [--bin BIN] [--out FILE]   firstfault again over the runs kept by an earlier run
 #   bench/faults/run.sh --only ID,ID [--bin BIN] [--out FILE]   chosen runs (ids or their 3-digit numbers)
 #
-# BIN defaults to build/firstfault, FILE to bench/faults/results.json. Runs and their logs are kept under
+# BIN defaults to build/firstfault, FILE to bench/faults/results.json (then the README tables follow it). Runs and their logs are kept under
 # build-bench/faults/runs/<id>/. Needs root (tmpfs and bind mounts, the one-node Slurm) and the packages of
 # `scripts/install-deps.sh --bench-faults` (python3-torch, openmpi-bin, python3-tqdm; slurm-wlm and munge).
 set -euo pipefail
@@ -35,6 +35,11 @@ if [ "${cmd[0]}" = run ]; then
   done
   /usr/bin/python3 -c 'import torch, tqdm' 2>/dev/null ||
     { echo "run.sh: python3-torch/python3-tqdm missing: scripts/install-deps.sh --bench-faults" >&2; exit 2; }
-  exec /usr/bin/python3 "$ROOT/bench/faults/harness.py" run "${extra[@]}" --bin "$BIN" --out "$OUT"
+  /usr/bin/python3 "$ROOT/bench/faults/harness.py" run "${extra[@]}" --bin "$BIN" --out "$OUT"
+else
+  /usr/bin/python3 "$ROOT/bench/faults/harness.py" rescore --bin "$BIN" --out "$OUT"
 fi
-exec /usr/bin/python3 "$ROOT/bench/faults/harness.py" rescore --bin "$BIN" --out "$OUT"
+# The tables of bench/faults/README.md and README.md follow the committed results.json only.
+if [ "$(readlink -f "$OUT")" = "$ROOT/bench/faults/results.json" ] && [ ${#extra[@]} = 0 ]; then
+  /usr/bin/python3 "$ROOT/bench/faults/harness.py" tables "$OUT" >/dev/null
+fi

@@ -209,6 +209,7 @@ def main():
     steps = args.steps
     if args.fault == "uneven_batches" and FAULTY:
         steps = args.fault_step  # this rank's shard ends early: drop_last=False and uneven files
+        injected("short shard")
     workers = 1 if args.fault == "dataloader_exception" else 0
     loader = DataLoader(Shard(steps * batch), batch_size=batch, num_workers=workers, shuffle=False)
     info(f"dataset: {steps * batch} samples, {steps} batches of {batch} on this rank")
