@@ -282,15 +282,15 @@ void collector::remask_learnt() {
     m.rescan(e.host);
   }
   for (auto& t : in.terminated) m.rescan(t.source);
-  for (auto* ends : {&in.stream_ends, &in.success_ends})
-    for (auto& e : *ends) {
-      m.rescan(e.source);
-      m.rescan(e.text);
-    }
-  for (auto& w : in.work_lines) {
-    m.rescan(w.source);
-    m.rescan(w.text);
+  for (auto& e : in.stream_ends) {
+    m.rescan(e.source);
+    m.rescan(e.text);
   }
+  for (auto* marked : {&in.work_lines, &in.success_ends})
+    for (auto& w : *marked) {
+      m.rescan(w.source);
+      m.rescan(w.text);
+    }
   for (auto& [rank, frames] : in.stack_tops)
     for (auto& d : frames) {
       m.rescan(d.source);
@@ -1026,9 +1026,11 @@ std::optional<int> collector::match_line(stream& st, const line_facts& f, char l
   // A benign signature (a message known from healthy runs) explains the whole line.
   if (std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).is_benign(); })) {
     ++in.benign_lines;
-    if (in.success_ends.size() < limits::kMaxSuccessEnds &&
-        std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).has_tag("outcome.success"); }))
-      in.success_ends.push_back({st.display, std::string(text::prefix_utf8(f.body, limits::kLastLineBytes)), f.line_no});
+    bool job = std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).has_tag("outcome.success"); });
+    bool rank_done = std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).has_tag("outcome.rank_done"); });
+    if (in.success_ends.size() < limits::kMaxSuccessEnds && (job || rank_done))
+      in.success_ends.push_back({st.display, std::string(text::prefix_utf8(f.body, limits::kLastLineBytes)), f.line_no, f.rank, f.local_rank,
+                                 f.ts, f.ts_inherited, job});
     return std::nullopt;
   }
   // Specific > family > generic: a less specific signature on a line that a more specific one
@@ -1112,6 +1114,7 @@ void collector::keep_finding(const stream& st, const line_facts& f, match::hit& 
   out.line_no = f.line_no;
   out.attempt = st.attempt;
   out.step_at = f.step_at;
+  out.raised = note.exception_line;
   out.text = std::string(text::prefix_utf8(f.body, limits::kFindingTextBytes));
   if (!note.collective.empty()) out.captured.emplace_back("collective", note.collective);
   in.findings.push_back(std::move(out));

@@ -40,6 +40,7 @@ struct finding {
   /// the line's own included; none when the rank had printed none. A later, different step of the same rank
   /// means the rank went on training after this line (correlate: survived errors).
   std::optional<long> step_at;
+  bool raised = false;  ///< the exception line that ends a Python traceback (extract::line_note::exception_line)
 };
 
 /// Whose per-rank record a line belongs to, as the lines named it: a global rank, or only a local rank
@@ -174,22 +175,26 @@ struct inputs {
     std::uint64_t line_no = 0;
   };
   std::vector<stream_end> stream_ends;
-  /// Lines that say a worker, a rank or the run ended well (benign signatures tagged `outcome.success`:
-  /// torchelastic's "worker group successfully finished", a benchmark's result, a trainer's end), masked, the
-  /// first kLastLinesKept. A healthy verdict needs one of them or a rank's progress (correlator).
-  std::vector<stream_end> success_ends;
+
   /// Lines that say a rank started work of its own (benign signatures tagged `activity.work`: saving a
   /// checkpoint, evaluating, tokenizing), masked, the last kMaxWorkLines of the run in order. With a collective
   /// timeout, a silent rank whose last sign of life is such a line, at the moment the collective began, was
   /// doing that work alone (correlate: timeout_absent_rank).
-  struct work_line {
+  struct marked_line {
     std::string source, text;
     std::uint64_t line_no = 0;
     std::optional<int> rank, local_rank;
     std::optional<normalize::timestamp> ts;
     bool ts_inherited = false;
+    bool job = false;  ///< success_ends: the job or node ended well (outcome.success), not only this rank (outcome.rank_done)
   };
-  std::vector<work_line> work_lines;
+  std::vector<marked_line> work_lines;
+  /// Lines that say the run, a node's workers or a rank ended well, masked, the first kMaxSuccessEnds: benign
+  /// signatures tagged `outcome.success` (the job or node: torchelastic's "worker group successfully
+  /// finished", a benchmark's result, a trainer's end; `job`) or `outcome.rank_done` (one rank: "training
+  /// finished"). The run ended well when one of the first kind, or one of the second from every rank, was
+  /// printed and no worker failed (correlate: survived errors).
+  std::vector<marked_line> success_ends;
   /// Innermost frames of stack dumps by rank (py-spy, faulthandler), capped per rank.
   struct dump_frame {
     extract::stack_top top;

@@ -233,6 +233,15 @@ void merge_findings(context& c, const inputs& in) {
     if (!r) r = to_int(field(f, "tasks"));
     f.rank = r;
   }
+  // An unprefixed traceback (a console of workers that print no rank prefix): when exactly one worker exited
+  // with an error code, the exception lines of no rank were raised by it. A worker stopped by a signal prints
+  // no traceback, and the launcher's own exception (ChildFailedError, launch category) is not the worker's.
+  std::set<int> failed;
+  for (const auto& e : c.exits)
+    if (e.rank && e.exitcode && *e.exitcode > 0) failed.insert(*e.rank);
+  if (failed.size() == 1)
+    for (auto& f : all)
+      if (!f.rank && !f.local_rank && f.raised && c.sig(f).category != "launch") f.rank = *failed.begin();
   assign_attempts(all);
   std::map<std::tuple<int, int, std::string, int>, std::size_t> seen;
   for (auto& f : all) {
@@ -315,7 +324,17 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
   // The run ended well: a line that says so (a worker group that succeeded, a benchmark's result) and no
   // worker that failed. Lines before it, in another file or earlier in its own, were survived.
   const bool failed_exit = std::any_of(ctx.exits.begin(), ctx.exits.end(), [](const auto& e) { return e.exitcode && *e.exitcode != 0; });
-  const inputs::stream_end* ended_well = failed_exit || ctx.in->success_ends.empty() ? nullptr : &ctx.in->success_ends.back();
+  const inputs::marked_line* ended_well = nullptr;
+  if (!failed_exit) {
+    std::set<int> done;
+    for (const auto& e : ctx.in->success_ends) {
+      if (e.job) ended_well = &e;
+      else if (auto r = ctx.resolve(e.rank, e.local_rank)) done.insert(*r);
+    }
+    // Every rank that wrote a line said it finished.
+    if (!ended_well && !done.empty() && std::all_of(ctx.activity.begin(), ctx.activity.end(), [&](const auto& a) { return done.count(a.first) > 0; }))
+      ended_well = &ctx.in->success_ends.back();
+  }
   for (const auto& f : ctx.fs) {
     const auto& s = ctx.sig(f);
     if (s.category == "numerics" || s.category == "scheduler") continue;
@@ -338,9 +357,12 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
     // connection retry) is survived when a rank trained after it. A rank-less cause of another layer (an Xid)
     // may still be what slowly broke the run, and is kept.
     if (f.local_rank || (s.is_cause() && s.category != "launch")) continue;
-    for (const auto& [r, act] : ctx.activity) {
+    // Every record, resolved to a global rank or not (local ranks of several nodes on one host stay local).
+    for (const auto& [key, act] : ctx.in->activity) {
+      if (key.attempt && ctx.in->only_attempt && *key.attempt != *ctx.in->only_attempt) continue;
       if (!step_after(ctx, act, f)) continue;
-      out[&f] = "rank " + std::to_string(r) + " trained to step " + std::to_string(*act.last_step) + " after it";
+      out[&f] = std::string(key.kind == rank_key::scope::global ? "rank " : "local rank ") + std::to_string(key.number) + " trained to step " +
+                std::to_string(*act.last_step) + " after it";
       break;
     }
   }
@@ -750,13 +772,13 @@ const std::vector<inference_rule>& inference_rules() {
          // What the silent ranks were doing: their last work line (saving, evaluating, preprocessing). A line
          // with no rank is rank 0's when rank 0 is silent and wrote nothing attributed to it: scripts log on
          // rank 0 only (Hugging Face and Lightning log on the main process by default).
-         std::map<int, const inputs::work_line*> work;
+         std::map<int, const inputs::marked_line*> work;
          for (const auto& w : ctx.in->work_lines) {
            auto r = ctx.resolve(w.rank, w.local_rank);
            if (!r && !w.rank && !w.local_rank && !ctx.activity.count(0)) r = 0;
            if (r && is_absent(*r)) work[*r] = &w;
          }
-         auto work_began = [&](const inputs::work_line& w) {  // it started by the time the collective began
+         auto work_began = [&](const inputs::marked_line& w) {  // it started by the time the collective began
            return began && w.ts && !w.ts_inherited && w.ts->kind == timestamp::clock::wall && w.ts->seconds <= *began + 1.0;
          };
          // Timeout arithmetic: of several silent ranks, the one whose last line (or work line) came before

@@ -329,6 +329,7 @@ status write(const std::string& path, const pipeline::scanned& s, const kb::libr
     if (f1.duplicates) j["dup"] = f1.duplicates;
     put(j, "attempt", f1.attempt);
     put(j, "step_at", f1.step_at);
+    if (f1.raised) j["raised"] = true;
     w.line(j);
   }
   for (const auto& e : in.exits) {
@@ -370,9 +371,10 @@ status write(const std::string& path, const pipeline::scanned& s, const kb::libr
   for (const auto& h : in.hosts) w.line({{"t", "host"}, {"name", h}});
   for (const auto& [h, ranks] : in.host_ranks) w.line({{"t", "host_ranks"}, {"host", h}, {"ranks", ranks}});
   for (const auto& e : in.stream_ends) w.line({{"t", "stream_end"}, {"source", e.source}, {"text", e.text}, {"line", e.line_no}});
-  for (const auto& e : in.success_ends) w.line({{"t", "success_end"}, {"source", e.source}, {"text", e.text}, {"line", e.line_no}});
-  for (const auto& x : in.work_lines) {
-    json j{{"t", "work_line"}, {"source", x.source}, {"text", x.text}, {"line", x.line_no}};
+  for (const auto* marked : {&in.work_lines, &in.success_ends})
+  for (const auto& x : *marked) {
+    json j{{"t", marked == &in.work_lines ? "work_line" : "success_end"}, {"source", x.source}, {"text", x.text}, {"line", x.line_no}};
+    if (x.job) j["job"] = true;
     put(j, "rank", x.rank);
     put(j, "local_rank", x.local_rank);
     put_ts(j, "ts", x.ts);
@@ -481,6 +483,7 @@ result<pipeline::scanned> read(const std::string& path, const kb::library& lib, 
         x.ts = ots(j, "ts");
         x.ts_inherited = boolean(j, "ts_inherited");
         x.step_at = onum<long>(j, "step_at");
+        x.raised = boolean(j, "raised");
         x.source = str(j, "source");
         x.line_no = num<std::uint64_t>(j, "line");
         x.text = std::string(text::prefix_utf8(str(j, "text"), limits::kFindingTextBytes));
@@ -553,15 +556,16 @@ result<pipeline::scanned> read(const std::string& path, const kb::library& lib, 
         else bound_hit = true;
       } else if (t == "host_ranks") {
         add_pairs(in.host_ranks, str(j, "host"), int_list(j, "ranks", kMaxPairs), host_pairs, bound_hit);
-      } else if (t == "work_line") {
-        correlate::inputs::work_line x{str(j, "source"), std::string(text::prefix_utf8(str(j, "text"), limits::kLastLineBytes)),
-                                       num<std::uint64_t>(j, "line"), onum<int>(j, "rank"), onum<int>(j, "local_rank"), ots(j, "ts"),
-                                       boolean(j, "ts_inherited")};
-        if (in.work_lines.size() >= limits::kMaxWorkLines) in.work_lines.erase(in.work_lines.begin());
-        in.work_lines.push_back(std::move(x));
-      } else if (t == "success_end") {
-        if (in.success_ends.size() < limits::kMaxSuccessEnds)
-          in.success_ends.push_back({str(j, "source"), std::string(text::prefix_utf8(str(j, "text"), limits::kLastLineBytes)), num<std::uint64_t>(j, "line")});
+      } else if (t == "work_line" || t == "success_end") {
+        correlate::inputs::marked_line x{str(j, "source"), std::string(text::prefix_utf8(str(j, "text"), limits::kLastLineBytes)),
+                                         num<std::uint64_t>(j, "line"), onum<int>(j, "rank"), onum<int>(j, "local_rank"), ots(j, "ts"),
+                                         boolean(j, "ts_inherited"), boolean(j, "job")};
+        if (t == "success_end") {
+          if (in.success_ends.size() < limits::kMaxSuccessEnds) in.success_ends.push_back(std::move(x));
+        } else {
+          if (in.work_lines.size() >= limits::kMaxWorkLines) in.work_lines.erase(in.work_lines.begin());
+          in.work_lines.push_back(std::move(x));
+        }
       } else if (t == "stream_end") {
         if (in.stream_ends.size() < limits::kMaxStreamEnds)
           in.stream_ends.push_back({str(j, "source"), std::string(text::prefix_utf8(str(j, "text"), limits::kLastLineBytes)), num<std::uint64_t>(j, "line")});

@@ -182,7 +182,7 @@ TEST(rule_timeout_absent_rank, a_work_line_at_the_moment_the_collective_began_na
     auto f = make("torch_nccl_watchdog_timeout", r, t, {{"seq", "1512677"}, {"ran_ms", "1200027"}}, "Watchdog caught collective operation timeout");
     in.findings.push_back(f);
   }
-  inputs::work_line w;
+  inputs::marked_line w;
   w.source = "pasted.log";
   w.text = "Saving latest checkpoint to /mnt/ckpt";
   w.line_no = 1;
