@@ -767,8 +767,10 @@ TEST(benign, a_known_healthy_warning_is_not_evidence) {
   col.add_line(st, "[W socket.cpp:426] [c10d] The server socket cannot be initialized on [::]:29500 (errno: 97 - Address family "
                    "not supported by protocol).",
                2);
-  col.add_line(st, "Training completed", 3);
-  EXPECT_EQ(col.inputs().benign_lines, 2u);
+  col.add_line(st, "Training completed", 3);  // benign too, and it says the rank finished (outcome.rank_done)
+  EXPECT_EQ(col.inputs().benign_lines, 3u);
+  ASSERT_EQ(col.inputs().success_ends.size(), 1u);
+  EXPECT_FALSE(col.inputs().success_ends[0].job);
   EXPECT_EQ(col.diagnose().verdict, ff::correlate::verdict::healthy);
 }
 
