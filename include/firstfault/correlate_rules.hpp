@@ -51,6 +51,8 @@ struct context {
   /// Cause lines the run survived (survived_errors()), with the one-line reason the report shows: such a line is
   /// never the root cause, and is listed as "also seen, survived".
   std::map<const finding*, std::string> survived;
+  /// The line that says the run ended well (ended_well()), or none.
+  const inputs::marked_line* ended_well = nullptr;
   const kb::signature& sig(const finding& f) const { return lib->signatures[static_cast<std::size_t>(f.signature)]; }
 };
 
@@ -66,6 +68,11 @@ context make_context(const inputs& in, const kb::library& lib);
 /// Source: on-call practice; PyTorch's own elastic agent treats only a worker's exit as its failure
 /// (https://pytorch.org/docs/stable/elastic/errors.html), so a logged and caught exception is not one.
 std::map<const finding*, std::string> survived_errors(const context& ctx);
+
+/// The run ended well: no worker failed, and a line says the job or a node's workers finished (a signature
+/// tagged outcome.success), or every rank record that wrote a line said it finished (outcome.rank_done).
+/// Returns that line (the last such), or none.
+const inputs::marked_line* ended_well(const context& ctx);
 
 /// When no cause line and no inference rule explains a run: its symptom lines, when every one of them points
 /// at the same kind and none is a timeout, stand for that kind (the earliest such line). Not when a worker

@@ -135,7 +135,10 @@ decision decide_root(const rules::context& ctx, const kb::library& lib, diagnosi
 // Honest verdict: healthy only when nothing looks like a failure (no finding, no line that looks wrong after
 // benign messages were set aside, no failed worker).
 void set_verdict(diagnosis& d, decision& dec, const rules::context& ctx, const inputs& in) {
-  bool any_suspicious = !in.suspicious.empty();
+  // A line that looks wrong before the run's successful end was survived, like an error (rules::ended_well).
+  bool any_suspicious = std::any_of(in.suspicious.begin(), in.suspicious.end(), [&](const suspicious_line& x) {
+    return !ctx.ended_well || (x.source == ctx.ended_well->source && x.line_no > ctx.ended_well->line_no);
+  });
   bool bad_exit = std::any_of(ctx.exits.begin(), ctx.exits.end(), [](auto& e) { return e.exitcode && *e.exitcode != 0; });
   if (dec.root_sig) {
     d.verdict = verdict::failure;

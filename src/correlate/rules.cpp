@@ -304,6 +304,7 @@ context make_context(const inputs& in, const kb::library& lib) {
   merge_activity(c, in);
   merge_findings(c, in);
   rebase_yearless(c);
+  c.ended_well = ended_well(c);
   c.survived = survived_errors(c);
   return c;
 }
@@ -319,22 +320,33 @@ bool step_after(const context& ctx, const rank_activity& act, const finding& f) 
   return ctx.in->source_name(act.last_step_source) == f.source && act.last_step_line_no > f.line_no;
 }
 
+const inputs::marked_line* ended_well(const context& ctx) {
+  if (std::any_of(ctx.exits.begin(), ctx.exits.end(), [](const auto& e) { return e.exitcode && *e.exitcode != 0; })) return nullptr;
+  const auto& ends = ctx.in->success_ends;
+  for (const auto& e : ends)
+    if (e.job) return &e;
+  if (ends.empty()) return nullptr;
+  // Every record that wrote a line (by its key as the lines named it: two nodes' local rank 0 are one key)
+  // has a line saying it finished.
+  std::set<rank_key> done;
+  for (const auto& e : ends) {
+    if (e.rank) done.insert(rank_key::global_rank(*e.rank));
+    else if (e.local_rank) done.insert(rank_key::local_rank(*e.local_rank));
+  }
+  bool any = false;
+  for (const auto& [key, act] : ctx.in->activity) {
+    if (key.attempt && ctx.in->only_attempt && *key.attempt != *ctx.in->only_attempt) continue;
+    any = true;
+    if (!done.count(rank_key{key.kind, key.number, std::nullopt})) return nullptr;
+  }
+  return any ? &ends.back() : nullptr;
+}
+
 std::map<const finding*, std::string> survived_errors(const context& ctx) {
   std::map<const finding*, std::string> out;
   // The run ended well: a line that says so (a worker group that succeeded, a benchmark's result) and no
   // worker that failed. Lines before it, in another file or earlier in its own, were survived.
-  const bool failed_exit = std::any_of(ctx.exits.begin(), ctx.exits.end(), [](const auto& e) { return e.exitcode && *e.exitcode != 0; });
-  const inputs::marked_line* ended_well = nullptr;
-  if (!failed_exit) {
-    std::set<int> done;
-    for (const auto& e : ctx.in->success_ends) {
-      if (e.job) ended_well = &e;
-      else if (auto r = ctx.resolve(e.rank, e.local_rank)) done.insert(*r);
-    }
-    // Every rank that wrote a line said it finished.
-    if (!ended_well && !done.empty() && std::all_of(ctx.activity.begin(), ctx.activity.end(), [&](const auto& a) { return done.count(a.first) > 0; }))
-      ended_well = &ctx.in->success_ends.back();
-  }
+  const inputs::marked_line* ended_well = ctx.ended_well;
   for (const auto& f : ctx.fs) {
     const auto& s = ctx.sig(f);
     if (s.category == "numerics" || s.category == "scheduler") continue;
@@ -868,8 +880,6 @@ const std::vector<inference_rule>& inference_rules() {
            inf.why += "; its last sign of life was work of its own" + std::string(work_began(w) ? ", begun when the collective began" : "");
            inf.extra.push_back({w.source, "rank " + std::to_string(c) + (w.rank || w.local_rank ? "" : " (a line of no rank)") + " started: " + w.text,
                                 format_time(w.ts), w.line_no, c, std::nullopt});
-         } else if (c == 0) {
-           inf.entry = "timeout_absent_rank0";
          }
          if (auto e = last_line_evidence(ctx, c)) inf.extra.push_back(*e);
          return inf;
@@ -1012,7 +1022,9 @@ const std::vector<inference_rule>& inference_rules() {
        "https://pytorch.org/docs/stable/elastic/errors.html; https://slurm.schedmd.com/srun.html; Open MPI help-orterun.txt",
        {"launcher_exit_error", "launcher_exit_sigkill", "launcher_exit_sigsegv"},
        [](const context& ctx) -> std::optional<inference> {
-         if (!timeouts(ctx).timed_out.empty()) return std::nullopt;  // waiting ranks: the launcher names a victim
+         // Waiting ranks (a timeout, with or without a rank): the launcher names a victim, not the cause.
+         if (std::any_of(ctx.fs.begin(), ctx.fs.end(), [&](const finding& f) { return is_timeout(ctx.sig(f)) && !ctx.survived.count(&f); }))
+           return std::nullopt;
          const extract::exit_record* best = nullptr;
          for (const auto& e : ctx.exits)  // the launcher's own "first failure" first
            if (e.root_cause && e.rank && e.exitcode && *e.exitcode != 0 && (!best || (!e.time.empty() && e.time < best->time)))
