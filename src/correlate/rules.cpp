@@ -793,6 +793,15 @@ const std::vector<inference_rule>& inference_rules() {
          auto work_began = [&](const inputs::marked_line& w) {  // it started by the time the collective began
            return began && w.ts && !w.ts_inherited && w.ts->kind == timestamp::clock::wall && w.ts->seconds <= *began + 1.0;
          };
+         // The work line came after the rank's last progress step: the work, not training, was the last
+         // thing the rank did (no step at all, a later line of the same file, or a later own time).
+         auto work_after_progress = [&](int r, const inputs::marked_line& w) {
+           auto it = ctx.activity.find(r);
+           if (it == ctx.activity.end() || !it->second.last_step) return true;
+           const auto& a = it->second;
+           if (ctx.in->source_name(a.last_step_source) == w.source) return w.line_no > a.last_step_line_no;
+           return w.ts && !w.ts_inherited && a.last_step_ts && w.ts->kind == a.last_step_ts->kind && w.ts->seconds >= a.last_step_ts->seconds;
+         };
          // Timeout arithmetic: of several silent ranks, the one whose last line (or work line) came before
          // the collective began never reached it.
          if (absent.size() > 1) {
@@ -874,7 +883,7 @@ const std::vector<inference_rule>& inference_rules() {
                       " " + std::to_string(*other_plan);
            if (auto e = planned_evidence(ctx, c)) inf.extra.push_back(*e);
            if (auto e = planned_evidence(ctx, other_rank)) inf.extra.push_back(*e);
-         } else if (work.count(c) && (!began || work_began(*work[c]) || !ctx.activity.count(c))) {
+         } else if (work.count(c) && (work_began(*work[c]) || work_after_progress(c, *work[c]))) {
            const auto& w = *work[c];
            inf.entry = "timeout_absent_rank0";
            inf.why += "; its last sign of life was work of its own" + std::string(work_began(w) ? ", begun when the collective began" : "");

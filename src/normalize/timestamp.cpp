@@ -204,17 +204,20 @@ std::optional<timestamp> parse_timestamp(std::string_view format, std::string_vi
   int y = 0, mo = 0, d = 0, h = 0, mi = 0;
   char sec[40] = {0};
   if (format == "c10" || format == "glog") {
-    // 1206 18:44:12.715298746  (MMDD HH:MM:SS.frac), level letter already stripped
+    // 1206 18:44:12.715298746  (MMDD HH:MM:SS.frac), level letter already stripped; glog since 0.7 and
+    // PyTorch's c10 logging with it write the year too: 20261206 16:25:36.656649 (YYYYMMDD)
     if (text.size() < 4) return std::nullopt;
     std::size_t sp = text.find(' ');
     if (sp == std::string::npos || sp < 3) return std::nullopt;
-    int mmdd = std::atoi(text.substr(0, sp).c_str());
-    mo = mmdd / 100;
-    d = mmdd % 100;
+    long date = std::atol(text.substr(0, sp).c_str());
+    const bool dated = sp == 8;
+    if (dated) y = static_cast<int>(date / 10000);
+    mo = static_cast<int>(date / 100 % 100);
+    d = static_cast<int>(date % 100);
     if (std::sscanf(text.c_str() + sp + 1, "%d:%d:%39[0-9.]", &h, &mi, sec) < 3) return std::nullopt;
-    if (mo < 1 || mo > 12 || d < 1 || d > 31) return std::nullopt;
-    ts.seconds = epoch(default_year, mo - 1, d, h, mi, seconds_field(sec));
-    ts.has_date = false;
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || (dated && (y < 1970 || y > 9999))) return std::nullopt;
+    ts.seconds = epoch(dated ? y : default_year, mo - 1, d, h, mi, seconds_field(sec));
+    ts.has_date = dated;
     return ts;
   }
   if (format == "syslog") {

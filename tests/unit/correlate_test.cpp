@@ -88,9 +88,15 @@ TEST(correlate, earliest_cause_by_time_across_ranks) {
 
 TEST(correlate, the_rank_missing_from_the_timeouts_is_the_straggler) {
   scenario s;
-  s.file("console.log", watchdog(1) + watchdog(2) + watchdog(3) + "[rank0]: step 7 loss 1.0\n");
+  // Rank 0's last line says it started work of its own: exclusive work.
+  s.file("console.log", watchdog(1) + watchdog(2) + watchdog(3) + "[rank0]: step 7 loss 1.0\n[rank0]: saving checkpoint to /ckpt/step_7.pt\n");
   auto d = s.run();
   EXPECT_EQ(d.kind, "rank0_exclusive_work_timeout");
+  EXPECT_EQ(d.initiating_rank, 0);
+  // Rank 0 merely stopped after a step: a straggler like any other rank (its number proves nothing).
+  s.file("console.log", watchdog(1) + watchdog(2) + watchdog(3) + "[rank0]: step 7 loss 1.0\n");
+  d = s.run();
+  EXPECT_EQ(d.kind, "straggler_timeout");
   EXPECT_EQ(d.initiating_rank, 0);
   s.file("console.log", watchdog(0) + watchdog(1) + watchdog(3) + "[rank2]: step 7 loss 1.0\n[rank0]: step 7 loss 1.0\n");
   d = s.run();

@@ -65,6 +65,8 @@ void activity(inputs& in, int rank, std::optional<long> step = std::nullopt, std
   a.last_source = static_cast<std::uint32_t>(rank);
   a.last_line_no = 40;
   a.last_step = step;
+  a.last_step_source = a.last_source;
+  a.last_step_line_no = 40;
   a.planned_steps = planned;
   if (planned) {
     a.planned_line = std::to_string(*planned) + " batches";
@@ -143,7 +145,7 @@ TEST(rule_timeout_absent_rank, the_one_silent_rank_is_the_straggler) {
   EXPECT_NE(inf->extra[0].text.find("last line of rank 1"), std::string::npos);
 }
 
-TEST(rule_timeout_absent_rank, rank0_alone_is_exclusive_work) {
+TEST(rule_timeout_absent_rank, rank0_alone_is_exclusive_work_only_with_a_work_line) {
   inputs in;
   for (int r : {1, 2, 3}) {
     in.findings.push_back(watchdog(r));
@@ -153,6 +155,15 @@ TEST(rule_timeout_absent_rank, rank0_alone_is_exclusive_work) {
   auto inf = infer(in, "timeout_absent_rank");
   ASSERT_TRUE(inf);
   EXPECT_EQ(inf->rank, 0);
+  EXPECT_EQ(inf->entry, "timeout_absent_rank");  // a step was its last sign of life: a straggler
+  inputs::marked_line w;
+  w.source = "rank0.log";
+  w.text = "saving checkpoint to /ckpt/step_40.pt";
+  w.line_no = 41;  // after its last step line (activity(): line 40 of rank0.log)
+  w.rank = 0;
+  in.work_lines.push_back(w);
+  inf = infer(in, "timeout_absent_rank");
+  ASSERT_TRUE(inf);
   EXPECT_EQ(inf->entry, "timeout_absent_rank0");
 }
 
