@@ -347,6 +347,20 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
   // The run ended well: a line that says so (a worker group that succeeded, a benchmark's result) and no
   // worker that failed. Lines before it, in another file or earlier in its own, were survived.
   const inputs::marked_line* ended_well = ctx.ended_well;
+  // A helper thread that died of an uncaught exception (Python's "Exception in thread NAME:", a signature
+  // tagged event.thread_died) on a rank that others then waited for (they timed out, it did not), or that
+  // the launcher saw fail: the rank did not get past that error, whatever it printed after it (steps from a
+  // queue the thread had filled). A caught and logged exception has no such header.
+  std::set<int> thread_died, timed_out, stuck;
+  for (const auto& f : ctx.fs) {
+    if (f.rank && is_timeout(ctx.sig(f))) timed_out.insert(*f.rank);
+    if (f.rank && has_tag(ctx.sig(f), "event.thread_died")) thread_died.insert(*f.rank);
+  }
+  for (int r : thread_died) {
+    bool failed = std::any_of(ctx.exits.begin(), ctx.exits.end(), [&](const auto& e) { return e.rank == r && e.exitcode && *e.exitcode != 0; });
+    if (failed || (!timed_out.empty() && !timed_out.count(r))) stuck.insert(r);
+  }
+  const auto& waited_on_or_failed = stuck;
   for (const auto& f : ctx.fs) {
     const auto& s = ctx.sig(f);
     if (s.category == "numerics" || s.category == "scheduler") continue;
@@ -359,7 +373,7 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
       // The rank had made progress before the line and went past it (a step printed before the error
       // and a later one): buffered progress that only reached the file after the error is not later.
       if (it == ctx.activity.end() || !f.step_at || !it->second.last_step || *it->second.last_step <= *f.step_at ||
-          !step_after(ctx, it->second, f))
+          !step_after(ctx, it->second, f) || waited_on_or_failed.count(*f.rank))
         continue;
       out[&f] = "rank " + std::to_string(*f.rank) + " went on to step " + std::to_string(*it->second.last_step) +
                 " after it (it was at step " + std::to_string(*f.step_at) + ")";

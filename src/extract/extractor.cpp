@@ -108,6 +108,23 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
       mpi_first_ = false;
       mpi_entry_.reset();
     }
+    // mpirun: "mpirun noticed that process rank 0 with PID 0 on node vm exited on signal 9 (Killed)."
+    // (Open MPI help-orterun.txt, proc-aborted-signal; mpiexec and orterun print the same)
+    if (contains(t, "noticed that process rank")) {
+      static const re2::RE2 sig_re(R"((?:mpirun|mpiexec|orterun) noticed that process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+))");
+      int rank = 0, signo = 0;
+      std::string node;
+      if (re2::RE2::PartialMatch(sp, sig_re, &rank, &node, &signo)) {
+        auto r = new_record("mpirun");
+        r.rank = rank;
+        r.host = node;
+        r.exitcode = -signo;
+        r.signal = signo == 9 ? "SIGKILL" : signo == 11 ? "SIGSEGV" : signo == 6 ? "SIGABRT" : signo == 15 ? "SIGTERM" : signo == 7 ? "SIGBUS" : "";
+        r.root_cause = true;  // the process mpirun saw die first
+        exits.push_back(r);
+        return;
+      }
+    }
     // srun: "srun: error: node3: task 5: Exited with exit code 2" (the task id is the rank under srun)
     static const re2::RE2 srun_re(R"(srun: error: ([\w.-]+): tasks? (\d+): (?:Exited with exit code (\d+)|(Killed|Segmentation fault|Aborted|Terminated)))");
     std::string host, what;

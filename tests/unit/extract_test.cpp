@@ -459,3 +459,13 @@ TEST(mpirun_exit_block, a_block_that_ends_the_log_is_kept) {
   EXPECT_EQ(f.exits[0].exitcode, 1);
   EXPECT_TRUE(f.exits[0].root_cause);
 }
+
+// mpirun's proc-aborted-signal line (Open MPI help-orterun.txt) names the rank and the signal.
+TEST(mpirun_exit_block, a_rank_killed_by_a_signal) {
+  auto f = feed_all({"mpirun noticed that process rank 0 with PID 0 on node vm exited on signal 9 (Killed)."});
+  ASSERT_EQ(f.exits.size(), 1u);
+  EXPECT_EQ(f.exits[0].rank, 0);
+  EXPECT_EQ(f.exits[0].exitcode, -9);
+  EXPECT_EQ(f.exits[0].signal, "SIGKILL");
+  EXPECT_EQ(f.exits[0].host, "vm");
+}
