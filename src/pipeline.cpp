@@ -756,6 +756,12 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
   if (!f.body.empty()) note_activity(st, rs, f, meta.ts, false, ascii);
   if (f.body.empty()) return 0;
   if (rs.act) f.step_at = rs.act->last_step;  // earlier light lines were flushed above: the step is current
+  // A line named only by its local rank ([default1]: a traceback) while the rank's progress lines name its
+  // global rank too ([default1]:... [rank1] step 8): the global record's step, when the local rank maps to one.
+  if (!f.step_at && f.local_rank && !f.rank)
+    if (auto m = in.local_to_rank.find(*f.local_rank); m != in.local_to_rank.end() && m->second.size() == 1)
+      if (auto a = in.activity.find(correlate::rank_key::global_rank(*m->second.begin(), st.attempt)); a != in.activity.end())
+        f.step_at = a->second.last_step;
   auto restart_to = match_line(st, f, meta.level, note);
   // After a restart line the stream's lines are the next attempt's.
   if (restart_to && *restart_to > st.attempt.value_or(0)) start_attempt(st, *restart_to);

@@ -315,9 +315,14 @@ context make_context(const inputs& in, const kb::library& lib) {
 // lines) after its stderr (the error) though both were written together.
 bool step_after(const context& ctx, const rank_activity& act, const finding& f) {
   if (!act.last_step) return false;
-  if (f.ts && !f.ts_inherited && act.last_step_ts && f.ts->kind == act.last_step_ts->kind)
-    return act.last_step_ts->seconds >= f.ts->seconds + 1.0;
-  return ctx.in->source_name(act.last_step_source) == f.source && act.last_step_line_no > f.line_no;
+  // By time, where both have one: an inherited time (a traceback's, from the timed line before it) is the
+  // earliest the line can have been written; a step a second or more after it, stamped with its own time,
+  // was written after the line's stream went on. Within a second nothing is ordered.
+  const bool timed = f.ts && act.last_step_ts && f.ts->kind == act.last_step_ts->kind;
+  const bool later_in_time = timed && act.last_step_ts->seconds >= f.ts->seconds + 1.0;
+  // In the same file, later too (a console and the rank's own file hold copies of one line).
+  if (ctx.in->source_name(act.last_step_source) == f.source) return act.last_step_line_no > f.line_no && (!timed || later_in_time);
+  return later_in_time;
 }
 
 const inputs::marked_line* ended_well(const context& ctx) {
@@ -328,16 +333,22 @@ const inputs::marked_line* ended_well(const context& ctx) {
   if (ends.empty()) return nullptr;
   // Every record that wrote a line (by its key as the lines named it: two nodes' local rank 0 are one key)
   // has a line saying it finished.
+  // A record is done when a line of its own key said so, or one of the global rank it resolves to (a
+  // rank's file named by its local rank, its lines by their global rank).
   std::set<rank_key> done;
+  std::set<int> done_global;
   for (const auto& e : ends) {
     if (e.rank) done.insert(rank_key::global_rank(*e.rank));
-    else if (e.local_rank) done.insert(rank_key::local_rank(*e.local_rank));
+    if (e.local_rank) done.insert(rank_key::local_rank(*e.local_rank));
+    if (auto r = ctx.resolve(e.rank, e.local_rank)) done_global.insert(*r);
   }
   bool any = false;
   for (const auto& [key, act] : ctx.in->activity) {
     if (key.attempt && ctx.in->only_attempt && *key.attempt != *ctx.in->only_attempt) continue;
     any = true;
-    if (!done.count(rank_key{key.kind, key.number, std::nullopt})) return nullptr;
+    if (done.count(rank_key{key.kind, key.number, std::nullopt})) continue;
+    auto r = key.kind == rank_key::scope::global ? std::optional<int>(key.number) : ctx.resolve(std::nullopt, key.number);
+    if (!r || !done_global.count(*r)) return nullptr;
   }
   return any ? &ends.back() : nullptr;
 }
