@@ -484,11 +484,22 @@ const finding* orphan_symptom(const context& ctx) {
   return first;
 }
 
+// A step or job cancelled after one of its tasks had already failed (srun: "task N: Exited with exit code C",
+// a signal other than SIGTERM) earlier in the same file: srun ended the step because of that task
+// (--kill-on-bad-exit, "_step_signal: Terminating StepId"), so the cancel is a consequence, not an outside
+// stop (https://slurm.schedmd.com/srun.html#OPT_kill-on-bad-exit).
+bool cancel_after_task_exit(const context& ctx, const finding& f) {
+  if (ctx.sig(f).kind != "job_cancelled") return false;
+  return std::any_of(ctx.exits.begin(), ctx.exits.end(), [&](const auto& e) {
+    return e.launcher == "srun" && e.source == f.source && e.line_no < f.line_no && e.exitcode && *e.exitcode != 0 && e.signal != "SIGTERM";
+  });
+}
+
 const finding* strongest_cause(const context& ctx) {
   const finding* root = nullptr;
   for (const auto& f : ctx.fs) {
     const auto& s = ctx.sig(f);
-    if (!s.is_cause() || ctx.survived.count(&f)) continue;
+    if (!s.is_cause() || ctx.survived.count(&f) || cancel_after_task_exit(ctx, f)) continue;
     if (!root || stronger(ctx, f, *root)) root = &f;
   }
   return root;
