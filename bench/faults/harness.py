@@ -494,7 +494,7 @@ def all_text(logs):
 HANG = r"Timed out waiting \d+ms|Connection closed by peer|Connection reset by peer|enforce fail"
 EXIT_SIG = {  # how each launcher reports a rank killed by signal N / exiting with status N
     "torchrun": lambda n, sig: (rf"exitcode\s*: -{n}\b|Signal {n} \(SIG" if sig else rf"exitcode\s*: {n}\b"),
-    "mpirun": lambda n, sig: (rf"exited on signal {n}\b" if sig else rf"exit(ed with)? (status|code) {n}\b|exit status {n}\b|exited with\s+status {n}"),
+    "mpirun": lambda n, sig: (rf"exited on signal {n}\b" if sig else rf"Exit code:\s+{n}\b"),
     "srun": lambda n, sig: ({9: r"task \d+: Killed", 11: r"task \d+: Segmentation fault"}.get(n, rf"signal {n}\b") if sig
                             else rf"task \d+: Exited with exit code {n}"),
 }
@@ -506,7 +506,9 @@ def launcher_of(mode):
 
 def check(t, obs, logs):
     """Returns None when the fault happened and shows in the kept logs, else why the run is discarded."""
-    text = all_text(logs)
+    # mpirun --tag-output tags every write(), and an unbuffered Python writes a traceback line in pieces:
+    # "KeyError[1,0]<stderr>:: [1,0]<stderr>:'tok_6'". The text is there; match it with the tags taken out.
+    text = re.sub(r"\[\d+,\d+\]<std(?:out|err)>:", "", all_text(logs))
     fault, mode = t["fault"], t["launch_mode"]
     L = EXIT_SIG[launcher_of(mode)]
     finished = len(re.findall(r"training finished: \d+ steps", text))
@@ -719,6 +721,10 @@ def cmd_rescore(a):
         if not tf.is_file():
             continue
         t = json.loads(tf.read_text())
+        why = check(t, t["harness"], d / "logs")  # the check again: it reads only the kept logs and observations
+        if why != t.get("discarded"):
+            t["discarded"] = why
+            tf.write_text(json.dumps(t, indent=1) + "\n")
         if t.get("discarded"):
             discarded.append({"id": t["id"], "why": t["discarded"]})
             continue
