@@ -756,6 +756,13 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
   if (!f.body.empty()) note_activity(st, rs, f, meta.ts, false, ascii);
   if (f.body.empty()) return 0;
   if (rs.act) f.step_at = rs.act->last_step;  // earlier light lines were flushed above: the step is current
+  // A traceback right after a "…, retrying" notice is the logged, handled exception (logging.exception).
+  if (text::trim(meta.body).starts_with("Traceback (most recent call last):"))
+    st.handled_traceback = st.handled_at && line_no == st.handled_at + 1;
+  if (note.exception_line) {
+    f.handled = st.handled_traceback;
+    st.handled_traceback = false;
+  }
   // A line named only by its local rank ([default1]: a traceback) while the rank's progress lines name its
   // global rank too ([default1]:... [rank1] step 8): the global record's step, when the local rank maps to one.
   if (!f.step_at && f.local_rank && !f.rank)
@@ -1032,6 +1039,7 @@ std::optional<int> collector::match_line(stream& st, const line_facts& f, char l
   // A benign signature (a message known from healthy runs) explains the whole line.
   if (std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).is_benign(); })) {
     ++in.benign_lines;
+    if (std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).has_tag("event.handled"); })) st.handled_at = f.line_no;
     bool job = std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).has_tag("outcome.success"); });
     bool rank_done = std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).has_tag("outcome.rank_done"); });
     if (in.success_ends.size() < limits::kMaxSuccessEnds && (job || rank_done))
@@ -1121,6 +1129,7 @@ void collector::keep_finding(const stream& st, const line_facts& f, match::hit& 
   out.attempt = st.attempt;
   out.step_at = f.step_at;
   out.raised = note.exception_line;
+  out.handled = f.handled;
   out.text = std::string(text::prefix_utf8(f.body, limits::kFindingTextBytes));
   if (!note.collective.empty()) out.captured.emplace_back("collective", note.collective);
   in.findings.push_back(std::move(out));

@@ -41,6 +41,9 @@ struct finding {
   /// means the rank went on training after this line (correlate: survived errors).
   std::optional<long> step_at;
   bool raised = false;  ///< the exception line that ends a Python traceback (extract::line_note::exception_line)
+  /// Its traceback came right after a line that said the error was handled ("failed (attempt 1/3),
+  /// retrying in 0.1 s": a benign signature tagged event.handled): logged and retried, not raised.
+  bool handled = false;
 };
 
 /// Whose per-rank record a line belongs to, as the lines named it: a global rank, or only a local rank

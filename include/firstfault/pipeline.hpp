@@ -168,6 +168,8 @@ class collector {
     std::uint64_t lines = 0;
     std::string last_body;  ///< the last line's body, masked (watch shows it for silent ranks)
     std::uint64_t last_body_line = 0;  ///< its line number
+    std::uint64_t handled_at = 0;      ///< line of the last "…, retrying" notice (a benign signature tagged event.handled)
+    bool handled_traceback = false;    ///< the traceback being read began right after that notice
     std::uint32_t source_id = 0;       ///< index of `display` in the inputs' source_names
     std::optional<int> attempt;  ///< torchrun attempt of the lines read now: attempt_N of the path, or counted from restart lines
     bool last_body_raw = false;  ///< last_body came from a light-path line: masked when the stream closes
@@ -272,6 +274,7 @@ class collector {
     std::uint64_t shape = 0;                      // a light line's shape id (0: none), and where its body starts
     std::uint8_t body_at = 0;
     std::optional<long> step_at;                  // the rank's last step once this line was noted (finding::step_at)
+    bool handled = false;                         // the exception line of a traceback announced as handled (finding::handled)
   };
   void attribute(stream& st, const normalize::line_meta& meta, line_facts& f) const;
   void attribution_of(const stream& st, const normalize::line_meta& meta, std::optional<int>& rank, std::optional<int>& local_rank,

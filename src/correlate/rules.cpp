@@ -375,6 +375,10 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
   for (const auto& f : ctx.fs) {
     const auto& s = ctx.sig(f);
     if (s.category == "numerics" || s.category == "scheduler") continue;
+    if (f.handled && !(f.rank && waited_on_or_failed.count(*f.rank))) {
+      out[&f] = "the line before its traceback said the error was handled and would be retried";
+      continue;
+    }
     if (ended_well && (ended_well->source != f.source || ended_well->line_no > f.line_no)) {
       out[&f] = "the run ended well after it: \"" + std::string(text::prefix_utf8(ended_well->text, limits::kQuoteBytes)) + "\"";
       continue;

@@ -330,6 +330,7 @@ status write(const std::string& path, const pipeline::scanned& s, const kb::libr
     put(j, "attempt", f1.attempt);
     put(j, "step_at", f1.step_at);
     if (f1.raised) j["raised"] = true;
+    if (f1.handled) j["handled"] = true;
     w.line(j);
   }
   for (const auto& e : in.exits) {
@@ -484,6 +485,7 @@ result<pipeline::scanned> read(const std::string& path, const kb::library& lib, 
         x.ts_inherited = boolean(j, "ts_inherited");
         x.step_at = onum<long>(j, "step_at");
         x.raised = boolean(j, "raised");
+        x.handled = boolean(j, "handled");
         x.source = str(j, "source");
         x.line_no = num<std::uint64_t>(j, "line");
         x.text = std::string(text::prefix_utf8(str(j, "text"), limits::kFindingTextBytes));
