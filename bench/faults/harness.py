@@ -71,7 +71,9 @@ MULTI = {"torchrun_2agents": 2, "torchrun_3agents": 3}
 NOISES = ["quiet", "warnings", "retried", "runtime_text", "nccl_info"]
 
 # fault -> (kind or None when no kind of kinds.tsv fits, rank policy, note)
-#   rank policy: "fault" = the injected rank, "zero" = rank 0 does it, None = no rank initiates it
+#   rank policy: "fault" = the injected rank, "zero" = rank 0 does it, None = no rank initiates it,
+#   "unseen" = injected on one rank, but no line the job leaves can tell which (initiating_rank null, so a
+#   label never claims what the logs cannot show)
 FAULTS = {
     "main_exception": ("rank_exception", "fault", "KeyError raised in the training loop"),
     "dataloader_exception": ("rank_exception", "fault", "ValueError in a DataLoader worker, re-raised by the main process"),
@@ -86,13 +88,18 @@ FAULTS = {
     "exclusive_checkpoint": ("rank0_exclusive_work_timeout", "zero", "rank 0 saves a checkpoint alone past the timeout"),
     "exclusive_eval": ("rank0_exclusive_work_timeout", "zero", "rank 0 evaluates alone past the timeout"),
     "exclusive_tokenize": ("rank0_exclusive_work_timeout", "zero", "rank 0 tokenizes alone past the timeout"),
-    "extra_collective": ("collective_count_mismatch", "fault", "one extra all_reduce on one rank"),
-    "missing_collective": ("collective_count_mismatch", "fault", "one all_reduce skipped on one rank"),
-    "type_mismatch": ("collective_type_mismatch", "fault", "broadcast on one rank where the others all_reduce"),
+    "extra_collective": ("collective_count_mismatch", "unseen", "one extra all_reduce on one rank (in the logs the same "
+                         "as one skipped on the other rank: no rank labelled)"),
+    "missing_collective": ("collective_count_mismatch", "unseen", "one all_reduce skipped on one rank (in the logs the "
+                           "same as an extra one on the other rank: no rank labelled)"),
+    "type_mismatch": ("collective_type_mismatch", "unseen", "broadcast on one rank where the others all_reduce; both "
+                      "time out and no line says which called what: no rank labelled"),
     "shape_mismatch": ("collective_shape_mismatch", "fault", "all_reduce of 3 elements where the others reduce 1"),
-    "dtype_mismatch": ("collective_dtype_mismatch", "fault", "all_reduce of float64 where the others reduce float32"),
+    "dtype_mismatch": ("collective_dtype_mismatch", "unseen", "all_reduce of float64 where the others reduce float32; "
+                       "the gloo abort is on the receiver, no line names the float64 rank: no rank labelled"),
     "uneven_batches": ("uneven_batches_collective_hang", "fault", "one rank's shard has fewer batches"),
-    "nan_loss": ("loss_nan", "fault", "the loss becomes NaN on one rank; the job runs on and exits 0"),
+    "nan_loss": ("loss_nan", "unseen", "the loss becomes NaN on one rank; the job runs on and exits 0. The logged loss "
+                 "is reduced over the ranks first, so every rank prints nan at the same step: no rank labelled"),
     "disk_full": ("disk_full_checkpoint", "zero", "checkpoint directory on a 16 KiB tmpfs"),
     "readonly_ckpt": ("disk_full_checkpoint", "zero", "checkpoint directory is a read-only bind mount"),
     "straggler": ("straggler_timeout", "fault", "one rank's input pipeline slows down (0.8 s, 1.6 s, ...) until a collective times out"),
@@ -132,7 +139,8 @@ def plan(run_id, mode, fault, noise):
     rnd = random.Random(seed)
     world = MULTI.get(mode, 2)
     kind, policy, note = FAULTS.get(fault, ("healthy", None, "no fault"))
-    frank = {"fault": rnd.randrange(world), "zero": 0, None: None}[policy]
+    r = rnd.randrange(world)  # drawn for every policy: the draws that follow stay the same
+    frank = {"fault": r, "unseen": r, "zero": 0, None: None}[policy]
     if fault == "node_killed":
         frank = rnd.randrange(1, world)  # the node that dies is not the one hosting the rendezvous store
     if fault == "port_in_use" and (mode.startswith("mpirun") or mode == "srun"):
@@ -140,7 +148,7 @@ def plan(run_id, mode, fault, noise):
     fstep = rnd.randint(4, 9)
     style = {"json_logging": "json", "tqdm": "tqdm"}.get(mode, "plain")
     return {"id": run_id, "launch_mode": mode, "fault": fault, "noise": noise, "kind": kind,
-            "initiating_rank": frank if policy else None, "fault_rank": frank, "fault_step": fstep,
+            "initiating_rank": frank if policy in ("fault", "zero") else None, "fault_rank": frank, "fault_step": fstep,
             "world_size": world, "style": style, "seed": seed, "note": note,
             "script_noise": noise.replace("store+", "").replace("store", "quiet")}
 
@@ -721,9 +729,13 @@ def cmd_rescore(a):
         if not tf.is_file():
             continue
         t = json.loads(tf.read_text())
-        why = check(t, t["harness"], d / "logs")  # the check again: it reads only the kept logs and observations
-        if why != t.get("discarded"):
-            t["discarded"] = why
+        old = dict(t)
+        # the labels again from the run's id (plan() is deterministic; the fault rank and step are the same)
+        p = plan(t["id"], t["launch_mode"], t["fault"], t["noise"])
+        assert (p["fault_rank"], p["fault_step"], p["seed"]) == (t["fault_rank"], t["fault_step"], t["seed"]), t["id"]
+        t.update({k: p[k] for k in ("kind", "initiating_rank", "note")})
+        t["discarded"] = check(t, t["harness"], d / "logs")  # it reads only the kept logs and observations
+        if t != old:
             tf.write_text(json.dumps(t, indent=1) + "\n")
         if t.get("discarded"):
             discarded.append({"id": t["id"], "why": t["discarded"]})
