@@ -753,6 +753,29 @@ const std::vector<kind_rule>& kind_rules() {
                                "Xid " + list + " recurred in " + std::to_string(n) + " separate events on the same GPU (PCI " + pci +
                                    "): a faulty GPU, not one bad kernel");
        }},
+      {"size_ratio_is_an_element_width", "gloo received a message of exactly 2, 4 or 8 times the buffer's bytes, or a half, "
+                                         "quarter or eighth of them: the ratio of two element widths (1, 2, 4, 8 bytes), so "
+                                         "the same number of elements in different dtypes",
+       "gloo/transport/tcp/pair.cc (enforce op.preamble.length <= op.nbytes); element sizes: "
+       "https://pytorch.org/docs/stable/tensor_attributes.html#torch.dtype",
+       [](const context&, const std::vector<const finding*>& root,
+          const std::string& kind) -> std::optional<std::pair<std::string, std::string>> {
+         if (kind != "collective_shape_mismatch") return std::nullopt;
+         for (const auto* f : root) {
+           auto got = to_int(field(*f, "bytes")), buf = to_int(field(*f, "buffer_bytes"));
+           if (!got || !buf || *got <= 0 || *buf <= 0 || *got == *buf) continue;
+           int hi = std::max(*got, *buf), lo = std::min(*got, *buf);
+           if (hi % lo != 0) continue;
+           int ratio = hi / lo;
+           if (ratio != 2 && ratio != 4 && ratio != 8) continue;
+           return std::make_pair(std::string("collective_dtype_mismatch"),
+                                 field(*f, "bytes") + " bytes against a " + field(*f, "buffer_bytes") + "-byte buffer, exactly " +
+                                     std::to_string(ratio) + " times: the same element count in dtypes of different widths "
+                                     "(float64 and float32, float32 and float16); a shape " + std::to_string(ratio) +
+                                     " times larger would read the same");
+         }
+         return std::nullopt;
+       }},
   };
   return rules;
 }

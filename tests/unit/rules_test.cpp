@@ -911,3 +911,21 @@ TEST(rule_orphan_symptom, a_timeout_or_a_generic_code_or_a_failed_worker_decides
     EXPECT_EQ(rules::orphan_symptom(rules::make_context(in, builtin())), nullptr);
   }
 }
+
+// gloo's size check: exactly 2, 4 or 8 times the bytes is two element widths (rules::kind_rules).
+TEST(rule_size_ratio_is_an_element_width, a_power_of_two_width_ratio_is_a_dtype_mismatch) {
+  auto run = [](const std::string& got, const std::string& buf) -> std::optional<std::string> {
+    inputs in;
+    in.findings.push_back(make("torch_gloo_message_size_mismatch", 1, std::nullopt, {{"bytes", got}, {"buffer_bytes", buf}}, "op.preamble.length <= op.nbytes"));
+    auto ctx = rules::make_context(in, builtin());
+    std::vector<const finding*> root{&ctx.fs[0]};
+    for (const auto& kr : rules::kind_rules())
+      if (kr.name == "size_ratio_is_an_element_width")
+        if (auto k = kr.fn(ctx, root, "collective_shape_mismatch")) return k->first;
+    return std::nullopt;
+  };
+  EXPECT_EQ(run("8", "4"), "collective_dtype_mismatch");
+  EXPECT_EQ(run("4096", "8192"), "collective_dtype_mismatch");
+  EXPECT_FALSE(run("180", "168"));  // 15 vs 14 elements of one width: a shape
+  EXPECT_FALSE(run("12", "4"));     // 3 times: no pair of widths
+}
