@@ -108,7 +108,7 @@ FAULTS = {
     "never_joins": ("rendezvous_timeout", None, "one node of a multi-node job never starts; the others wait for it"),
 }
 MULTI_ONLY = {"node_killed", "never_joins"}
-QUICK = ["000", "005", "013", "030", "046", "063", "082", "099", "118", "136", "150", "166", "181", "199"]
+QUICK = ["000", "005", "013", "016", "075", "030", "046", "063", "082", "099", "118", "136", "150", "166", "181", "199"]
 
 
 def matrix():
@@ -810,6 +810,9 @@ def main():
     ls = sub.add_parser("list")
     ls.add_argument("--quick", action="store_true")
     a = ap.parse_args()
+    # SIGTERM/SIGHUP to the harness unwind like Ctrl-C: every run's `finally` stops its processes and mounts
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda n, f: sys.exit(128 + n))
     if a.cmd == "list":
         for rid, *_ in matrix():
             if not a.quick or rid[:3] in QUICK:

@@ -2,7 +2,7 @@
 # The fault matrix of real runs (bench/faults/README.md): real PyTorch jobs, one injected fault each, scored.
 #
 #   bench/faults/run.sh [--bin BIN] [--out FILE]             the full matrix (~210 runs, about an hour on 2 cores)
-#   bench/faults/run.sh --quick [--bin BIN] [--out FILE]     a fixed subset of 14 runs (a few minutes)
+#   bench/faults/run.sh --quick [--bin BIN] [--out FILE]     a fixed subset of 16 runs (about 4 minutes)
 #   bench/faults/run.sh --rescore [--bin BIN] [--out FILE]   firstfault again over the runs kept by an earlier run
 #   bench/faults/run.sh --only ID,ID [--bin BIN] [--out FILE]   chosen runs (ids or their 3-digit numbers)
 #
