@@ -34,8 +34,12 @@ namespace ff::correlate::rules {
 /// on a single node a local rank is the rank.
 struct rank_resolver {
   std::map<int, std::set<int>> local_to_rank;
+  std::map<std::string, std::set<int>> host_ranks;  ///< inputs::host_ranks
   bool single_node = false;
   std::optional<int> operator()(const std::optional<int>& rank, const std::optional<int>& local) const;
+  /// With the line's host too: a local rank seen on several nodes is the one of its global ranks that ran on
+  /// that host (two agents on one machine, each node's file named by its host).
+  std::optional<int> on_host(const std::optional<int>& rank, const std::optional<int>& local, const std::optional<std::string>& host) const;
 };
 
 /// Everything the rules read. Built once by make_context(); rules never modify it.

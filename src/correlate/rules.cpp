@@ -83,6 +83,22 @@ std::optional<int> rank_resolver::operator()(const std::optional<int>& rank, con
   return std::nullopt;
 }
 
+std::optional<int> rank_resolver::on_host(const std::optional<int>& rank, const std::optional<int>& local,
+                                          const std::optional<std::string>& host) const {
+  if (auto r = (*this)(rank, local)) return r;
+  if (!local || !host) return std::nullopt;
+  auto l = local_to_rank.find(*local);
+  auto h = host_ranks.find(*host);
+  if (l == local_to_rank.end() || h == host_ranks.end()) return std::nullopt;
+  std::optional<int> found;
+  for (int r : l->second)
+    if (h->second.count(r)) {
+      if (found) return std::nullopt;
+      found = r;
+    }
+  return found;
+}
+
 bool before(const std::optional<timestamp>& a, const std::optional<timestamp>& b) {
   if (!a || !b || a->kind != b->kind) return false;
   return a->seconds < b->seconds;
@@ -138,6 +154,7 @@ namespace {
 // node; exit records get their global rank that way.
 void resolve_exits(context& c, const inputs& in) {
   c.resolve.local_to_rank = in.local_to_rank;
+  c.resolve.host_ranks = in.host_ranks;
   std::set<std::string> exit_hosts;
   c.exits = in.exits;
   for (const auto& e : c.exits) {
@@ -227,7 +244,7 @@ void assign_attempts(std::vector<finding>& all) {
 void merge_findings(context& c, const inputs& in) {
   std::vector<finding> all = in.findings;
   for (auto& f : all) {
-    auto r = c.resolve(f.rank, f.local_rank);
+    auto r = c.resolve.on_host(f.rank, f.local_rank, f.host);
     if (!r) r = to_int(field(f, "rank"));  // the message itself says which rank printed it
     if (!r) r = to_int(field(f, "task"));  // Slurm task id (srun starts one task per rank)
     if (!r) r = to_int(field(f, "tasks"));

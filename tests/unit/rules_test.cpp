@@ -929,3 +929,15 @@ TEST(rule_size_ratio_is_an_element_width, a_power_of_two_width_ratio_is_a_dtype_
   EXPECT_FALSE(run("180", "168"));  // 15 vs 14 elements of one width: a shape
   EXPECT_FALSE(run("12", "4"));     // 3 times: no pair of widths
 }
+
+// Two agents on one machine: local rank 0 ran on both nodes; the line's host says which global rank it was.
+TEST(rank_resolver, a_local_rank_of_several_nodes_is_the_one_on_the_lines_host) {
+  rules::rank_resolver r;
+  r.local_to_rank[0] = {0, 1};
+  r.host_ranks["node-1"] = {0};
+  r.host_ranks["node-2"] = {1};
+  EXPECT_FALSE(r(std::nullopt, 0));
+  EXPECT_EQ(r.on_host(std::nullopt, 0, std::string("node-2")), 1);
+  EXPECT_EQ(r.on_host(std::nullopt, 0, std::string("node-1")), 0);
+  EXPECT_FALSE(r.on_host(std::nullopt, 0, std::string("node-3")));
+}
