@@ -715,7 +715,6 @@ def cmd_run(a):
         if slurm is not None:
             slurm.stop()
     doc = write_results(a.out, binary, rows, discarded)
-    os.unlink(binary)
     print("overall:", fmt(doc["summary"]["overall"]), f"; discarded {len(discarded)}")
     return 0
 
@@ -745,7 +744,6 @@ def cmd_rescore(a):
         print(f"rescore: no kept runs under {RUNS}", file=sys.stderr)
         return 2
     doc = write_results(a.out, binary, rows, discarded)
-    os.unlink(binary)
     print(f"rescored {len(rows)} runs; overall:", fmt(doc["summary"]["overall"]), f"; discarded {len(discarded)}")
     return 0
 
@@ -820,7 +818,10 @@ def main():
         return 0
     if a.cmd == "tables":
         return cmd_tables(a)
-    return cmd_run(a) if a.cmd == "run" else cmd_rescore(a)
+    try:
+        return cmd_run(a) if a.cmd == "run" else cmd_rescore(a)
+    finally:
+        Path(OUT_ROOT / f"firstfault.{os.getpid()}").unlink(missing_ok=True)  # private_bin's copy
 
 
 if __name__ == "__main__":
