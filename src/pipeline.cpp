@@ -758,7 +758,7 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
   if (rs.act) f.step_at = rs.act->last_step;  // earlier light lines were flushed above: the step is current
   // A traceback right after a "…, retrying" notice is the logged, handled exception (logging.exception).
   if (text::trim(meta.body).starts_with("Traceback (most recent call last):"))
-    st.handled_traceback = st.handled_at && line_no == st.handled_at + 1;
+    st.handled_traceback = st.handled_at && line_no <= st.handled_at + 1;  // the next line, or the same JSON record
   if (note.exception_line) {
     f.handled = st.handled_traceback;
     st.handled_traceback = false;

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <deque>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,7 +88,10 @@ class line_reader {
     virtual long read(char* buf, std::size_t n, std::string* err) = 0;
   };
   line_reader(byte_source& src, const options& opt);
-  bool next(raw_line& out);  ///< false at end of stream or on error
+  /// false at end of stream or on error. A JSON log record (one object per line with a message: Python's
+  /// JSON formatters, structlog, Kubernetes' JSON logs) comes out as text lines: "TIME LEVEL [rankN] message",
+  /// then its exception's traceback line by line, all with the record's line number (json_record_lines).
+  bool next(raw_line& out);
   const std::string& error() const { return error_; }
   std::uint64_t bytes_read() const { return bytes_; }
   std::uint64_t lines_cut() const { return cut_; }
@@ -103,6 +107,9 @@ class line_reader {
   std::vector<char> buf_;
   std::size_t begin_ = 0, end_ = 0;
   std::string line_, join_, held_;
+  std::string json_line_;                 ///< the current line decoded from a JSON log record
+  std::deque<std::string> json_pending_;  ///< the record's further lines (its traceback), returned next
+  std::uint64_t json_line_no_ = 0;
   std::uint64_t held_line_no_ = 0;
   bool has_held_ = false, held_truncated_ = false;
   std::uint64_t line_no_ = 0, bytes_ = 0, cut_ = 0, nul_runs_ = 0, nul_bytes_ = 0;
@@ -115,6 +122,13 @@ class line_reader {
 /// Returns the offset of the message (0 when `line` is not such a record) and sets `stream` ('o' for
 /// stdout, 'e' for stderr) and `tag` ('P': partial, continued by the next record of the stream; 'F': full).
 std::size_t cri_record(std::string_view line, char* stream, char* tag);
+
+/// A JSON log record as the text lines a plain formatter would have written: its time, level, rank and
+/// message on one line, then its exception text (exc_info, exception, stack_trace, exc_text) split at line
+/// ends. Empty when `line` is not a JSON object with a message (message, msg, event). Fields by the names of
+/// python-json-logger, structlog and ECS logging (https://github.com/madzak/python-json-logger,
+/// https://www.structlog.org/en/stable/api.html, https://www.elastic.co/guide/en/ecs/current/ecs-log.html).
+std::vector<std::string> json_record_lines(std::string_view line);
 
 /// Derives rank/local rank/host hints from a path (torchrun layout, rankN, node/worker names).
 /// `below` is the part of the path under the input the user named (a directory argument's subpath, or a

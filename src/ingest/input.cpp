@@ -58,8 +58,69 @@ std::size_t cri_record(std::string_view l, char* stream, char* tag) {
   return sp + 10;
 }
 
+std::vector<std::string> json_record_lines(std::string_view line) {
+  std::vector<std::string> out;
+  if (line.size() < 2 || line.front() != '{' || line.back() != '}') return out;
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  if (!j.is_object()) return out;
+  auto str = [&](std::initializer_list<const char*> keys) -> std::string {
+    for (const char* k : keys)
+      if (auto it = j.find(k); it != j.end()) {
+        if (it->is_string()) return it->get<std::string>();
+        if (it->is_number_integer()) return std::to_string(it->get<long long>());
+      }
+    return {};
+  };
+  std::string message = str({"message", "msg", "event"});
+  if (message.empty()) return out;
+  std::string time = str({"time", "timestamp", "asctime", "@timestamp", "ts"});
+  // ISO 8601 as a logging formatter writes it: "2026-12-06T16:41:05.341Z" -> "2026-12-06 16:41:05.341"
+  if (time.size() >= 19 && time[10] == 'T') time[10] = ' ';
+  if (!time.empty() && (time.back() == 'Z' || time.back() == 'z')) time.pop_back();
+  std::string level = str({"level", "levelname", "severity", "log.level"});
+  for (auto& c : level) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::string rank = str({"rank", "global_rank", "RANK"});
+  std::string head;
+  if (!time.empty()) head += time + " ";
+  if (!level.empty()) head += level + " ";
+  if (!rank.empty() && std::all_of(rank.begin(), rank.end(), [](char c) { return c >= '0' && c <= '9'; })) head += "[rank" + rank + "] ";
+  std::string first = head + message;
+  std::replace(first.begin(), first.end(), '\n', ' ');
+  out.push_back(std::move(first));
+  std::string exc = str({"exc_info", "exception", "stack_trace", "exc_text", "error.stack_trace"});
+  for (std::size_t at = 0; at < exc.size();) {
+    auto nl = exc.find('\n', at);
+    std::string part = exc.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+    // the record's rank on each traceback line too, as a launcher's prefix would have put it
+    if (!part.empty()) out.push_back(rank.empty() ? part : "[rank" + rank + "]:" + part);
+    if (nl == std::string::npos) break;
+    at = nl + 1;
+  }
+  return out;
+}
+
 bool line_reader::next(raw_line& out) {
+  if (!json_pending_.empty()) {
+    json_line_ = std::move(json_pending_.front());
+    json_pending_.pop_front();
+    out.text = json_line_;
+    out.line_no = json_line_no_;
+    out.truncated = false;
+    out.plain = false;
+    return true;
+  }
   if (!physical(out)) return false;
+  if (!out.text.empty() && out.text.front() == '{' && out.text.back() == '}') {
+    auto lines = json_record_lines(out.text);
+    if (!lines.empty()) {
+      json_line_ = std::move(lines.front());
+      for (std::size_t i = 1; i < lines.size(); ++i) json_pending_.push_back(std::move(lines[i]));
+      json_line_no_ = out.line_no;
+      out.text = json_line_;
+      out.plain = false;
+      return true;
+    }
+  }
   char stream = 0, tag = 0;
   if (cri_record(out.text, &stream, &tag) == 0 || tag != 'P') return true;
   // A partial record: the records of the same stream that continue it are joined into one line (its

@@ -782,3 +782,16 @@ TEST(read_inputs, a_directory_named_like_a_rank_above_the_input_names_no_rank) {
   EXPECT_FALSE(ranks["console.log"]);
   EXPECT_EQ(ranks["rank4.log"], 4);
 }
+
+// A JSON log record becomes the lines a plain formatter would have written (json_record_lines).
+TEST(json_records, a_record_with_a_traceback_becomes_text_lines) {
+  auto lines = ff::ingest::json_record_lines(
+      R"({"time": "2026-12-06T16:41:16.191Z", "level": "error", "logger": "train", "rank": 1, "message": "training failed", )"
+      R"("exc_info": "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\nRuntimeError: boom"})");
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0], "2026-12-06 16:41:16.191 ERROR [rank1] training failed");
+  EXPECT_EQ(lines[1], "[rank1]:Traceback (most recent call last):");
+  EXPECT_EQ(lines[3], "[rank1]:RuntimeError: boom");
+  EXPECT_TRUE(ff::ingest::json_record_lines(R"({"step": 3, "loss": 0.5})").empty());  // no message: a metrics record, kept as is
+  EXPECT_TRUE(ff::ingest::json_record_lines("{not json}").empty());
+}
