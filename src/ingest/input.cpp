@@ -788,7 +788,9 @@ source_hint hints_from_path(std::string_view path, std::string_view below) {
   source_hint h;
   static const re2::RE2 torchrun(R"(attempt_(\d+)/(\d+)/(?:stdout|stderr)\.log$)");
   static const re2::RE2 errjson(R"(attempt_(\d+)/(\d+)/error\.json$)");
-  static const re2::RE2 rank(R"((?i)(?:^|[/_.-])rank[_-]?(\d+)(?:[/_.-]|$))");
+  // rank3.log, rank_3/, and Open MPI's --output-filename DIR/1/rank.3/{stdout,stderr}
+  // (https://docs.open-mpi.org/en/v5.0.x/man-openmpi/man1/mpirun.1.html, --output-filename)
+  static const re2::RE2 rank(R"((?i)(?:^|[/_.-])rank[_.-]?(\d+)(?:[/_.-]|$))");
   static const re2::RE2 host(R"((?i)(?:^|/)((?:[a-z0-9]+-)*(?:node|worker|master|host|nid|gpu|compute)[-_]?[a-z0-9]+)(?:\.[a-z]+)*$)");
   re2::StringPiece sp(path.data(), path.size());
   int a = 0, lr = 0;

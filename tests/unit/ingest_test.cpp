@@ -667,6 +667,7 @@ TEST(hints_from_path, rank_names) {
   EXPECT_EQ(ff::ingest::hints_from_path("logs/rank12.log").rank.value_or(-1), 12);
   EXPECT_EQ(ff::ingest::hints_from_path("logs/rank-3.log").rank.value_or(-1), 3);
   EXPECT_EQ(ff::ingest::hints_from_path("out_rank_7.txt").rank.value_or(-1), 7);
+  EXPECT_EQ(ff::ingest::hints_from_path("logs/mpi/1/rank.3/stderr").rank.value_or(-1), 3);  // mpirun --output-filename
   EXPECT_EQ(ff::ingest::hints_from_path("run/rank4/stdout").rank.value_or(-1), 4);
   EXPECT_FALSE(ff::ingest::hints_from_path("logs/ranking.log").rank.has_value());
   EXPECT_FALSE(ff::ingest::hints_from_path("logs/frank3.log").rank.has_value());
