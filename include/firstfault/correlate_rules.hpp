@@ -87,6 +87,10 @@ const inputs::marked_line* ended_well(const context& ctx);
 /// https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html).
 const finding* orphan_symptom(const context& ctx);
 
+/// Every input ends in the job's start-up (the launcher's banner and rendezvous lines; with `with_nccl_init`,
+/// NCCL's communicator set-up INFO lines too) and no rank reported a progress step.
+bool ends_in_startup(const context& ctx, bool with_nccl_init);
+
 /// A decision about the initiating rank (a decision may be that no rank can be named: rank empty).
 struct rank_decision {
   std::optional<int> rank;

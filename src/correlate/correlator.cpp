@@ -147,6 +147,11 @@ void set_verdict(diagnosis& d, decision& dec, const rules::context& ctx, const i
   } else if (ctx.fs.size() > ctx.survived.size() || any_suspicious || bad_exit) {
     d.verdict = verdict::undetermined;
     dec.rank_rule = "no signature explains the failure";
+  } else if (in.success_ends.empty() && rules::ends_in_startup(ctx, true)) {
+    // Nothing looks wrong, but the log stops in the job's start-up, with no progress and no end: it may have
+    // hung right there. Not healthy (the run did not end in success nor progress).
+    d.verdict = verdict::undetermined;
+    dec.rank_rule = "the log stops in the job's start-up (launcher or NCCL set-up), with no progress and no end";
   } else {
     d.verdict = verdict::healthy;
   }

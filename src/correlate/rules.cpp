@@ -488,6 +488,25 @@ std::set<int> ranks_of(const std::vector<const finding*>& list) {
 
 }  // namespace
 
+bool ends_in_startup(const context& ctx, bool with_nccl_init) {
+  // torchrun/torchelastic and DeepSpeed start-up lines, as printed (facts from their sources).
+  static const re2::RE2 banner(
+      R"(Rendezvous'ing worker group|Starting elastic_operator with launch configs|\[default\] Starting worker group|)"
+      R"(WORLD INFO DICT|nnodes=\d+, num_local_procs=\d+, node_rank=\d+|dist_world_size=\d+|)"
+      R"(master_addr is only used for static rdzv_backend|Waiting for \d+ (?:nodes|workers|ranks)|)"
+      R"(Setting OMP_NUM_THREADS environment variable for each process to be 1 in default|)"
+      R"(^\s*(?:entrypoint|min_nodes|max_nodes|nproc_per_node|run_id|rdzv_backend|rdzv_endpoint|rdzv_configs|max_restarts|monitor_interval|log_dir|metrics_cfg)\s*:)");
+  // NCCL prints INFO lines while it sets up a communicator (bootstrap, transports, rings), and nothing in
+  // steady state (https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-debug).
+  static const re2::RE2 nccl_init(R"(\bNCCL INFO\b)");
+  if (ctx.in->stream_ends.empty()) return false;
+  for (const auto& e : ctx.in->stream_ends)
+    if (!re2::RE2::PartialMatch(e.text, banner) && !(with_nccl_init && re2::RE2::PartialMatch(e.text, nccl_init))) return false;
+  for (const auto& [_, act] : ctx.in->activity)
+    if (act.last_step) return false;  // a rank trained: this is not a start-up hang
+  return true;
+}
+
 const finding* orphan_symptom(const context& ctx) {
   if (!ctx.survived.empty()) return nullptr;
   if (std::any_of(ctx.exits.begin(), ctx.exits.end(), [](const auto& e) { return e.exitcode && *e.exitcode != 0; })) return nullptr;
@@ -1086,16 +1105,8 @@ const std::vector<inference_rule>& inference_rules() {
        "https://pytorch.org/docs/stable/elastic/run.html (rendezvous); DeepSpeed launcher (deepspeed/launcher/launch.py)",
        {"ends_in_launch_banner"},
        [](const context& ctx) -> std::optional<inference> {
-         // torchrun/torchelastic and DeepSpeed start-up lines, as printed (facts from their sources).
-         static const re2::RE2 banner(
-             R"(Rendezvous'ing worker group|Starting elastic_operator with launch configs|\[default\] Starting worker group|)"
-             R"(WORLD INFO DICT|nnodes=\d+, num_local_procs=\d+, node_rank=\d+|dist_world_size=\d+|)"
-             R"(master_addr is only used for static rdzv_backend|Waiting for \d+ (?:nodes|workers|ranks)|)"
-             R"(Setting OMP_NUM_THREADS environment variable for each process to be 1 in default|)"
-             R"(^\s*(?:entrypoint|min_nodes|max_nodes|nproc_per_node|run_id|rdzv_backend|rdzv_endpoint|rdzv_configs|max_restarts|monitor_interval|log_dir|metrics_cfg)\s*:)");
          if (ctx.in->stream_ends.empty() || !ctx.fs.empty() || !ctx.in->suspicious.empty()) return std::nullopt;
-         for (const auto& e : ctx.in->stream_ends)
-           if (!re2::RE2::PartialMatch(e.text, banner)) return std::nullopt;
+         if (!ends_in_startup(ctx, false)) return std::nullopt;
          for (const auto& [_, act] : ctx.activity)
            if (act.last_step) return std::nullopt;  // a rank trained: this is not a start-up hang
          inference inf;

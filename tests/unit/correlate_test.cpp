@@ -202,3 +202,13 @@ TEST(correlate_review, a_worker_stopped_while_still_running_corroborates_the_str
 }
 
 }  // namespace
+
+// A log that stops in the job's start-up (NCCL's set-up chatter) with no progress and no end is not healthy;
+// the same lines followed by training steps are.
+TEST(correlate, a_log_that_stops_in_start_up_is_not_healthy) {
+  scenario s;
+  s.file("job.log", "node-a:1234:1234 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.23<0>\n");
+  EXPECT_EQ(s.run().verdict, ff::correlate::verdict::undetermined);
+  s.file("job.log", "node-a:1234:1234 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.23<0>\n[rank0]: step 1 loss 0.9\n[rank0]: step 2 loss 0.8\n");
+  EXPECT_EQ(s.run().verdict, ff::correlate::verdict::healthy);
+}
