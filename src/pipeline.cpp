@@ -758,7 +758,9 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
   if (rs.act) f.step_at = rs.act->last_step;  // earlier light lines were flushed above: the step is current
   // A traceback right after a "…, retrying" notice is the logged, handled exception (logging.exception).
   if (text::trim(meta.body).starts_with("Traceback (most recent call last):"))
-    st.handled_traceback = st.handled_at && line_no <= st.handled_at + 1;  // the next line, or the same JSON record
+    // the next line, or the same JSON record; the same rank, or a traceback with no rank of its own
+    st.handled_traceback = st.handled_at && line_no <= st.handled_at + 1 &&
+                           (f.rank ? f.rank == st.handled_rank : f.local_rank ? f.local_rank == st.handled_local : true);
   if (note.exception_line) {
     f.handled = st.handled_traceback;
     st.handled_traceback = false;
@@ -1036,10 +1038,17 @@ std::optional<int> collector::match_line(stream& st, const line_facts& f, char l
       std::erase_if(hits, is_work);  // with nothing left the line is tested as one no signature matched
     }
   }
-  // A benign signature (a message known from healthy runs) explains the whole line.
+  // A benign signature (a message known from healthy runs) explains the whole line; a family or generic one
+  // ("training finished", "retrying in") only when no cause or symptom matches it too.
+  const bool other_hit = std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return !sig_of(h).is_benign(); });
+  std::erase_if(hits, [&](const match::hit& h) { return other_hit && sig_of(h).is_benign() && sig_of(h).layer_rank() > 0; });
   if (std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).is_benign(); })) {
     ++in.benign_lines;
-    if (std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).has_tag("event.handled"); })) st.handled_at = f.line_no;
+    if (std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).has_tag("event.handled"); })) {
+      st.handled_at = f.line_no;
+      st.handled_rank = f.rank;
+      st.handled_local = f.local_rank;
+    }
     bool job = std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).has_tag("outcome.success"); });
     bool rank_done = std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).has_tag("outcome.rank_done"); });
     if (in.success_ends.size() < limits::kMaxSuccessEnds && (job || rank_done))

@@ -122,6 +122,7 @@ struct kind_rule {
   std::function<std::optional<std::pair<std::string, std::string>>(const context&, const std::vector<const finding*>& root,
                                                                      const std::string& kind)>
       fn;
+  bool weak = false;  ///< the kind it gives is a reading of numbers that fit another kind too: confidence low
 };
 struct inference_rule {
   std::string_view name, summary, source;

@@ -125,7 +125,9 @@ std::size_t cri_record(std::string_view line, char* stream, char* tag);
 
 /// A JSON log record as the text lines a plain formatter would have written: its time, level, rank and
 /// message on one line, then its exception text (exc_info, exception, stack_trace, exc_text) split at line
-/// ends. Empty when `line` is not a JSON object with a message (message, msg, event). Fields by the names of
+/// ends, each prefixed "[rankN]:" when the record names its rank (as a launcher's prefix would be), at most
+/// 4,096 of them. A rank is kept only when it is a number of at most 7 digits. Empty when `line` is not a
+/// JSON object with a message (message, msg, event). Fields by the names of
 /// python-json-logger, structlog and ECS logging (https://github.com/madzak/python-json-logger,
 /// https://www.structlog.org/en/stable/api.html, https://www.elastic.co/guide/en/ecs/current/ecs-log.html).
 std::vector<std::string> json_record_lines(std::string_view line);

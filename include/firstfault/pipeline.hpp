@@ -169,6 +169,7 @@ class collector {
     std::string last_body;  ///< the last line's body, masked (watch shows it for silent ranks)
     std::uint64_t last_body_line = 0;  ///< its line number
     std::uint64_t handled_at = 0;      ///< line of the last "…, retrying" notice (a benign signature tagged event.handled)
+    std::optional<int> handled_rank, handled_local;  ///< the notice's ranks: a traceback of another rank is not its
     bool handled_traceback = false;    ///< the traceback being read began right after that notice
     std::uint32_t source_id = 0;       ///< index of `display` in the inputs' source_names
     std::optional<int> attempt;  ///< torchrun attempt of the lines read now: attempt_N of the path, or counted from restart lines

@@ -78,6 +78,7 @@ struct decision {
   std::optional<int> init_rank;
   std::string rank_rule;                     // why that rank (or why none)
   bool orphan = false;                       // the root is a symptom no cause line explains (low confidence)
+  bool weak_kind = false;                    // a weak kind rule chose the kind (low confidence)
 };
 
 // The strongest cause line, which a root rule may hand to another line; then the rank rules on its lines.
@@ -114,9 +115,9 @@ decision decide_root(const rules::context& ctx, const kb::library& lib, diagnosi
   }
   dec.root_sig = &ctx.sig(*dec.root);
   for (const auto& f : ctx.fs)
-    if (f.signature == dec.root->signature) dec.root_findings.push_back(&f);
+    if (f.signature == dec.root->signature && !ctx.survived.count(&f)) dec.root_findings.push_back(&f);
   for (const auto& rr : rules::rank_rules())
-    if (auto rd = rr.fn(ctx, dec.root_findings)) {
+    if (auto rd = (!dec.orphan || rr.name == "initiator_field") ? rr.fn(ctx, dec.root_findings) : std::nullopt) {
       dec.init_rank = rd->rank;
       if (rd->host) d.initiating_host = rd->host;
       dec.rank_rule = rd->why;
@@ -253,13 +254,15 @@ void explain_root(diagnosis& d, decision& dec, const rules::context& ctx, const 
         d.category = ki->category;
         d.rule = std::string(kr.name);
         d.kind_reason = k->second;
+        dec.weak_kind = kr.weak;
         summary_suffix = " However, " + k->second + ".";
         break;
       }
   const finding* fields_from = fields_source(root_sig, lead, ev);
   auto value = [&](const std::string& name) -> std::string {
     if (name == "backend") return backend_of(ctx);
-    if (name == "rank") return init_rank ? std::to_string(*init_rank) : (lead->rank ? std::to_string(*lead->rank) : "");
+    // An inferred verdict's {rank} is the rank it names, never a rank of its evidence (a waiting rank's line).
+    if (name == "rank") return init_rank ? std::to_string(*init_rank) : (dec.root && lead->rank ? std::to_string(*lead->rank) : "");
     if (name == "host") return d.initiating_host.value_or(lead->host.value_or(""));
     if (name == "ts") return format_time(lead->ts);
     if (name.rfind("lookup.", 0) == 0) return key.empty() ? "" : lib.lookup(root_sig, key, name.substr(7));
@@ -281,7 +284,7 @@ void explain_inferred(diagnosis& d, const decision& dec) {
 
 void set_confidence(diagnosis& d, const decision& dec) {
   if (d.verdict != verdict::failure) return;
-  if (dec.orphan) d.confidence = confidence::low;
+  if (dec.orphan || dec.weak_kind) d.confidence = confidence::low;
   else if (dec.root && dec.root_sig->priority >= kb::kStrongCausePriority)
     d.confidence = (dec.init_rank || dec.root_findings.size() <= 1 || !dec.root->rank) ? confidence::high : confidence::medium;
   else if (dec.root) d.confidence = confidence::medium;
@@ -313,6 +316,7 @@ void group_collateral(diagnosis& d, const decision& dec, const rules::context& c
   }
   for (auto& [sig, g] : groups) {
     std::sort(g.ranks.begin(), g.ranks.end());
+    g.ranks.erase(std::unique(g.ranks.begin(), g.ranks.end()), g.ranks.end());
     // A group whose every line was survived says so, with the first line's reason.
     const std::string* survived_why = nullptr;
     bool all_survived = true;

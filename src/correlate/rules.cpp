@@ -335,10 +335,12 @@ bool step_after(const context& ctx, const rank_activity& act, const finding& f) 
   // By time, where both have one: an inherited time (a traceback's, from the timed line before it) is the
   // earliest the line can have been written; a step a second or more after it, stamped with its own time,
   // was written after the line's stream went on. Within a second nothing is ordered.
+  // Without times nothing is ordered: print()'s progress lines go to a block-buffered stdout when it is a
+  // pipe, so steps written before an error can reach the file after its traceback (stderr is unbuffered).
   const bool timed = f.ts && act.last_step_ts && f.ts->kind == act.last_step_ts->kind;
   const bool later_in_time = timed && act.last_step_ts->seconds >= f.ts->seconds + 1.0;
-  // In the same file, later too (a console and the rank's own file hold copies of one line).
-  if (ctx.in->source_name(act.last_step_source) == f.source) return act.last_step_line_no > f.line_no && (!timed || later_in_time);
+  // In the same file, later by line order too (a console and the rank's own file hold copies of one line).
+  if (ctx.in->source_name(act.last_step_source) == f.source) return later_in_time && act.last_step_line_no > f.line_no;
   return later_in_time;
 }
 
@@ -384,19 +386,29 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
     if (f.rank && is_timeout(ctx.sig(f))) timed_out.insert(*f.rank);
     if (f.rank && has_tag(ctx.sig(f), "event.thread_died")) thread_died.insert(*f.rank);
   }
-  for (int r : thread_died) {
-    bool failed = std::any_of(ctx.exits.begin(), ctx.exits.end(), [&](const auto& e) { return e.rank == r && e.exitcode && *e.exitcode != 0; });
-    if (failed || (!timed_out.empty() && !timed_out.count(r))) stuck.insert(r);
-  }
+  for (int r : thread_died)
+    if (!timed_out.empty() && !timed_out.count(r)) stuck.insert(r);
+  // A rank the launcher saw exit with an error did not survive anything it printed.
+  for (const auto& e : ctx.exits)
+    if (e.rank && e.exitcode && *e.exitcode != 0) stuck.insert(*e.rank);
   const auto& waited_on_or_failed = stuck;
   for (const auto& f : ctx.fs) {
     const auto& s = ctx.sig(f);
-    if (s.category == "numerics" || s.category == "scheduler") continue;
-    if (f.handled && !(f.rank && waited_on_or_failed.count(*f.rank))) {
+    // Never survived: training on NaN is the failure; nothing follows the scheduler's end; a GPU runtime error
+    // (illegal address, device assert) leaves the CUDA context unusable, and a hardware fault stays.
+    if (s.category == "numerics" || s.category == "scheduler" || s.category == "gpu_runtime" || s.category == "hardware") continue;
+    // Handled by the log's own word: when the retries run out, the last failure is printed without a notice.
+    if (f.handled) {
       out[&f] = "the line before its traceback said the error was handled and would be retried";
       continue;
     }
-    if (ended_well && (ended_well->source != f.source || ended_well->line_no > f.line_no)) {
+    // Before the successful end: earlier in its file, or, in another file, earlier on the same clock by a second
+    // with the end's own time (an untimed line elsewhere is not ordered against it).
+    const bool before_end = ended_well && (ended_well->source == f.source
+                                               ? ended_well->line_no > f.line_no
+                                               : f.ts && ended_well->ts && !ended_well->ts_inherited && f.ts->kind == ended_well->ts->kind &&
+                                                     f.ts->seconds + 1.0 <= ended_well->ts->seconds);
+    if (before_end) {
       out[&f] = "the run ended well after it: \"" + std::string(text::prefix_utf8(ended_well->text, limits::kQuoteBytes)) + "\"";
       continue;
     }
@@ -558,7 +570,7 @@ const std::vector<root_rule>& root_rules() {
          const finding* best = nullptr;
          for (const auto& f : ctx.fs) {
            const auto& s = ctx.sig(f);
-           if (!s.is_cause() || s.category == "scheduler" || !f.rank || !f.ts || f.ts->kind != timestamp::clock::wall) continue;
+           if (!s.is_cause() || s.category == "scheduler" || !f.rank || !f.ts || f.ts->kind != timestamp::clock::wall || ctx.survived.count(&f)) continue;
            if (f.ts->seconds > root.ts->seconds - 1.0) continue;  // at least a second earlier
            if (!best || stronger(ctx, f, *best)) best = &f;
          }
@@ -621,7 +633,10 @@ const std::vector<rank_rule>& rank_rules() {
            std::vector<int> present;
            for (int r = 0; r < *expected; ++r)
              if (!missing.count(r)) present.push_back(r);
-           if (present.size() > missing.size() || present.size() != 1) continue;
+           // One rank against as many or more missing: with two ranks, "rank 1 never issued it" and "rank 0
+           // issued one more" read the same, and no rank is named.
+           if (present.size() != 1 || present.size() >= missing.size()) continue;
+           if (*missing.rbegin() >= *expected) continue;  // ranks of a subgroup: 0..expected-1 is not its range
            // A missing rank with an error of its own (it crashed) is the cause: leave it to the other rules.
            bool missing_failed = std::any_of(ctx.fs.begin(), ctx.fs.end(), [&](const finding& x) {
              return x.rank && missing.count(*x.rank) && ctx.sig(x).is_cause() && !ctx.survived.count(&x);
@@ -811,7 +826,8 @@ const std::vector<kind_rule>& kind_rules() {
                                      " times larger would read the same");
          }
          return std::nullopt;
-       }},
+       },
+       true},
   };
   return rules;
 }
@@ -910,7 +926,7 @@ const std::vector<inference_rule>& inference_rules() {
                auto it = ctx.activity.find(r);
                bool by_line = it != ctx.activity.end() && it->second.last_ts && it->second.last_ts->kind == timestamp::clock::wall &&
                               it->second.last_ts->seconds <= *began + 1.0;
-               bool by_work = work.count(r) && work_began(*work[r]);
+               bool by_work = work.count(r) && work_began(*work[r]) && work_after_progress(r, *work[r]);
                if (by_line || by_work) stopped_before.push_back(r);
              }
            // With no times: the one silent rank that said it started work of its own, the others silent.
@@ -982,7 +998,7 @@ const std::vector<inference_rule>& inference_rules() {
                       " " + std::to_string(*other_plan);
            if (auto e = planned_evidence(ctx, c)) inf.extra.push_back(*e);
            if (auto e = planned_evidence(ctx, other_rank)) inf.extra.push_back(*e);
-         } else if (work.count(c) && (work_began(*work[c]) || work_after_progress(c, *work[c]))) {
+         } else if (work.count(c) && work_after_progress(c, *work[c])) {
            const auto& w = *work[c];
            inf.entry = "timeout_absent_rank0";
            inf.why += "; its last sign of life was work of its own" + std::string(work_began(w) ? ", begun when the collective began" : "");

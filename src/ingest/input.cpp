@@ -80,15 +80,19 @@ std::vector<std::string> json_record_lines(std::string_view line) {
   std::string level = str({"level", "levelname", "severity", "log.level"});
   for (auto& c : level) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   std::string rank = str({"rank", "global_rank", "RANK"});
+  // A rank is a small number (at most 7 digits); anything else is not one and is left out.
+  if (rank.size() > 7 || !std::all_of(rank.begin(), rank.end(), [](char c) { return c >= '0' && c <= '9'; })) rank.clear();
   std::string head;
   if (!time.empty()) head += time + " ";
   if (!level.empty()) head += level + " ";
-  if (!rank.empty() && std::all_of(rank.begin(), rank.end(), [](char c) { return c >= '0' && c <= '9'; })) head += "[rank" + rank + "] ";
+  if (!rank.empty()) head += "[rank" + rank + "] ";
   std::string first = head + message;
   std::replace(first.begin(), first.end(), '\n', ' ');
   out.push_back(std::move(first));
   std::string exc = str({"exc_info", "exception", "stack_trace", "exc_text", "error.stack_trace"});
-  for (std::size_t at = 0; at < exc.size();) {
+  // Bounded: the record is at most one line's bytes; at most kMaxTracebackLines lines come out of it.
+  constexpr std::size_t kMaxTracebackLines = 4096;
+  for (std::size_t at = 0; at < exc.size() && out.size() <= kMaxTracebackLines;) {
     auto nl = exc.find('\n', at);
     std::string part = exc.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
     // the record's rank on each traceback line too, as a launcher's prefix would have put it

@@ -208,7 +208,7 @@ std::optional<timestamp> parse_timestamp(std::string_view format, std::string_vi
     // PyTorch's c10 logging with it write the year too: 20261206 16:25:36.656649 (YYYYMMDD)
     if (text.size() < 4) return std::nullopt;
     std::size_t sp = text.find(' ');
-    if (sp == std::string::npos || sp < 3) return std::nullopt;
+    if (sp == std::string::npos || (sp != 3 && sp != 4 && sp != 8)) return std::nullopt;
     long date = std::atol(text.substr(0, sp).c_str());
     const bool dated = sp == 8;
     if (dated) y = static_cast<int>(date / 10000);

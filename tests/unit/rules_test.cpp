@@ -833,8 +833,8 @@ void stepped(inputs& in, int rank, long step, std::uint64_t line_no, std::option
 
 TEST(rule_survived_errors, a_caught_exception_then_later_steps_is_not_the_root) {
   inputs in;
-  in.findings.push_back(at_step(make("py_rank_exception", 1, std::nullopt, {}, "ValueError: flaky batch"), 4, 20));
-  stepped(in, 1, 30, 200);
+  in.findings.push_back(at_step(make("py_rank_exception", 1, at(2026, 12, 6, 10, 0, 0), {}, "ValueError: flaky batch"), 4, 20));
+  stepped(in, 1, 30, 200, at(2026, 12, 6, 10, 5, 0));
   auto ctx = rules::make_context(in, builtin());
   ASSERT_EQ(ctx.survived.size(), 1u);
   EXPECT_NE(ctx.survived.begin()->second.find("went on to step 30"), std::string::npos);
@@ -849,6 +849,14 @@ TEST(rule_survived_errors, buffered_steps_in_the_same_second_are_not_later) {
   auto ctx = rules::make_context(in, builtin());
   EXPECT_TRUE(ctx.survived.empty());
   ASSERT_NE(rules::strongest_cause(ctx), nullptr);
+}
+
+TEST(rule_survived_errors, untimed_steps_after_a_traceback_are_not_later) {
+  // print()'s steps to a piped stdout are block-buffered: they can reach the file after the traceback.
+  inputs in;
+  in.findings.push_back(at_step(make("py_rank_exception", 1, std::nullopt, {}, "ValueError: x"), 4, 20));
+  stepped(in, 1, 30, 200);
+  EXPECT_TRUE(rules::make_context(in, builtin()).survived.empty());
 }
 
 TEST(rule_survived_errors, no_step_before_the_error_decides_nothing) {
