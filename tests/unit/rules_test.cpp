@@ -949,3 +949,69 @@ TEST(rank_resolver, a_local_rank_of_several_nodes_is_the_one_on_the_lines_host) 
   EXPECT_EQ(r.on_host(std::nullopt, 0, std::string("node-1")), 0);
   EXPECT_FALSE(r.on_host(std::nullopt, 0, std::string("node-3")));
 }
+
+// --- the run's outcome and its consequences ------------------------------------------------------------
+
+TEST(rule_ended_well, a_job_level_line_or_every_rank_done_and_no_failed_worker) {
+  auto mark = [](std::optional<int> rank, bool job) {
+    inputs::marked_line m;
+    m.source = "console.log";
+    m.text = job ? "[default] worker group successfully finished." : "training finished";
+    m.rank = rank;
+    m.job = job;
+    return m;
+  };
+  {
+    inputs in;
+    activity(in, 0, 20);
+    activity(in, 1, 20);
+    in.success_ends.push_back(mark(0, false));
+    EXPECT_EQ(rules::ended_well(rules::make_context(in, builtin())), nullptr);  // rank 1 never said so
+    in.success_ends.push_back(mark(1, false));
+    EXPECT_NE(rules::ended_well(rules::make_context(in, builtin())), nullptr);
+  }
+  {
+    inputs in;
+    activity(in, 0, 20);
+    in.success_ends.push_back(mark(std::nullopt, true));
+    EXPECT_NE(rules::ended_well(rules::make_context(in, builtin())), nullptr);
+    ff::extract::exit_record e;
+    e.rank = 1;
+    e.exitcode = 1;
+    in.exits.push_back(e);
+    EXPECT_EQ(rules::ended_well(rules::make_context(in, builtin())), nullptr);  // a worker failed
+  }
+}
+
+TEST(rule_cancel_after_task_exit, srun_cancelling_its_step_after_a_failed_task_is_not_the_root) {
+  inputs in;
+  auto cancel = make("slurm_job_cancelled", std::nullopt, std::nullopt, {}, "*** STEP 5.0 ON node-1 CANCELLED AT 2026-12-06T16:38:38 ***");
+  cancel.line_no = 50;
+  in.findings.push_back(cancel);
+  EXPECT_NE(rules::strongest_cause(rules::make_context(in, builtin())), nullptr);  // alone: an outside stop
+  ff::extract::exit_record e;
+  e.launcher = "srun";
+  e.rank = 0;
+  e.exitcode = -11;
+  e.signal = "SIGSEGV";
+  e.source = "console.log";
+  e.line_no = 48;
+  in.exits.push_back(e);
+  EXPECT_EQ(rules::strongest_cause(rules::make_context(in, builtin())), nullptr);
+}
+
+TEST(rule_odd_side_of_split, one_rank_against_more_missing_is_named_and_a_tie_is_not) {
+  auto report = [](const std::string& missing, const std::string& expected) {
+    inputs in;
+    auto m = make("torch_fr_missing_ranks", std::nullopt, std::nullopt, {{"peer_rank", missing.substr(0, 1)}, {"missing", missing}}, "missing ranks");
+    m.line_no = 5;
+    auto x = make("torch_fr_missing_ranks", std::nullopt, std::nullopt, {{"expected", expected}}, "expected ranks");
+    x.line_no = 8;
+    in.findings = {m, x};
+    return rank_by(in, "odd_side_of_split", "torch_fr_missing_ranks");
+  };
+  auto three = report("1, 2", "3");
+  ASSERT_TRUE(three);
+  EXPECT_EQ(three->rank, 0);
+  EXPECT_FALSE(report("1", "2"));  // two ranks: "1 never issued it" and "0 issued one more" read the same
+}
