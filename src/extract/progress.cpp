@@ -21,7 +21,9 @@ namespace ff::extract {
 namespace {
 
 const re2::RE2& step_re() {
-  static const re2::RE2 re(R"((?i)\b(?:step|iteration|iter|global_step)\s*[=:]?\s*(\d+))");
+  // The number is not one part of a dotted id ("STEP 8.0": Slurm's job.step id in slurmstepd's CANCELLED
+  // line, https://slurm.schedmd.com/job_launch.html): a '.' and a digit may not follow it.
+  static const re2::RE2 re(R"((?i)\b(?:step|iteration|iter|global_step)\s*[=:]?\s*(\d+)(?:$|[^\d.]|\.$|\.[^\d]))");
   return re;
 }
 const re2::RE2& planned_re() {
@@ -79,7 +81,7 @@ bool for_letters(std::string_view s, char a, char b, char c, F&& f) {
 }
 
 // step_re() on a printable-ASCII body: the leftmost position where an alternative (in order) is followed
-// by \s*[=:]?\s*\d+. The three parts after the word cannot overlap, so no backtracking is needed.
+// by \s*[=:]?\s*\d+ not followed by '.' and a digit. The three parts after the word cannot overlap, so no backtracking is needed.
 // Returns the digits' span (step_span): a number too large to parse is a match with no value (RE2 then
 // returns false too).
 step_span scan_step(std::string_view b) {
@@ -103,6 +105,7 @@ step_span scan_step(std::string_view b) {
       if (j >= n || !is_digit(static_cast<unsigned char>(b[j]))) continue;
       std::size_t e = j;
       while (e < n && is_digit(static_cast<unsigned char>(b[e]))) ++e;
+      if (e + 1 < n && b[e] == '.' && is_digit(static_cast<unsigned char>(b[e + 1]))) continue;  // a dotted id
       out = {true, j, e - j};
       return true;
     }

@@ -469,3 +469,11 @@ TEST(mpirun_exit_block, a_rank_killed_by_a_signal) {
   EXPECT_EQ(f.exits[0].signal, "SIGKILL");
   EXPECT_EQ(f.exits[0].host, "vm");
 }
+
+// Slurm's job.step id is not a training step: "STEP 8.0" in slurmstepd's CANCELLED line.
+TEST(progress, a_dotted_step_id_is_not_progress) {
+  EXPECT_FALSE(ff::extract::read_step("slurmstepd-node1: error: *** STEP 8.0 ON node1 CANCELLED AT 2026-12-06T16:39:19 ***", true));
+  EXPECT_EQ(ff::extract::read_step("epoch 0 step 8/20 loss 0.5", true), 8);
+  EXPECT_EQ(ff::extract::read_step("reached step 8.", true), 8);
+  EXPECT_FALSE(ff::extract::read_step("step 12.5 of the schedule", false));  // the regexp path agrees
+}
