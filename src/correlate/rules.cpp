@@ -23,11 +23,10 @@ std::optional<int> to_int(const std::string& s) {
   return std::stoi(s);
 }
 
-bool has_tag(const kb::signature& s, std::string_view t) { return std::find(s.tags.begin(), s.tags.end(), t) != s.tags.end(); }
 
 // A collective or barrier timeout: a symptom in the synchronization category, or tagged as a hang.
 bool is_timeout(const kb::signature& s) {
-  return s.category == "synchronization" || has_tag(s, "symptom.hang") || has_tag(s, "symptom.timeout");
+  return s.category == "synchronization" || s.has_tag("symptom.hang") || s.has_tag("symptom.timeout");
 }
 
 int year_of(double seconds) {
@@ -384,7 +383,7 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
   std::set<int> thread_died, timed_out, stuck;
   for (const auto& f : ctx.fs) {
     if (f.rank && is_timeout(ctx.sig(f))) timed_out.insert(*f.rank);
-    if (f.rank && has_tag(ctx.sig(f), "event.thread_died")) thread_died.insert(*f.rank);
+    if (f.rank && ctx.sig(f).has_tag("event.thread_died")) thread_died.insert(*f.rank);
   }
   for (int r : thread_died)
     if (!timed_out.empty() && !timed_out.count(r)) stuck.insert(r);
