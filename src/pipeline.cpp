@@ -1029,12 +1029,14 @@ std::optional<int> collector::match_line(stream& st, const line_facts& f, char l
   }
   // A work line (a benign signature tagged activity.work: saving a checkpoint, evaluating) is kept as the
   // rank's sign of what it was doing; it explains nothing else on the line ("saving checkpoint failed: ...").
+  auto marked = [&](bool job) {
+    return correlate::inputs::marked_line{st.display, std::string(text::prefix_utf8(f.body, limits::kLastLineBytes)), f.line_no, f.rank,
+                                          f.local_rank, f.ts, f.ts_inherited, job};
+  };
   {
     auto is_work = [&](const match::hit& h) { return sig_of(h).is_benign() && sig_of(h).has_tag("activity.work"); };
     if (std::any_of(hits.begin(), hits.end(), is_work)) {
-      if (in.work_lines.size() >= limits::kMaxWorkLines) in.work_lines.erase(in.work_lines.begin());
-      in.work_lines.push_back({st.display, std::string(text::prefix_utf8(f.body, limits::kLastLineBytes)), f.line_no, f.rank,
-                               f.local_rank, f.ts, f.ts_inherited});
+      in.keep_work_line(marked(false));
       std::erase_if(hits, is_work);  // with nothing left the line is tested as one no signature matched
     }
   }
@@ -1051,9 +1053,7 @@ std::optional<int> collector::match_line(stream& st, const line_facts& f, char l
     }
     bool job = std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).has_tag("outcome.success"); });
     bool rank_done = std::any_of(hits.begin(), hits.end(), [&](const match::hit& h) { return sig_of(h).has_tag("outcome.rank_done"); });
-    if (in.success_ends.size() < limits::kMaxSuccessEnds && (job || rank_done))
-      in.success_ends.push_back({st.display, std::string(text::prefix_utf8(f.body, limits::kLastLineBytes)), f.line_no, f.rank, f.local_rank,
-                                 f.ts, f.ts_inherited, job});
+    if (job || rank_done) in.keep_success_end(marked(job));
     return std::nullopt;
   }
   // Specific > family > generic: a less specific signature on a line that a more specific one

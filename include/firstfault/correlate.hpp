@@ -18,6 +18,7 @@
 
 #include "firstfault/extract.hpp"
 #include "firstfault/kb.hpp"
+#include "firstfault/limits.hpp"
 #include "firstfault/match.hpp"
 #include "firstfault/normalize.hpp"
 
@@ -73,6 +74,13 @@ struct rank_activity {
   std::uint32_t last_step_source = 0;
   std::uint64_t last_step_line_no = 0;
   std::optional<normalize::timestamp> last_step_ts;
+  /// Takes `o`'s last step and where it was read (the four fields together).
+  void take_step_of(const rank_activity& o) {
+    last_step = o.last_step;
+    last_step_source = o.last_step_source;
+    last_step_line_no = o.last_step_line_no;
+    last_step_ts = o.last_step_ts;
+  }
   std::optional<long> planned_steps;  ///< "iter i/N", "N batches": how many steps this rank planned
   std::string planned_line;           ///< the line that first stated the current `planned_steps` (masked)
   std::uint32_t planned_source = 0;   ///< its file (inputs::source_names) and line
@@ -198,6 +206,14 @@ struct inputs {
   /// finished"). The run ended well when one of the first kind, or one of the second from every rank, was
   /// printed and no worker failed (correlate: survived errors).
   std::vector<marked_line> success_ends;
+  /// The bounds of the two lists: work lines keep the last kMaxWorkLines, success ends the first kMaxSuccessEnds.
+  void keep_work_line(marked_line m) {
+    if (work_lines.size() >= limits::kMaxWorkLines) work_lines.erase(work_lines.begin());
+    work_lines.push_back(std::move(m));
+  }
+  void keep_success_end(marked_line m) {
+    if (success_ends.size() < limits::kMaxSuccessEnds) success_ends.push_back(std::move(m));
+  }
   /// Innermost frames of stack dumps by rank (py-spy, faulthandler), capped per rank.
   struct dump_frame {
     extract::stack_top top;

@@ -78,6 +78,9 @@ std::map<const finding*, std::string> survived_errors(const context& ctx);
 /// Returns that line (the last such), or none.
 const inputs::marked_line* ended_well(const context& ctx);
 
+/// A launcher saw a worker exit with an error or a signal (extract::exit_record::failed).
+bool any_worker_failed(const context& ctx);
+
 /// When no cause line and no inference rule explains a run: its symptom lines, when every one of them points
 /// at the same kind and none is a timeout, stand for that kind (the earliest such line). Not when a worker
 /// failed (the launcher's record names the victim), nor when the run ended well or a symptom was survived.

@@ -35,6 +35,8 @@ struct exit_record {
   std::string source;
   std::uint64_t line_no = 0;
   std::optional<int> attempt;  ///< torchrun restart attempt of the file it came from (attempt_N), if known
+  /// The worker ended with an error or a signal (any exit code but 0).
+  bool failed() const { return exitcode && *exitcode != 0; }
 };
 
 /// A pid that torchelastic sent SIGTERM while tearing the job down (the worker was still alive).

@@ -140,7 +140,7 @@ void set_verdict(diagnosis& d, decision& dec, const rules::context& ctx, const i
   bool any_suspicious = std::any_of(in.suspicious.begin(), in.suspicious.end(), [&](const suspicious_line& x) {
     return !ctx.ended_well || (x.source == ctx.ended_well->source && x.line_no > ctx.ended_well->line_no);
   });
-  bool bad_exit = std::any_of(ctx.exits.begin(), ctx.exits.end(), [](auto& e) { return e.exitcode && *e.exitcode != 0; });
+  bool bad_exit = rules::any_worker_failed(ctx);
   if (dec.root_sig) {
     d.verdict = verdict::failure;
     fill_from_signature(d, *dec.root_sig);

@@ -185,12 +185,7 @@ void merge_activity(context& c, const inputs& in) {
         a.last_line_no = act.last_line_no;
       }
     }
-    if (act.last_step && (later || !a.last_step)) {
-      a.last_step = act.last_step;
-      a.last_step_source = act.last_step_source;
-      a.last_step_line_no = act.last_step_line_no;
-      a.last_step_ts = act.last_step_ts;
-    }
+    if (act.last_step && (later || !a.last_step)) a.take_step_of(act);
     if (act.planned_steps && (later || !a.planned_steps)) {
       a.planned_steps = act.planned_steps;
       a.planned_line = act.planned_line;
@@ -343,8 +338,12 @@ bool step_after(const context& ctx, const rank_activity& act, const finding& f) 
   return later_in_time;
 }
 
+bool any_worker_failed(const context& ctx) {
+  return std::any_of(ctx.exits.begin(), ctx.exits.end(), [](const extract::exit_record& e) { return e.failed(); });
+}
+
 const inputs::marked_line* ended_well(const context& ctx) {
-  if (std::any_of(ctx.exits.begin(), ctx.exits.end(), [](const auto& e) { return e.exitcode && *e.exitcode != 0; })) return nullptr;
+  if (any_worker_failed(ctx)) return nullptr;
   const auto& ends = ctx.in->success_ends;
   for (const auto& e : ends)
     if (e.job) return &e;
@@ -389,7 +388,7 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
     if (!timed_out.empty() && !timed_out.count(r)) stuck.insert(r);
   // A rank the launcher saw exit with an error did not survive anything it printed.
   for (const auto& e : ctx.exits)
-    if (e.rank && e.exitcode && *e.exitcode != 0) stuck.insert(*e.rank);
+    if (e.rank && e.failed()) stuck.insert(*e.rank);
   const auto& waited_on_or_failed = stuck;
   for (const auto& f : ctx.fs) {
     const auto& s = ctx.sig(f);
@@ -520,7 +519,7 @@ bool ends_in_startup(const context& ctx, bool with_nccl_init) {
 
 const finding* orphan_symptom(const context& ctx) {
   if (!ctx.survived.empty()) return nullptr;
-  if (std::any_of(ctx.exits.begin(), ctx.exits.end(), [](const auto& e) { return e.exitcode && *e.exitcode != 0; })) return nullptr;
+  if (any_worker_failed(ctx)) return nullptr;
   const finding* first = nullptr;
   std::string kind;
   for (const auto& f : ctx.fs) {
@@ -542,7 +541,7 @@ const finding* orphan_symptom(const context& ctx) {
 bool cancel_after_task_exit(const context& ctx, const finding& f) {
   if (ctx.sig(f).kind != "job_cancelled") return false;
   return std::any_of(ctx.exits.begin(), ctx.exits.end(), [&](const auto& e) {
-    return e.launcher == "srun" && e.source == f.source && e.line_no < f.line_no && e.exitcode && *e.exitcode != 0 && e.signal != "SIGTERM";
+    return e.launcher == "srun" && e.source == f.source && e.line_no < f.line_no && e.failed() && e.signal != "SIGTERM";
   });
 }
 

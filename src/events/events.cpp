@@ -562,12 +562,8 @@ result<pipeline::scanned> read(const std::string& path, const kb::library& lib, 
         correlate::inputs::marked_line x{str(j, "source"), std::string(text::prefix_utf8(str(j, "text"), limits::kLastLineBytes)),
                                          num<std::uint64_t>(j, "line"), onum<int>(j, "rank"), onum<int>(j, "local_rank"), ots(j, "ts"),
                                          boolean(j, "ts_inherited"), boolean(j, "job")};
-        if (t == "success_end") {
-          if (in.success_ends.size() < limits::kMaxSuccessEnds) in.success_ends.push_back(std::move(x));
-        } else {
-          if (in.work_lines.size() >= limits::kMaxWorkLines) in.work_lines.erase(in.work_lines.begin());
-          in.work_lines.push_back(std::move(x));
-        }
+        if (t == "success_end") in.keep_success_end(std::move(x));
+        else in.keep_work_line(std::move(x));
       } else if (t == "stream_end") {
         if (in.stream_ends.size() < limits::kMaxStreamEnds)
           in.stream_ends.push_back({str(j, "source"), std::string(text::prefix_utf8(str(j, "text"), limits::kLastLineBytes)), num<std::uint64_t>(j, "line")});
@@ -653,12 +649,7 @@ void continue_activity(correlate::rank_activity& a, const correlate::rank_activi
   a.last_line = b.last_line;
   a.last_source = b.last_source;
   a.last_line_no = b.last_line_no;
-  if (b.last_step) {
-    a.last_step = b.last_step;
-    a.last_step_source = b.last_step_source;
-    a.last_step_line_no = b.last_step_line_no;
-    a.last_step_ts = b.last_step_ts;
-  }
+  if (b.last_step) a.take_step_of(b);
   if (b.planned_steps && b.planned_steps != a.planned_steps) {
     a.planned_steps = b.planned_steps;
     a.planned_line = b.planned_line;
@@ -735,12 +726,8 @@ struct merger::state {
     for (auto& [h, ranks] : pin.host_ranks) add_pairs(in.host_ranks, h, ranks, host_pairs, bound_hit);
     for (auto& e : pin.stream_ends)
       if (in.stream_ends.size() < limits::kMaxStreamEnds) in.stream_ends.push_back(std::move(e));
-    for (auto& e : pin.success_ends)
-      if (in.success_ends.size() < limits::kMaxSuccessEnds) in.success_ends.push_back(std::move(e));
-    for (auto& x : pin.work_lines) {
-      if (in.work_lines.size() >= limits::kMaxWorkLines) in.work_lines.erase(in.work_lines.begin());
-      in.work_lines.push_back(std::move(x));
-    }
+    for (auto& e : pin.success_ends) in.keep_success_end(std::move(e));
+    for (auto& x : pin.work_lines) in.keep_work_line(std::move(x));
     for (auto& [rank, frames] : pin.stack_tops) {
       if (in.stack_tops.size() >= kMaxStackTopRanks && !in.stack_tops.count(rank)) {
         bound_hit = true;
