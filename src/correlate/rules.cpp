@@ -1003,7 +1003,10 @@ const std::vector<inference_rule>& inference_rules() {
            inf.extra.push_back({w.source, "rank " + std::to_string(c) + (w.rank || w.local_rank ? "" : " (a line of no rank)") + " started: " + w.text,
                                 format_time(w.ts), w.line_no, c, std::nullopt});
          }
-         if (auto e = last_line_evidence(ctx, c)) inf.extra.push_back(*e);
+         // The rank's last line, unless it is the work line already quoted.
+         if (auto e = last_line_evidence(ctx, c);
+             e && std::none_of(inf.extra.begin(), inf.extra.end(), [&](const evidence& x) { return x.source == e->source && x.line_no == e->line_no; }))
+           inf.extra.push_back(*e);
          return inf;
        }},
       {"timeout_in_different_collectives", "every rank timed out, in different torch.distributed calls: the ranks disagree on "
