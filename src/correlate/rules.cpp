@@ -826,6 +826,28 @@ const std::vector<kind_rule>& kind_rules() {
          return std::nullopt;
        },
        true},
+      {"buffer_of_one_element", "gloo received a message of many elements into a buffer of one element (1 to 8 bytes): "
+                                "the two ranks are in different collectives (a scalar reduce on one, a tensor on the other), "
+                                "the mark of a collective that only some ranks call",
+       "gloo/transport/tcp/pair.cc (enforce op.preamble.length <= op.nbytes: the posted buffer is the receiver's own "
+       "tensor); https://pytorch.org/docs/stable/distributed.html (every rank must call collectives in the same order)",
+       [](const context&, const std::vector<const finding*>& root,
+          const std::string& kind) -> std::optional<std::pair<std::string, std::string>> {
+         if (kind != "collective_shape_mismatch") return std::nullopt;
+         for (const auto* f : root) {
+           auto got = to_int(field(*f, "bytes")), buf = to_int(field(*f, "buffer_bytes"));
+           if (!got || !buf || *buf <= 0 || *buf > 8 || *got <= 8 * *buf) continue;
+           // One element of any dtype is at most 8 bytes; a message over 8 times larger is not the same
+           // tensor in a wider dtype (size_ratio_is_an_element_width) and not a tensor one row longer.
+           return std::make_pair(std::string("collective_count_mismatch"),
+                                 field(*f, "bytes") + " bytes arrived for a " + field(*f, "buffer_bytes") +
+                                     "-byte buffer, one element: this rank was in a scalar collective (a loss, a flag, a "
+                                     "count) while its peer sent a whole tensor, so the ranks are at different collectives: "
+                                     "one rank called a collective the others skipped");
+         }
+         return std::nullopt;
+       },
+       true},
   };
   return rules;
 }
@@ -1048,7 +1070,14 @@ const std::vector<inference_rule>& inference_rules() {
        {"timeout_absent_rank_uneven_steps"},
        [](const context& ctx) -> std::optional<inference> {
          auto v = timeouts(ctx);
-         if (v.timed_out.empty() || !v.absent.empty()) return std::nullopt;
+         // Tracebacks printed without a rank prefix (interleaved on one console) still say the run died in
+         // collective timeouts; with no rank known to be elsewhere, the plans alone decide.
+         std::vector<const finding*> rankless;
+         if (v.timed_out.empty())
+           for (const auto& f : ctx.fs)
+             if (is_timeout(ctx.sig(f)) && !f.rank && !ctx.survived.count(&f)) rankless.push_back(&f);
+         if (rankless.empty() && (v.timed_out.empty() || !v.absent.empty())) return std::nullopt;
+         if (!rankless.empty()) v.lines = rankless;
          // Only plans stated by lines of one shape (the most common one) are compared: see timeout_absent_rank.
          std::map<std::string, int> shapes;
          std::map<int, std::string> shape_of;

@@ -306,6 +306,24 @@ TEST(rule_uneven_planned_steps, the_rank_with_the_fewest_steps) {
   for (const auto& e : inf->extra) EXPECT_FALSE(e.source.empty());
 }
 
+// Interleaved tracebacks with no rank prefix: the timeouts have no rank, the plans still decide.
+TEST(rule_uneven_planned_steps, timeouts_without_a_rank) {
+  inputs in;
+  for (int r : {0, 1}) {
+    auto f = make("torch_gloo_wait_timeout", std::nullopt, std::nullopt, {}, "Timed out waiting 10000ms for recv operation to complete");
+    in.findings.push_back(f);
+    activity(in, r, 6, r == 0 ? 8 : 20);
+  }
+  auto inf = infer(in, "uneven_planned_steps");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 0);
+  // Equal plans: nothing to say.
+  inputs even;
+  even.findings.push_back(in.findings[0]);
+  for (int r : {0, 1}) activity(even, r, 6, 20);
+  EXPECT_FALSE(infer(even, "uneven_planned_steps"));
+}
+
 // --- rank rules ---------------------------------------------------------------------------------
 
 TEST(rule_only_rank, one_rank_reports_the_cause) {
@@ -936,6 +954,25 @@ TEST(rule_size_ratio_is_an_element_width, a_power_of_two_width_ratio_is_a_dtype_
   EXPECT_EQ(run("4096", "8192"), "collective_dtype_mismatch");
   EXPECT_FALSE(run("180", "168"));  // 15 vs 14 elements of one width: a shape
   EXPECT_FALSE(run("12", "4"));     // 3 times: no pair of widths
+}
+
+// gloo's size check with a one-element buffer: the receiver was in a scalar collective, its peer sent a tensor.
+TEST(rule_buffer_of_one_element, a_tensor_into_a_scalar_buffer_is_a_collective_only_some_ranks_call) {
+  auto run = [](const std::string& got, const std::string& buf) -> std::optional<std::string> {
+    inputs in;
+    in.findings.push_back(make("torch_gloo_message_size_mismatch", 0, std::nullopt, {{"bytes", got}, {"buffer_bytes", buf}}, "op.preamble.length <= op.nbytes"));
+    auto ctx = rules::make_context(in, builtin());
+    std::vector<const finding*> root{&ctx.fs[0]};
+    for (const auto& kr : rules::kind_rules())
+      if (kr.name == "buffer_of_one_element")
+        if (auto k = kr.fn(ctx, root, "collective_shape_mismatch")) return k->first;
+    return std::nullopt;
+  };
+  EXPECT_EQ(run("676", "4"), "collective_count_mismatch");  // fault matrix: an extra all_reduce of a scalar
+  EXPECT_EQ(run("452", "8"), "collective_count_mismatch");
+  EXPECT_FALSE(run("8", "4"));      // two widths: size_ratio_is_an_element_width
+  EXPECT_FALSE(run("32", "4"));     // 8 elements against 1: could be the same tensor's rows
+  EXPECT_FALSE(run("180", "168"));  // a shape
 }
 
 // Two agents on one machine: local rank 0 ran on both nodes; the line's host says which global rank it was.
