@@ -631,15 +631,23 @@ const std::vector<rank_rule>& rank_rules() {
            std::vector<int> present;
            for (int r = 0; r < *expected; ++r)
              if (!missing.count(r)) present.push_back(r);
-           // One rank against as many or more missing: with two ranks, "rank 1 never issued it" and "rank 0
-           // issued one more" read the same, and no rank is named.
-           if (present.size() != 1 || present.size() >= missing.size()) continue;
            if (*missing.rbegin() >= *expected) continue;  // ranks of a subgroup: 0..expected-1 is not its range
            // A missing rank with an error of its own (it crashed) is the cause: leave it to the other rules.
            bool missing_failed = std::any_of(ctx.fs.begin(), ctx.fs.end(), [&](const finding& x) {
              return x.rank && missing.count(*x.rank) && ctx.sig(x).is_cause() && !ctx.survived.count(&x);
            });
            if (missing_failed) continue;
+           if (present.size() == missing.size()) {
+             // A tie: with two ranks, "rank 1 never issued it" and "rank 0 issued one more" read the same (the
+             // flight recorder tutorial's example blames rank 1 for rank 0's extra all_reduce).
+             std::string ms = text::rank_ranges({missing.begin(), missing.end()}), ps = text::rank_ranges(present);
+             return rank_decision{std::nullopt, std::nullopt,
+                                  "the report names rank" + std::string(missing.size() > 1 ? "s " : " ") + ms + " missing of " +
+                                      std::to_string(*expected) + ": rank" + (missing.size() > 1 ? "s " : " ") + ms +
+                                      " skipping a collective and rank" + (present.size() > 1 ? "s " : " ") + ps +
+                                      " issuing one more read the same, so no rank is named"};
+           }
+           if (present.size() != 1 || present.size() >= missing.size()) continue;
            return rank_decision{present[0], std::nullopt,
                                 "the report names rank" + std::string(missing.size() > 1 ? "s " : " ") + text::rank_ranges({missing.begin(), missing.end()}) +
                                     " missing of " + std::to_string(*expected) + ": rank " + std::to_string(present[0]) +

@@ -1050,5 +1050,11 @@ TEST(rule_odd_side_of_split, one_rank_against_more_missing_is_named_and_a_tie_is
   auto three = report("1, 2", "3");
   ASSERT_TRUE(three);
   EXPECT_EQ(three->rank, 0);
-  EXPECT_FALSE(report("1", "2"));  // two ranks: "1 never issued it" and "0 issued one more" read the same
+  // Two ranks: "1 never issued it" and "0 issued one more" read the same. The rule decides that no rank is
+  // named, so the report's own "missing" rank is not taken as the culprit by a later rule.
+  auto tie = report("1", "2");
+  ASSERT_TRUE(tie);
+  EXPECT_FALSE(tie->rank);
+  EXPECT_NE(tie->why.find("read the same"), std::string::npos);
+  EXPECT_FALSE(report("1", "4"));  // one missing of four: not a tie, and three ranks are not one odd rank
 }
