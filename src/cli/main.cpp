@@ -2,6 +2,8 @@
 // hands over to the command that was given. No feature logic lives here.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <string>
+#include <vector>
 #include <iostream>
 
 #include "commands.hpp"
@@ -34,6 +36,43 @@ bool known_command(const CLI::App& app, int argc, char** argv) {
   return true;
 }
 
+// The README shows options before the command (`firstfault --no-history diagnose DIR`). Options of a
+// command given before its name are moved to just after it, so CLI11 parses them as the command's own.
+// Whether an option takes a value is asked of the command itself (`--history URI`, `--no-history`).
+// The application's own options (--kb, --help, --version) stay where they are.
+std::vector<std::string> options_after_command(const CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc), out;
+  const CLI::App* sub = nullptr;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < args.size() && !sub; ++i) {
+    const auto& a = args[i];
+    if (a == "--kb") { ++i; continue; }
+    if (!a.empty() && a[0] == '-') continue;
+    for (const auto* s : app.get_subcommands({}))
+      if (s->get_name() == a) { sub = s; at = i; }
+  }
+  if (!sub || at == 0) return args;
+  std::vector<std::string> before, moved;
+  for (std::size_t i = 0; i < at; ++i) {
+    const auto& a = args[i];
+    if (a == "--kb" || a == "--help" || a == "-h" || a == "--version" || a.empty() || a[0] != '-') {
+      before.push_back(a);
+      if (a == "--kb" && i + 1 < at) before.push_back(args[++i]);
+      continue;
+    }
+    std::string name = a.substr(0, a.find('='));
+    const CLI::Option* o = sub->get_option_no_throw(name);
+    if (!o) { before.push_back(a); continue; }  // CLI11 names what it does not know
+    moved.push_back(a);
+    if (a.find('=') == std::string::npos && o->get_items_expected_max() > 0 && i + 1 < at) moved.push_back(args[++i]);
+  }
+  out = before;
+  out.push_back(args[at]);
+  out.insert(out.end(), moved.begin(), moved.end());
+  out.insert(out.end(), args.begin() + static_cast<long>(at) + 1, args.end());
+  return out;
+}
+
 int run_main(int argc, char** argv) {
   CLI::App app{"firstfault: find out why a distributed training run died"};
   app.require_subcommand(1);
@@ -61,8 +100,13 @@ int run_main(int argc, char** argv) {
   auto* man = app.add_subcommand("man", "print the man page (roff)")->group("");
 
   try {
-    if (!known_command(app, argc, argv)) return kExitUsage;
-    app.parse(argc, argv);
+    auto args = options_after_command(app, argc, argv);
+    std::vector<char*> argv2{argv[0]};
+    for (auto& a : args) argv2.push_back(a.data());
+    argv2.push_back(nullptr);
+    int argc2 = static_cast<int>(argv2.size()) - 1;
+    if (!known_command(app, argc2, argv2.data())) return kExitUsage;
+    app.parse(argc2, argv2.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }

@@ -56,6 +56,18 @@ check "failure exits 1" test "$rc" -eq 1
 check "json validates against schemas/report-v1.schema.json" sh -c "printf '%s' \"\$1\" | /usr/bin/python3 '$T/cli/validate_report.py' >/dev/null" _ "$out"
 check "json names cuda_oom on rank 2" sh -c "printf '%s' \"\$1\" | /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); sys.exit(0 if r[\"root_cause\"][\"kind\"]==\"cuda_oom\" and r[\"initiating_rank\"]==2 else 1)'" _ "$out"
 
+# a command's options before its name, as the README writes them
+hist_before="$tmp/before.db"
+run --history "$hist_before" diagnose "$CORPUS/gh-funasr-2006/logs"
+check "--history before the command is the command's" test -s "$hist_before"
+run --history="$hist_before" history list
+check "--history=URI before history list reads that history" has "$out" "cuda_oom"
+mkdir -p "$tmp/extra-kb"
+run --no-history --kb "$tmp/extra-kb" diagnose "$CORPUS/gh-funasr-2006/logs"
+check "--no-history and --kb before the command" test "$rc" -eq 1
+run --no-such-option diagnose "$CORPUS/gh-funasr-2006/logs"
+check "an unknown option before the command is still refused" test "$rc" -eq 2
+
 # healthy: exit 0
 run diagnose "$CORPUS/run-healthy/logs"
 check "healthy exits 0" test "$rc" -eq 0
