@@ -94,11 +94,34 @@ std::string md_text(std::string s) {
   return o;
 }
 
+// "1 line", "2 lines", "1 address", "3 addresses".
+std::string count_of(std::size_t n, const std::string& noun) {
+  std::string word = noun;
+  if (n != 1) word += (!noun.empty() && noun.back() == 's') ? "es" : "s";
+  return std::to_string(n) + " " + word;
+}
+
+// The masker's kinds (mask.hpp) in words; several kinds of one thing (the user-name rules) add up under one
+// noun. A kind with no noun here (a secret format, a team rule) is named as it is.
 std::string mask_summary(const pipeline::run& r) {
   if (!r.masked) return "masking: off (--no-mask)";
   if (r.mask_counts.empty()) return "masking: on, nothing to mask";
+  static const std::map<std::string, std::string> nouns = {
+      {"hostname", "host name"},       {"ipv4", "IPv4 address"},      {"ipv6", "IPv6 address"},
+      {"mac", "MAC address"},          {"email", "e-mail address"},   {"home_user", "user name"},
+      {"user_assignment", "user name"}, {"user_phrase", "user name"}, {"user_option", "user name"},
+      {"user_at_host", "user name"},   {"private_key", "private key"}, {"secret_continued", "wrapped secret"},
+      {"over_table_bound", "value past the table bound"}};
+  std::vector<std::pair<std::string, std::size_t>> by_noun;
+  for (const auto& [k, n] : r.mask_counts) {
+    auto it = nouns.find(k);
+    std::string noun = it != nouns.end() ? it->second : k + " value";
+    auto at = std::find_if(by_noun.begin(), by_noun.end(), [&](const auto& x) { return x.first == noun; });
+    if (at != by_noun.end()) at->second += n;
+    else by_noun.emplace_back(noun, n);
+  }
   std::string s = "masked:";
-  for (const auto& [k, n] : r.mask_counts) s += fmt::format(" {} {},", n, k);
+  for (const auto& [noun, n] : by_noun) s += " " + count_of(n, noun) + ",";
   s.pop_back();
   return s + " (values never shown; --no-mask to turn off)";
 }
@@ -319,9 +342,14 @@ std::string from_stored_json(const nlohmann::json& j) {
     line("LINES THAT LOOK WRONG");
     for (const auto& sl : j["suspicious"]) line("  " + str(sl, "file") + ":" + num(sl, "line") + " " + std::string(text::prefix_utf8(str(sl, "text"), 300)));
   }
-  if (j.contains("stats") && j["stats"].is_object())
-    line("\nread " + num(j["stats"], "lines") + " lines (" + num(j["stats"], "bytes") + " bytes) from " +
-         std::to_string(j.contains("inputs") && j["inputs"].is_array() ? j["inputs"].size() : 0) + " input(s)");
+  if (j.contains("stats") && j["stats"].is_object()) {
+    auto n = [&](const char* k) -> std::size_t {
+      const auto& st = j["stats"];
+      return st.contains(k) && st[k].is_number_integer() && st[k].get<long long>() > 0 ? st[k].get<std::size_t>() : 0;
+    };
+    line("\nread " + count_of(n("lines"), "line") + " (" + count_of(n("bytes"), "byte") + ") from " +
+         count_of(j.contains("inputs") && j["inputs"].is_array() ? j["inputs"].size() : 0, "input"));
+  }
   return o;
 }
 
@@ -512,7 +540,7 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
     for (const auto& n : note_lines(r.errors)) line(p("33", "note: ") + n);
   }
   line("");
-  line(fmt::format("read {} lines ({} bytes) from {} input(s)", r.total_lines, r.total_bytes, r.inputs.size()));
+  line("read " + count_of(r.total_lines, "line") + " (" + count_of(r.total_bytes, "byte") + ") from " + count_of(r.inputs.size(), "input"));
   line(mask_summary(r));
   return o;
 }

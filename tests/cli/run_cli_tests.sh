@@ -68,6 +68,12 @@ check "--no-history and --kb before the command" test "$rc" -eq 1
 run --no-such-option diagnose "$CORPUS/gh-funasr-2006/logs"
 check "an unknown option before the command is still refused" test "$rc" -eq 2
 
+# numbers in words: singular and plural
+printf 'NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>\n' >"$tmp/one-line.log"
+run diagnose --no-history "$tmp/one-line.log"
+check "one line, one input, in the singular" has "$out" "read 1 line (45 bytes) from 1 input"
+check "mask counts in words" has "$out" "masked: 1 IPv4 address ("
+
 # healthy: exit 0
 run diagnose "$CORPUS/run-healthy/logs"
 check "healthy exits 0" test "$rc" -eq 0
@@ -295,7 +301,7 @@ if [ -x /usr/bin/time ]; then
     out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
     check "memory: the $m input stays under 64 MiB RSS ($(tail -1 "$tmp/$m.rss") KB)" test "$(tail -1 "$tmp/$m.rss")" -lt 65536
     [ "$m" = ranks ] && check "memory: the rank bound is noted" has "$err" "distinct ranks"
-    [ "$m" = ips ] && check "memory: the masker bound is noted" has "$out" "over_table_bound"
+    [ "$m" = ips ] && check "memory: the masker bound is noted" has "$out" "past the table bound"
     [ "$m" = finds ] && check "memory: the findings and pair bounds are noted, the cause still found" \
       sh -c "grep -qF 'more than 8192 findings' '$tmp/err' && grep -qF 'host/rank' '$tmp/err' && grep -q 'out of memory' '$tmp/out'"
   done
