@@ -136,7 +136,10 @@ int diagnose_command::run(const kb::library& lib) {
     return exit_status(run.error());
   }
   const auto& r = run.value();
-  if (!quiet_)
+  // The text report ends with its notes: on a terminal, stderr would show each one twice. Elsewhere
+  // (another format, or the report going to a file or a pipe) stderr carries them to the user.
+  bool report_shows_notes = format_ == "text" && !brief_ && isatty(STDOUT_FILENO);
+  if (!quiet_ && !report_shows_notes)
     for (const auto& n : report::note_lines(r.errors)) print_error(n);
   print_report(r);
   if (!r.any_readable) print_error("nothing readable in the inputs");

@@ -74,6 +74,13 @@ run diagnose --no-history "$tmp/one-line.log"
 check "one line, one input, in the singular" has "$out" "read 1 line (45 bytes) from 1 input"
 check "mask counts in words" has "$out" "masked: 1 IPv4 address ("
 
+# a note is shown once on a terminal (the text report ends with it), and on stderr when stdout is a file
+mkdir -p "$tmp/with-empty" && cp "$CORPUS/gh-funasr-2006/logs/"* "$tmp/with-empty/" && : >"$tmp/with-empty/empty.log"
+tty_out=$(script -qec "'$BIN' diagnose --no-history '$tmp/with-empty'" /dev/null)
+check "a note is printed once on a terminal" test "$(grep -c 'empty.log: empty file' <<<"$tty_out")" -eq 1
+run diagnose --no-history "$tmp/with-empty"
+check "a note reaches stderr when the report goes to a file" has "$err" "empty.log: empty file"
+
 # healthy: exit 0
 run diagnose "$CORPUS/run-healthy/logs"
 check "healthy exits 0" test "$rc" -eq 0
