@@ -153,6 +153,10 @@ struct diagnosis {
   std::vector<alternative> alternatives;
   std::vector<std::string> fix, verify, confirm, references;
   std::vector<std::string> verify_where;  ///< "$VAR: what to set it to" for each variable the verify commands use
+  /// An undetermined verdict's next steps: the line to read first, and the commands that capture the evidence
+  /// the logs lack (the flight recorder for collective timeouts, NCCL_DEBUG for NCCL set-up, py-spy for a
+  /// hang). Empty for other verdicts.
+  std::vector<std::string> next_steps;
   std::vector<kb::code_fix> fix_code;
   std::vector<suspicious_line> suspicious;
   std::vector<extract::exit_record> exits;

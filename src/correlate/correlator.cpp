@@ -415,6 +415,46 @@ void explain_verify_vars(diagnosis& d, const kb::library& lib) {
   }
 }
 
+// What an on-call engineer does when the logs do not say why: read the first line that looks wrong, then
+// capture what the logs lack, chosen by what they hold. The settings are upstream's:
+// https://pytorch.org/docs/stable/torch_nccl_environment_variables.html (TORCH_NCCL_TRACE_BUFFER_SIZE,
+// TORCH_NCCL_DUMP_ON_TIMEOUT), https://pytorch.org/docs/stable/distributed.html#torch-distributed-debug
+// (TORCH_DISTRIBUTED_DEBUG), https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html (NCCL_DEBUG,
+// NCCL_DEBUG_SUBSYS), https://github.com/benfred/py-spy (py-spy dump).
+void next_steps(diagnosis& d, const rules::context& ctx) {
+  if (d.verdict != verdict::undetermined) return;
+  auto at = [&](const std::string& source, std::uint64_t line_no) { return source + ":" + std::to_string(line_no); };
+  if (!d.suspicious.empty()) {
+    const auto& s = d.suspicious.front();
+    d.next_steps.push_back("Read " + at(s.source, s.line_no) + " first, the first line that looks wrong, and the lines of " +
+                           (s.rank ? "rank " + std::to_string(*s.rank) : std::string("its file")) + " just before it.");
+  } else if (!d.collateral.empty()) {
+    const auto& e = d.collateral.front().example;
+    d.next_steps.push_back("Read " + at(e.source, e.line_no) + " first (" + d.collateral.front().title +
+                           "), and what each rank printed just before its first error.");
+  }
+  bool timeout = false, nccl = false;
+  for (const auto& f : ctx.fs) {
+    const auto& s = ctx.sig(f);
+    timeout = timeout || s.category == "synchronization" || s.has_tag("symptom.hang") || s.has_tag("symptom.timeout");
+    nccl = nccl || std::find(s.systems.begin(), s.systems.end(), "nccl") != s.systems.end();
+  }
+  if (timeout) {
+    d.next_steps.push_back("Rerun with TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_DISTRIBUTED_DEBUG=DETAIL: on the "
+                           "next timeout every rank dumps its last collectives, and `torchfrtrace` on the dumps names the rank that "
+                           "never joined (firstfault reads its output).");
+    d.next_steps.push_back("If the job hangs again, run `py-spy dump --pid PID` for each rank's process while it waits: the rank "
+                           "that is not in a collective is the one the others wait for.");
+  }
+  if (nccl || rules::ends_in_startup(ctx, true))
+    d.next_steps.push_back("Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET (and TORCH_DISTRIBUTED_DEBUG=INFO): the log then "
+                           "says which interface, transport and peers each rank used during set-up.");
+  if (d.next_steps.size() <= 1)
+    d.next_steps.push_back("Add the logs that are missing: every rank's output (torchrun --log-dir, srun --output=%t), and each "
+                           "node's kernel log from the time of the failure (dmesg -T or journalctl -k): a rank or node that stopped "
+                           "without an error is the usual culprit.");
+}
+
 }  // namespace
 
 // The stages in order; each names the rule that decided (docs/ARCHITECTURE.md, "Correlation rules").
@@ -435,6 +475,7 @@ diagnosis correlate(const inputs& in, const kb::library& lib) {
   note_launcher_root_cause(d, ctx);
   fill_slurm_job_id(d, ctx, in);
   explain_verify_vars(d, lib);
+  next_steps(d, ctx);
   return d;
 }
 

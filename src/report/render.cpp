@@ -214,6 +214,7 @@ std::string to_html_body(const pipeline::run& r, const html_options& opt) {
     o += html_list("Confirm", "confirm", d.confirm, false);
     if (!d.references.empty()) o += html_list("References", "", d.references, false);
   }
+  if (!d.next_steps.empty()) o += html_list("Next steps", "next-steps", d.next_steps, false);
   if (!d.alternatives.empty()) {
     o += "<h2>Other causes seen</h2><ul>";
     for (const auto& a : d.alternatives)
@@ -342,6 +343,11 @@ std::string from_stored_json(const nlohmann::json& j) {
     line("LINES THAT LOOK WRONG");
     for (const auto& sl : j["suspicious"]) line("  " + str(sl, "file") + ":" + num(sl, "line") + " " + std::string(text::prefix_utf8(str(sl, "text"), 300)));
   }
+  if (auto steps = list(j, "next_steps"); !steps.empty()) {
+    line("");
+    line("NEXT STEPS");
+    for (const auto& st : steps) line("  - " + st);
+  }
   if (j.contains("stats") && j["stats"].is_object()) {
     auto n = [&](const char* k) -> std::size_t {
       const auto& st = j["stats"];
@@ -405,6 +411,7 @@ nlohmann::json to_json(const pipeline::run& r) {
   for (const auto& c : d.fix_code) code.push_back({{"stack", c.stack}, {"code", c.code}});
   j["fix"] = {{"steps", d.fix}, {"code", code}};
   j["verify"] = d.verify;
+  j["next_steps"] = d.next_steps;
   j["verify_where"] = d.verify_where;
   if (!d.launcher_note.empty()) j["launcher_note"] = d.launcher_note;
   if (!d.attempts.empty()) {
@@ -535,6 +542,11 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
     line(p("1", "LINES THAT LOOK WRONG"));
     for (const auto& s : d.suspicious) line("  " + p("2", suspicious_where(s)) + " " + clip(s.text, 300));
   }
+  if (!d.next_steps.empty()) {
+    line("");
+    line(p("1", "NEXT STEPS"));
+    for (const auto& s : d.next_steps) line("  - " + s);
+  }
   if (!r.errors.empty()) {
     line("");
     for (const auto& n : note_lines(r.errors)) line(p("33", "note: ") + n);
@@ -604,6 +616,11 @@ std::string to_markdown(const pipeline::run& r) {
     line("```");
     for (const auto& s : d.suspicious) line(unfence(suspicious_where(s) + " " + clip(s.text, 300)));
     line("```");
+  }
+  if (!d.next_steps.empty()) {
+    line("");
+    line("### Next steps");
+    for (const auto& s : d.next_steps) line("- " + md_text(s));
   }
   line("");
   line("_" + mask_summary(r) + "_");

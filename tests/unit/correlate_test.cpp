@@ -212,3 +212,30 @@ TEST(correlate, a_log_that_stops_in_start_up_is_not_healthy) {
   s.file("job.log", "node-a:1234:1234 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.23<0>\n[rank0]: step 1 loss 0.9\n[rank0]: step 2 loss 0.8\n");
   EXPECT_EQ(s.run().verdict, ff::correlate::verdict::healthy);
 }
+
+// An undetermined verdict says what to do next: the line to read first, then the evidence to capture, chosen by
+// what the logs hold (collective timeouts: the flight recorder and py-spy; set-up: NCCL_DEBUG=INFO).
+TEST(correlate, an_undetermined_verdict_ends_with_next_steps) {
+  scenario s;
+  s.file("job.log", "[rank1]:[E1002 16:04:30.860963433 ProcessGroupNCCL.cpp:2252] [PG ID 1 PG GUID 1 Rank 1]  failure detected by "
+                    "watchdog at work sequence id: 1116 PG status: last enqueued work: 1118, last completed work: 1115\n"
+                    "[rank1]:[E1002 16:04:30.861173927 ProcessGroupNCCL.cpp:2584] [PG ID 1 PG GUID 1 Rank 1] First PG on this rank to signal dumping.\n");
+  auto d = s.run();
+  ASSERT_EQ(d.verdict, ff::correlate::verdict::undetermined);
+  ASSERT_GE(d.next_steps.size(), 2u);
+  EXPECT_EQ(d.next_steps[0].rfind("Read ", 0), 0u) << d.next_steps[0];
+  EXPECT_NE(d.next_steps[0].find("job.log:"), std::string::npos) << d.next_steps[0];
+  bool fr = false;
+  for (const auto& n : d.next_steps) fr = fr || n.find("TORCH_NCCL_TRACE_BUFFER_SIZE") != std::string::npos;
+  EXPECT_TRUE(fr);
+  // A start-up log that stops: NCCL's set-up chatter asks for NCCL_DEBUG=INFO.
+  s.file("job.log", "node-a:1234:1234 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.23<0>\n");
+  d = s.run();
+  ASSERT_EQ(d.verdict, ff::correlate::verdict::undetermined);
+  bool nccl = false;
+  for (const auto& n : d.next_steps) nccl = nccl || n.find("NCCL_DEBUG=INFO") != std::string::npos;
+  EXPECT_TRUE(nccl);
+  // A failure has a fix instead.
+  s.file("job.log", watchdog(0) + "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n");
+  EXPECT_TRUE(s.run().next_steps.empty());
+}
