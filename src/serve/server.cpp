@@ -23,6 +23,7 @@
 #include "base/temp_dir.hpp"
 #include "firstfault/encyclopedia.hpp"
 #include "firstfault/history.hpp"
+#include "firstfault/ingest.hpp"
 #include "firstfault/pipeline.hpp"
 #include "firstfault/record.hpp"
 #include "firstfault/report.hpp"
@@ -74,6 +75,8 @@ std::string random_hex(std::size_t bytes) {
 }
 
 std::string esc(std::string_view s) { return text::html_escape(s); }
+// A stored history row's text (untrusted: anyone who can write the database wrote it), for HTML.
+std::string esc_row(std::string_view s) { return text::html_escape(text::sanitize(s)); }
 
 // A private directory for one request's uploads, removed with everything in it when the request ends.
 using temp_dir = base::temp_dir;
@@ -250,8 +253,9 @@ struct server::impl {
   }
 
   // The log viewer's lines: around every location the report links to, read again from the upload and
-  // masked with the masker that masked the report (the same host tokens). One pass per file serves all of
-  // its locations. A line's rank is its prefix's (the prefix catalogue); a line without one (a traceback's
+  // masked with the masker that masked the report (the same host tokens), every line from the file's first
+  // in order, as the pipeline masked them: a private-key block spans lines, and only the masker's state at
+  // the line says that a line inside it is key material. One pass per file serves all of its locations. A line's rank is its prefix's (the prefix catalogue); a line without one (a traceback's
   // continuation) belongs to the rank of the line before it, as the pipeline attributes it.
   void keep_excerpts(pipeline::collector& col, const pipeline::run& r, const std::string& dir, stored_report& out) {
     std::map<std::string, std::set<std::uint64_t>> want;  // masked display name -> line numbers
@@ -275,8 +279,8 @@ struct server::impl {
     }
   }
 
-  // Lines are kept sanitised but unmasked while the file is read, and masked once at the end (only the
-  // few dozen lines shown pay for masking).
+  // Each line is sanitised, cut at the pipeline's line bound, masked (mask::masker::apply, one stream from
+  // reset_stream() at the file's start), then cut at the viewer's width.
   std::map<std::uint64_t, excerpt> excerpts_of_file(pipeline::collector& col, const std::string& path, const std::set<std::uint64_t>& lines) {
     using row = std::pair<std::uint64_t, std::string>;
     std::map<std::uint64_t, excerpt> out;
@@ -285,11 +289,17 @@ struct server::impl {
     std::set<stream_id> ranks_seen;
     std::optional<stream_id> cur;  // the rank of the line before
     const std::uint64_t first = *lines.begin(), last = *lines.rbegin();
+    auto& masker = col.masker();
+    masker.reset_stream();
+    const std::size_t max_line = ingest::options{}.max_line_bytes;
     std::ifstream f(path, std::ios::binary);
     std::string l;
     for (std::uint64_t no = 1; no <= last + kRankLookahead && std::getline(f, l); ++no) {
-      if (l.size() > kMaxExcerptLineBytes) l.resize(kMaxExcerptLineBytes);
-      row r{no, text::sanitize(l)};
+      if (l.size() > max_line) l.resize(max_line);
+      std::string shown = text::sanitize(l);
+      if (masker.enabled()) shown = masker.apply(shown);
+      if (shown.size() > kMaxExcerptLineBytes) shown = std::string(text::prefix_utf8(shown, kMaxExcerptLineBytes));
+      row r{no, std::move(shown)};
       normalize::line_meta m;
       if (eng && eng->prefixes.normalize(r.second, m)) {
         if (m.rank) cur = stream_id{false, *m.rank};
@@ -327,13 +337,8 @@ struct server::impl {
         if (recent_all.size() > kContextLines) recent_all.pop_front();
       }
     }
-    auto& masker = col.masker();
-    for (auto& [at, ex] : out) {
+    for (auto& [at, ex] : out)
       if (ranks_seen.size() < 2) ex.rank_lines.clear();  // a file of one rank needs no second view
-      for (auto* v : {&ex.lines, &ex.rank_lines})
-        for (auto& [no, text] : *v)
-          if (masker.enabled()) text = masker.apply_detached(text);
-    }
     return out;
   }
 
@@ -526,9 +531,9 @@ struct server::impl {
     std::string body = "<h1>History</h1><table id=\"history\"><tr><th>id</th><th>when (UTC)</th><th>from</th><th>verdict</th><th>kind</th><th>rank</th><th>host</th><th>inputs</th></tr>";
     for (const auto& e : rows.value())
       body += fmt::format("<tr><td><a href=\"/history/{0}\">{0}</a></td><td>{1}</td><td>{2}</td><td>{3}</td><td><code>{4}</code></td><td>{5}</td><td>{6}</td><td>{7}</td></tr>",
-                          e.id, esc(history::format_utc(e.created_at)), esc(e.source), esc(e.verdict), esc(e.kind),
-                          e.initiating_rank ? std::to_string(*e.initiating_rank) : "-", esc(e.initiating_host),
-                          esc(history::summarize_inputs(e.inputs, 60)));
+                          e.id, esc_row(history::format_utc(e.created_at)), esc_row(e.source), esc_row(e.verdict), esc_row(e.kind),
+                          e.initiating_rank ? std::to_string(*e.initiating_rank) : "-", esc_row(e.initiating_host),
+                          esc_row(history::summarize_inputs(e.inputs, 60)));
     body += "</table>";
     send_page(res, nonce, "history", body);
   }
@@ -550,8 +555,8 @@ struct server::impl {
       if (!m.empty()) picture = "<h2>Timeline</h2>\n<div class=\"timeline-box\" id=\"timeline\">" + timeline::to_svg(m) + "</div>\n";
     }
     send_page(res, nonce, "history " + std::to_string(e.value()->id),
-              "<h1>History entry " + std::to_string(e.value()->id) + "</h1><p class=\"muted\">" + esc(history::format_utc(e.value()->created_at)) +
-                  " &middot; " + esc(e.value()->source) + "</p>" + picture + "<pre id=\"stored\">" + esc(text) + "</pre>");
+              "<h1>History entry " + std::to_string(e.value()->id) + "</h1><p class=\"muted\">" + esc_row(history::format_utc(e.value()->created_at)) +
+                  " &middot; " + esc_row(e.value()->source) + "</p>" + picture + "<pre id=\"stored\">" + esc(text) + "</pre>");
   }
 };
 
