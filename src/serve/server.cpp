@@ -343,6 +343,7 @@ struct server::impl {
       name = "pasted.log";
     }
     bool take(const char* data, std::size_t n) {
+      if (n == 0) return true;  // the multipart parser hands over empty pieces (an empty field): no file for them
       total += n;
       if (total > max) return !(over = true);
       if (to == into::csrf) csrf.append(data, std::min<std::size_t>(n, 64 - std::min<std::size_t>(64, csrf.size())));

@@ -218,6 +218,10 @@ class Serve(unittest.TestCase):
         r, page = self.request("POST", "/api/diagnose", body=b"", headers={"Content-Type": "text/plain"})
         self.assertEqual(r.status, 400)
         self.assertIn(b"nothing to diagnose", page)
+        body, headers = self.multipart({"csrf": self.csrf(), "log": ""}, [("", b"")])  # the form sent empty
+        r, page = self.request("POST", "/diagnose", body=body, headers=headers)
+        self.assertEqual(r.status, 400)
+        self.assertIn(b"nothing to diagnose", page)
 
     def test_bundle_and_binary_input(self):
         import io
