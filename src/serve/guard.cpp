@@ -53,11 +53,11 @@ bool wait_for(int sock, short events, int ms) {
 
 // After an answer given before the request's body was read: stop sending, and read (and drop) what the client
 // still sends for a moment, so that closing does not reset the connection before the client has read the
-// answer (a close with unread data sends RST, RFC 9112 section 9.6 "tear-down"). At most 2 s, 0.5 s of silence.
-void linger_and_drop(int sock) {
+// answer (a close with unread data sends RST, RFC 9112 section 9.6 "tear-down"). At most `ms`, 0.5 s of silence.
+void linger_and_drop(int sock, int ms) {
   ::shutdown(sock, SHUT_WR);
   std::array<char, 16384> buf;
-  const auto until = steady::now() + std::chrono::seconds(2);
+  const auto until = steady::now() + std::chrono::milliseconds(ms);
   while (wait_for(sock, POLLIN, std::min(ms_until(until), 500))) {
     ssize_t n = ::recv(sock, buf.data(), buf.size(), 0);
     if (n <= 0 && !(n < 0 && errno == EINTR)) break;
@@ -216,13 +216,14 @@ void guarded_server::leave(const std::string& address) {
 // file's stream, the per-address count, and a close after a request that was answered before it was read.
 bool guarded_server::process_and_close_socket(socket_t sock) {
   const std::string peer = address_of(sock, true, nullptr);
-  bool ret = false, linger = false;
+  bool ret = false;
+  int linger_ms = 0;
   if (!enter(peer)) {
     static constexpr char busy[] =
         "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 5\r\nContent-Type: text/plain\r\n"
         "Content-Length: 39\r\n\r\ntoo many connections from this address\n";
     (void)::send(sock, busy, sizeof busy - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-    linger = true;
+    linger_ms = 250;  // short: a thread spent on a refused connection is what the cap saves
   } else {
     deadline_stream strm(sock, lim_);
     for (std::size_t left = lim_.keep_alive_max; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
@@ -231,12 +232,12 @@ bool guarded_server::process_and_close_socket(socket_t sock) {
       tl_fault = stream_fault::none;
       bool closed = false;
       ret = process_request(strm, left == 1, closed, nullptr);
-      if (tl_close || (strm.failed() && tl_fault != stream_fault::none)) linger = true;
+      if (tl_close || (strm.failed() && tl_fault != stream_fault::none)) linger_ms = 2000;
       if (!ret || closed || tl_close || strm.failed()) break;
     }
     leave(peer);
   }
-  if (linger) linger_and_drop(sock);
+  if (linger_ms > 0) linger_and_drop(sock, linger_ms);
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);
   return ret;

@@ -193,6 +193,19 @@ struct server::impl {
   }
 
   // ---- page frame -------------------------------------------------------------------------------------
+  // The headers of every response; returns its style nonce (also kept in the request for the handlers).
+  static std::string secure_headers(const httplib::Request& req, httplib::Response& res) {
+    std::string nonce = random_hex(12);
+    const_cast<httplib::Request&>(req).set_header("X-Firstfault-Nonce", nonce);
+    res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'nonce-" + nonce +
+                                                  "'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("Referrer-Policy", "same-origin");  // no-referrer would make the form's Origin "null"
+    res.set_header("X-Frame-Options", "DENY");
+    res.set_header("Cache-Control", "no-store");
+    return nonce;
+  }
+
   std::string page(const std::string& nonce, const std::string& title, const std::string& body) const {
     return "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">"
            "<title>" + esc(title) + " - firstfault</title><style nonce=\"" + nonce + "\">" + report::html_css() +
@@ -743,7 +756,7 @@ status server::check() const {
   const auto& o = impl_->opt;
   if (!impl_->eng) return error{"the knowledge base did not compile: " + impl_->engine_error};
   if (!is_loopback(o.host) && !o.allow_remote)
-    return error{"refusing to listen on " + o.host + ", which is not a loopback address: pass --allow-remote (a token is then required)"};
+    return error{"refusing to listen on " + o.host + ", which is not a loopback address: pass --allow-remote"};
   if (auto t = check_token(o.token); !t) return error{"token: " + t.error().message};
   if (o.port < 0 || o.port > 65535) return error{"port must be 0-65535"};
   return ok();
@@ -758,15 +771,18 @@ int server::run() {
   http.set_payload_max_length(im.opt.max_upload_bytes);
   http.set_read_timeout(im.opt.read_timeout_seconds, 0);
   http.set_write_timeout(im.opt.read_timeout_seconds, 0);
+  // "Expect: 100-continue" is answered before routing (Server::process_request): a request that will be
+  // refused is refused there, so that its body is not sent at all.
+  http.set_expect_100_continue_handler([&im](const httplib::Request& req, httplib::Response& res) {
+    std::string redirect;
+    auto why = im.refuse(req, res, redirect);
+    if (!why || why->first == 303) return 100;
+    guarded_server::close_after_response();
+    im.send_error(res, im.secure_headers(req, res), why->first, why->second);
+    return why->first;
+  });
   http.set_pre_routing_handler([&im](const httplib::Request& req, httplib::Response& res) {
-    std::string nonce = random_hex(12);
-    const_cast<httplib::Request&>(req).set_header("X-Firstfault-Nonce", nonce);
-    res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'nonce-" + nonce +
-                                                  "'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
-    res.set_header("X-Content-Type-Options", "nosniff");
-    res.set_header("Referrer-Policy", "same-origin");  // no-referrer would make the form's Origin "null"
-    res.set_header("X-Frame-Options", "DENY");
-    res.set_header("Cache-Control", "no-store");
+    const std::string nonce = im.secure_headers(req, res);
     std::string redirect;
     if (auto why = im.refuse(req, res, redirect)) {
       if (why->first == 303) res.set_redirect(redirect, 303);

@@ -487,6 +487,16 @@ class Limits(unittest.TestCase):
         s.sendall(b"x" * 65536)
         self.assertEqual(self.status_of(s), 413)  # answered before the body is sent
         s.close()
+        s = self.connect()  # with Expect: 100-continue, the answer is the refusal, never "100 Continue"
+        s.sendall(self.head("POST", "/api/diagnose", "Content-Type: text/plain\r\nExpect: 100-continue\r\n"
+                                                     "Content-Length: %d\r\n" % (100 << 20)))
+        self.assertEqual(self.status_of(s), 413)
+        s.close()
+        s = self.connect()  # the same without the token: 403 before the body
+        s.sendall(self.head("POST", "/api/diagnose", "Expect: 100-continue\r\nContent-Length: 10\r\n").replace(
+            b"Bearer " + self.token.encode(), b"Bearer nope"))
+        self.assertEqual(self.status_of(s), 403)
+        s.close()
 
     def test_body_framing(self):
         for extra, want in (("Content-Type: text/plain\r\n", 411),
@@ -497,6 +507,10 @@ class Limits(unittest.TestCase):
             s.sendall(self.head("POST", "/api/diagnose", extra))
             self.assertEqual(self.status_of(s), want, extra)
             s.close()
+        s = self.connect()  # headers over 64 KiB in all (each line under cpp-httplib's 8 KiB)
+        s.sendall(self.head("GET", "/", "".join("X-Pad%d: %s\r\n" % (i, "p" * 4000) for i in range(20))))
+        self.assertEqual(self.status_of(s), 431)
+        s.close()
         s = self.connect()  # a GET's body would be read as the next request: refused, and the connection closed
         s.sendall(self.head("GET", "/", "Content-Length: 30\r\n") + self.head("GET", "/")[:30])
         self.assertEqual(self.status_of(s), 400)
