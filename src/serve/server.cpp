@@ -317,6 +317,9 @@ struct server::impl {
       return std::make_pair(403, "this server needs its access token: open the address firstfault serve printed (it ends in "
                                  "?token=...), or send Authorization: Bearer TOKEN");
     if (req.method == "POST") {
+      // Only the upload routes read a body as it arrives; cpp-httplib would read any other POST's body whole
+      // into memory (Server::read_content) before answering 404.
+      if (req.path != "/diagnose" && req.path != "/api/diagnose") return std::make_pair(404, std::string("no such page"));
       std::string site = req.get_header_value("Sec-Fetch-Site");
       if (!site.empty() && site != "same-origin" && site != "none") return std::make_pair(403, "cross-site request refused");
       std::string from = req.get_header_value("Origin");
