@@ -22,7 +22,9 @@
 //  - Content-Security-Policy default-src 'none' with a per-response style nonce, nosniff, referrer same-origin only,
 //    frame-ancestors 'none', no-store;
 //  - request bodies at most max_upload_bytes, chunked or not (413), written to disk as they arrive, never held in
-//    memory; no Content-Encoding (415); a POST needs Content-Length or chunked (411); one diagnosis at a time;
+//    memory; no Content-Encoding (415); a POST needs Content-Length or chunked (411) and one of the two upload
+//    routes (404 before the body is read); a request refused before its body is read closes the connection (also
+//    when it asked "Expect: 100-continue"); one diagnosis at a time;
 //  - slow clients (guard.hpp): request line and headers within 10 s in all (408), a body at least 32 KiB/s after
 //    its first 10 s, 10 s of silence at most, 16 connections per client address (503), 64 served at once;
 //  - uploads go to a private temporary directory that is removed when the diagnosis ends; what is kept (the
