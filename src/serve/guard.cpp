@@ -98,13 +98,14 @@ class deadline_stream final : public httplib::Stream {
     }
     std::size_t n = std::min(size, len_ - off_);
     if (!account(buf_.data() + off_, n)) return -1;
+    writing_ = false;  // a write after this read starts a new write deadline ("100 Continue", then the body, then the answer)
     std::memcpy(ptr, buf_.data() + off_, n);
     off_ += n;
     return static_cast<ssize_t>(n);
   }
 
   ssize_t write(const char* ptr, size_t size) override {
-    if (!writing_) {  // one response has write_seconds in all: a client that reads a byte a second is cut off
+    if (!writing_) {  // each run of writes has write_seconds in all: a client that reads a byte a second is cut off
       writing_ = true;
       write_deadline_ = steady::now() + std::chrono::seconds(lim_.write_seconds);
     }
