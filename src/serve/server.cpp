@@ -5,12 +5,14 @@
 #include <fcntl.h>
 #include <httplib.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <strings.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -172,6 +174,7 @@ struct server::impl {
   std::vector<std::string> allowed_hosts;        // Host header values accepted
 
   std::string cookie_name;                       // "firstfault_token_PORT": cookies ignore ports, so one per server
+  std::array<unsigned char, 32> token_digest = digest_of(opt.token);
 
   static connection_limits limits_of(const options& o) {
     connection_limits lim;
@@ -240,8 +243,17 @@ struct server::impl {
   }
 
   // ---- security checks --------------------------------------------------------------------------------
+  // SHA-256 of a candidate token, compared with the server's in constant time (CRYPTO_memcmp): neither the
+  // position of the first wrong byte nor the length of the token shows in the time taken.
+  static std::array<unsigned char, 32> digest_of(std::string_view t) {
+    std::array<unsigned char, 32> d{};
+    unsigned int n = 0;
+    if (EVP_Digest(t.data(), t.size(), d.data(), &n, EVP_sha256(), nullptr) != 1) d.fill(0xff);
+    return d;
+  }
   bool token_ok(std::string_view t) const {
-    return !opt.token.empty() && t.size() == opt.token.size() && CRYPTO_memcmp(t.data(), opt.token.data(), t.size()) == 0;
+    const auto d = digest_of(t);
+    return !opt.token.empty() && CRYPTO_memcmp(d.data(), token_digest.data(), d.size()) == 0;
   }
   // The value of this server's cookie in the request's Cookie headers ("" when absent).
   std::string cookie_of(const httplib::Request& req) const {

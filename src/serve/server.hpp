@@ -15,7 +15,7 @@
 //  - every request needs the server's token (new_token(): 24 bytes from RAND_bytes, or --token-file / --token /
 //    FIRSTFAULT_TOKEN): "Authorization: Bearer T", the cookie firstfault_token_PORT (HttpOnly, SameSite=Strict)
 //    that a valid ?token=T sets, or ?token=T itself; a GET with ?token=T is redirected to the same URL without
-//    it. Without a valid token: 403. Compared in constant time (CRYPTO_memcmp);
+//    it. Without a valid token: 403. Compared in constant time (SHA-256 digests, CRYPTO_memcmp);
 //  - bound to loopback unless allow_remote; the Host header must name the address served (DNS rebinding);
 //  - a POST with a cross-site Origin or Sec-Fetch-Site is refused (OWASP CSRF cheat sheet, "verifying origin
 //    with standard headers"), and a form POST carries this server's CSRF token;
