@@ -11,6 +11,10 @@
 namespace ff::cli {
 namespace {
 
+// JSON of stored rows for a terminal: non-ASCII as \u escapes (a bidi control cannot reorder the output) and
+// invalid UTF-8 replaced (a row need not be valid UTF-8).
+std::string dump_safe(const nlohmann::json& j) { return j.dump(2, ' ', true, nlohmann::json::error_handler_t::replace); }
+
 class history_command final : public command {
  public:
   explicit history_command(CLI::App& app) {
@@ -59,6 +63,9 @@ int history_command::list(const history::store& hs) const {
     print_error(rows.error().message);
     return kExitUsage;
   }
+  // Rows are untrusted (another user or tool may have written the database): every stored text is shown
+  // through text::sanitize (escape sequences and controls removed, bidi controls shown as <U+202E>), and the
+  // JSON is ASCII-only (\u escapes), as every other output is.
   if (list_format_ == "json") {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& e : rows.value())
@@ -66,15 +73,15 @@ int history_command::list(const history::store& hs) const {
                    {"verdict", e.verdict}, {"signature", e.signature}, {"kind", e.kind},
                    {"initiating_rank", e.initiating_rank ? nlohmann::json(*e.initiating_rank) : nlohmann::json(nullptr)},
                    {"initiating_host", e.initiating_host}});
-    std::cout << j.dump(2) << "\n";
+    std::cout << dump_safe(j) << "\n";
     return 0;
   }
+  auto shown = [](const std::string& v) { return v.empty() ? std::string("-") : text::sanitize(v); };
   std::printf("%-5s %-20s  %-12s %-30s %-6s %-12s %s\n", "ID", "WHEN (UTC)", "VERDICT", "KIND", "RANK", "HOST", "INPUTS");
   for (const auto& e : rows.value())  // inputs: the first path and how many more (the full list: --format json)
-    std::printf("%-5lld %-20s  %-12s %-30s %-6s %-12s %s\n", static_cast<long long>(e.id), history::format_utc(e.created_at).c_str(),
-                e.verdict.c_str(), e.kind.empty() ? "-" : e.kind.c_str(),
-                e.initiating_rank ? std::to_string(*e.initiating_rank).c_str() : "-",
-                e.initiating_host.empty() ? "-" : e.initiating_host.c_str(), text::sanitize(history::summarize_inputs(e.inputs)).c_str());
+    std::printf("%-5lld %-20s  %-12s %-30s %-6s %-12s %s\n", static_cast<long long>(e.id), text::sanitize(history::format_utc(e.created_at)).c_str(),
+                shown(e.verdict).c_str(), shown(e.kind).c_str(), e.initiating_rank ? std::to_string(*e.initiating_rank).c_str() : "-",
+                shown(e.initiating_host).c_str(), text::sanitize(history::summarize_inputs(e.inputs)).c_str());
   if (rows.value().empty()) std::printf("(no diagnoses stored yet)\n");
   return 0;
 }
@@ -90,8 +97,10 @@ int history_command::show(const history::store& hs) const {
     return kExitUsage;
   }
   auto j = nlohmann::json::parse(e.value()->report_json, nullptr, false);
-  if (show_format_ == "json") std::cout << j.dump(2) << "\n";
-  else std::cout << "diagnosis " << id_ << " of " << history::format_utc(e.value()->created_at) << "\n\n" << report::from_stored_json(j);
+  if (show_format_ == "json") std::cout << dump_safe(j) << "\n";
+  else  // from_stored_json sanitises every text it prints from the stored report
+    std::cout << "diagnosis " << id_ << " of " << text::sanitize(history::format_utc(e.value()->created_at)) << "\n\n"
+              << report::from_stored_json(j);
   return 0;
 }
 
@@ -102,7 +111,7 @@ int history_command::stats(const history::store& hs) const {
     return kExitUsage;
   }
   std::printf("failures in the last %d days by %s:\n", days_, by_.c_str());
-  for (const auto& c : rows.value()) std::printf("  %5lld  %s\n", static_cast<long long>(c.count), c.key.c_str());
+  for (const auto& c : rows.value()) std::printf("  %5lld  %s\n", static_cast<long long>(c.count), text::sanitize(c.key).c_str());
   if (rows.value().empty()) std::printf("  (none%s)\n", by_ == "host" ? ": no stored failure named its first failing host" : "");
   return 0;
 }

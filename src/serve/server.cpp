@@ -2,20 +2,28 @@
 // the CLI.
 #include "server.hpp"
 
+#include <fcntl.h>
 #include <httplib.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <strings.h>
+
+#include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -23,11 +31,13 @@
 #include "base/temp_dir.hpp"
 #include "firstfault/encyclopedia.hpp"
 #include "firstfault/history.hpp"
+#include "firstfault/ingest.hpp"
 #include "firstfault/pipeline.hpp"
 #include "firstfault/record.hpp"
 #include "firstfault/report.hpp"
 #include "firstfault/text.hpp"
 #include "firstfault/timeline.hpp"
+#include "guard.hpp"
 
 namespace fs = std::filesystem;
 
@@ -66,14 +76,18 @@ std::string safe_relative_path(const std::string& name) {
 
 namespace {
 
+// `bytes` random bytes from OpenSSL's CSPRNG (RAND_bytes), as hex. Throws when the generator fails.
 std::string random_hex(std::size_t bytes) {
-  std::random_device rd;
+  std::vector<unsigned char> b(bytes);
+  if (RAND_bytes(b.data(), static_cast<int>(b.size())) != 1) throw std::runtime_error("the random generator failed");
   std::string s;
-  for (std::size_t i = 0; i < bytes; ++i) s += fmt::format("{:02x}", rd() & 0xff);
+  for (unsigned char c : b) s += fmt::format("{:02x}", c);
   return s;
 }
 
 std::string esc(std::string_view s) { return text::html_escape(s); }
+// A stored history row's text (untrusted: anyone who can write the database wrote it), for HTML.
+std::string esc_row(std::string_view s) { return text::html_escape(text::sanitize(s)); }
 
 // A private directory for one request's uploads, removed with everything in it when the request ends.
 using temp_dir = base::temp_dir;
@@ -111,12 +125,46 @@ constexpr std::uint64_t kRankLookahead = 200000;
 
 }  // namespace
 
+std::string new_token() { return random_hex(24); }
+
+status check_token(const std::string& token) {
+  if (token.size() < 16 || token.size() > 256)
+    return error{"the token must be 16 to 256 characters long (firstfault serve makes one of 48 when none is given)"};
+  for (char c : token)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.' && c != '~')
+      return error{"the token may hold only letters, digits and - _ . ~ (it is sent in URLs)"};
+  return ok();
+}
+
+result<std::string> read_token_file(const std::string& path) {
+  // A small regular file: a FIFO, a device or a directory is refused before anything is read; at most 4 KiB.
+  const std::string shown = text::sanitize(path);
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return error{shown + ": cannot read the token file: " + std::strerror(errno)};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return error{shown + ": the token file is not a regular file"};
+  }
+  char buf[4096];
+  ssize_t n = ::read(fd, buf, sizeof buf);
+  int err = errno;
+  ::close(fd);
+  if (n < 0) return error{shown + ": cannot read the token file: " + std::strerror(err)};
+  if (st.st_size > static_cast<off_t>(sizeof buf)) return error{shown + ": the token file is larger than 4 KiB"};
+  std::string t(buf, static_cast<std::size_t>(n));
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
+  if (t.empty()) return error{shown + ": the token file is empty"};
+  if (auto st2 = check_token(t); !st2) return error{shown + ": " + st2.error().message};
+  return t;
+}
+
 struct server::impl {
   const kb::library& lib;
   options opt;
   std::optional<pipeline::engine> eng;
   std::string engine_error;
-  httplib::Server http;
+  guarded_server http{limits_of(opt)};
   std::string csrf = random_hex(16);
   std::map<std::string, std::string> kb_pages;  // encyclopedia path -> HTML
   std::mutex diagnose_mu;                        // one diagnosis at a time (CPU and memory stay bounded)
@@ -124,6 +172,21 @@ struct server::impl {
   std::deque<stored_report> reports;
   std::string origin;                            // "http://127.0.0.1:8765"
   std::vector<std::string> allowed_hosts;        // Host header values accepted
+
+  std::string cookie_name;                       // "firstfault_token_PORT": cookies ignore ports, so one per server
+  std::array<unsigned char, 32> token_digest = digest_of(opt.token);
+
+  static connection_limits limits_of(const options& o) {
+    connection_limits lim;
+    lim.header_seconds = o.header_timeout_seconds;
+    lim.idle_seconds = o.read_timeout_seconds;
+    lim.write_seconds = std::max(30, o.read_timeout_seconds);
+    // The body as sent: the upload, its multipart framing and chunk-size lines. The upload itself is
+    // counted exactly as it is written (upload_sink).
+    lim.max_body_bytes = o.max_upload_bytes + o.max_upload_bytes / 16 + (1 << 20);
+    lim.per_client = o.connections_per_client;
+    return lim;
+  }
 
   impl(const kb::library& l, options o) : lib(l), opt(std::move(o)) {
     auto e = pipeline::engine::build(lib);
@@ -133,6 +196,19 @@ struct server::impl {
   }
 
   // ---- page frame -------------------------------------------------------------------------------------
+  // The headers of every response; returns its style nonce (also kept in the request for the handlers).
+  static std::string secure_headers(const httplib::Request& req, httplib::Response& res) {
+    std::string nonce = random_hex(12);
+    const_cast<httplib::Request&>(req).set_header("X-Firstfault-Nonce", nonce);
+    res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'nonce-" + nonce +
+                                                  "'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("Referrer-Policy", "same-origin");  // no-referrer would make the form's Origin "null"
+    res.set_header("X-Frame-Options", "DENY");
+    res.set_header("Cache-Control", "no-store");
+    return nonce;
+  }
+
   std::string page(const std::string& nonce, const std::string& title, const std::string& body) const {
     return "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">"
            "<title>" + esc(title) + " - firstfault</title><style nonce=\"" + nonce + "\">" + report::html_css() +
@@ -167,21 +243,95 @@ struct server::impl {
   }
 
   // ---- security checks --------------------------------------------------------------------------------
-  // nullopt: go on; else the status and reason the request is refused with.
-  std::optional<std::pair<int, std::string>> refuse(const httplib::Request& req, httplib::Response& res) const {
+  // SHA-256 of a candidate token, compared with the server's in constant time (CRYPTO_memcmp): neither the
+  // position of the first wrong byte nor the length of the token shows in the time taken.
+  static std::array<unsigned char, 32> digest_of(std::string_view t) {
+    std::array<unsigned char, 32> d{};
+    unsigned int n = 0;
+    if (EVP_Digest(t.data(), t.size(), d.data(), &n, EVP_sha256(), nullptr) != 1) d.fill(0xff);
+    return d;
+  }
+  bool token_ok(std::string_view t) const {
+    const auto d = digest_of(t);
+    return !opt.token.empty() && CRYPTO_memcmp(d.data(), token_digest.data(), d.size()) == 0;
+  }
+  // The value of this server's cookie in the request's Cookie headers ("" when absent).
+  std::string cookie_of(const httplib::Request& req) const {
+    for (std::size_t i = 0, n = req.get_header_value_count("Cookie"); i < n; ++i) {
+      const std::string value = req.get_header_value("Cookie", i);
+      std::string_view all = value;
+      while (!all.empty()) {
+        auto semi = all.find(';');
+        std::string_view pair = all.substr(0, semi);
+        all = semi == std::string_view::npos ? std::string_view() : all.substr(semi + 1);
+        while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+        if (pair.size() > cookie_name.size() && pair.substr(0, cookie_name.size()) == cookie_name && pair[cookie_name.size()] == '=')
+          return std::string(pair.substr(cookie_name.size() + 1));
+      }
+    }
+    return "";
+  }
+  // The request's target without its token parameter (where a GET with ?token= is sent once the cookie is set).
+  static std::string without_token(const httplib::Request& req) {
+    std::string_view target = req.target;
+    auto q = target.find('?');
+    std::string out(target.substr(0, q)), query;
+    for (std::string_view rest = q == std::string_view::npos ? std::string_view() : target.substr(q + 1); !rest.empty();) {
+      auto amp = rest.find('&');
+      std::string_view part = rest.substr(0, amp);
+      rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+      if (part.empty() || part == "token" || part.substr(0, 6) == "token=") continue;
+      query += (query.empty() ? "" : "&") + std::string(part);
+    }
+    if (out.empty() || out[0] != '/') out = "/";
+    return query.empty() ? out : out + "?" + query;
+  }
+
+  // How the request's body is framed: refused (status, reason) when the body could be misread or is too large.
+  std::optional<std::pair<int, std::string>> refuse_framing(const httplib::Request& req) const {
+    const std::size_t n_te = req.get_header_value_count("Transfer-Encoding"), n_cl = req.get_header_value_count("Content-Length");
+    const std::string te = req.get_header_value("Transfer-Encoding"), cl = req.get_header_value("Content-Length");
+    if (n_te > 1 || n_cl > 1 || (n_te && n_cl)) return std::make_pair(400, std::string("ambiguous message length"));
+    if (n_te && strcasecmp(te.c_str(), "chunked") != 0) return std::make_pair(501, std::string("only the chunked transfer coding is accepted"));
+    if (n_cl && (cl.empty() || cl.size() > 19 || cl.find_first_not_of("0123456789") != std::string::npos))
+      return std::make_pair(400, std::string("malformed Content-Length"));
+    const std::uint64_t length = n_cl ? std::strtoull(cl.c_str(), nullptr, 10) : 0;
+    if (req.method != "POST") {
+      if (n_te || length > 0) return std::make_pair(400, req.method + " takes no body");
+      return std::nullopt;
+    }
+    if (std::string enc = req.get_header_value("Content-Encoding"); !enc.empty() && strcasecmp(enc.c_str(), "identity") != 0)
+      return std::make_pair(415, std::string("a compressed request body is not accepted (send the .gz file itself)"));
+    if (!n_te && !n_cl) return std::make_pair(411, std::string("a POST needs Content-Length or chunked transfer coding"));
+    if (length > opt.max_upload_bytes) return std::make_pair(413, too_large());
+    return std::nullopt;
+  }
+  std::string too_large() const { return fmt::format("the upload is larger than {} MiB", opt.max_upload_bytes >> 20); }
+
+  // nullopt: go on; else the status and reason the request is refused with (303: `redirect` is where to).
+  std::optional<std::pair<int, std::string>> refuse(const httplib::Request& req, httplib::Response& res, std::string& redirect) const {
     std::string host = req.get_header_value("Host");
     if (!allowed_hosts.empty() && std::find(allowed_hosts.begin(), allowed_hosts.end(), host) == allowed_hosts.end())
       return std::make_pair(421, "this server answers only for " + allowed_hosts.front());
-    if (!opt.token.empty()) {
-      std::string auth = req.get_header_value("Authorization");
-      std::string cookie = req.get_header_value("Cookie");
-      bool ok = auth == "Bearer " + opt.token || cookie.find("ff_token=" + opt.token) != std::string::npos ||
-                (req.has_param("token") && req.get_param_value("token") == opt.token);
-      if (!ok) return std::make_pair(401, "a token is required (Authorization: Bearer TOKEN, or ?token=TOKEN once)");
-      if (req.has_param("token"))
-        res.set_header("Set-Cookie", "ff_token=" + opt.token + "; HttpOnly; SameSite=Strict; Path=/");
+    if (auto why = refuse_framing(req)) return why;
+    std::string auth = req.get_header_value("Authorization");
+    bool ok = (auth.size() > 7 && strncasecmp(auth.c_str(), "Bearer ", 7) == 0 && token_ok(std::string_view(auth).substr(7))) ||
+              token_ok(cookie_of(req));
+    if (!ok && req.has_param("token") && token_ok(req.get_param_value("token"))) {
+      ok = true;
+      res.set_header("Set-Cookie", cookie_name + "=" + opt.token + "; HttpOnly; SameSite=Strict; Path=/");
+      if (req.method == "GET") {  // the token leaves the address bar, the history and any Referer
+        redirect = without_token(req);
+        return std::make_pair(303, std::string());
+      }
     }
+    if (!ok)
+      return std::make_pair(403, "this server needs its access token: open the address firstfault serve printed (it ends in "
+                                 "?token=...), or send Authorization: Bearer TOKEN");
     if (req.method == "POST") {
+      // Only the upload routes read a body as it arrives; cpp-httplib would read any other POST's body whole
+      // into memory (Server::read_content) before answering 404.
+      if (req.path != "/diagnose" && req.path != "/api/diagnose") return std::make_pair(404, std::string("no such page"));
       std::string site = req.get_header_value("Sec-Fetch-Site");
       if (!site.empty() && site != "same-origin" && site != "none") return std::make_pair(403, "cross-site request refused");
       std::string from = req.get_header_value("Origin");
@@ -192,39 +342,85 @@ struct server::impl {
   }
 
   // ---- diagnosis --------------------------------------------------------------------------------------
-  struct upload {
-    std::string name, content;
+  // A request's body written to files in a private directory as it arrives, never held in memory: the form's
+  // "log" field as pasted.log, every file part under its name made safe (safe_relative_path), a plain body as
+  // pasted.log; the "csrf" field is kept (at most 64 bytes). Counts the uploaded bytes: past `max` it stops.
+  struct upload_sink {
+    static constexpr std::size_t kMaxFiles = 4096;
+    std::string dir;
+    std::uint64_t max = 0, total = 0;
+    bool over = false, too_many = false, write_failed = false;
+    std::size_t files = 0;
+    std::string csrf;
+    enum class into { nothing, csrf, file } to = into::nothing;
+    std::string name;  // the part's safe relative name; the file is made at its first byte (empty parts make none)
+    std::ofstream out;
+
+    bool begin(const httplib::MultipartFormData& part) {
+      out.close();
+      name.clear();
+      if (part.name == "csrf") to = into::csrf;
+      else if ((part.name == "log" && part.filename.empty()) || part.name == "files" || !part.filename.empty()) {
+        to = into::file;
+        name = part.name == "log" && part.filename.empty() ? "pasted.log" : safe_relative_path(part.filename);
+      } else to = into::nothing;
+      return true;
+    }
+    void begin_plain() {
+      to = into::file;
+      name = "pasted.log";
+    }
+    bool take(const char* data, std::size_t n) {
+      if (n == 0) return true;  // the multipart parser hands over empty pieces (an empty field): no file for them
+      total += n;
+      if (total > max) return !(over = true);
+      if (to == into::csrf) csrf.append(data, std::min<std::size_t>(n, 64 - std::min<std::size_t>(64, csrf.size())));
+      if (to != into::file) return true;
+      if (!out.is_open()) {
+        if (files >= kMaxFiles) return !(too_many = true);
+        fs::path p = fs::path(dir) / (name.empty() ? "upload-" + std::to_string(files) + ".log" : name);
+        std::error_code ec;
+        fs::create_directories(p.parent_path(), ec);
+        if (fs::exists(p)) p += "." + std::to_string(files);
+        out.open(p, std::ios::binary);
+        ++files;
+      }
+      out.write(data, static_cast<std::streamsize>(n));
+      if (!out) return !(write_failed = true);
+      return true;
+    }
   };
 
-  // Writes the uploads into `dir`; returns the error to show, or "".
-  static std::string write_uploads(const std::string& dir, const std::vector<upload>& ups) {
-    std::size_t n = 0;
-    for (const auto& u : ups) {
-      if (u.content.empty()) continue;
-      std::string rel = safe_relative_path(u.name);
-      if (rel.empty()) rel = "upload-" + std::to_string(n) + ".log";
-      fs::path p = fs::path(dir) / rel;
-      std::error_code ec;
-      fs::create_directories(p.parent_path(), ec);
-      if (fs::exists(p)) p += "." + std::to_string(n);
-      std::ofstream f(p, std::ios::binary);
-      f.write(u.content.data(), static_cast<std::streamsize>(u.content.size()));
-      if (!f) return "cannot write the upload to a temporary directory";
-      ++n;
+  // Receives the body into `sink`; nullopt, or the status and reason to refuse the request with (the connection
+  // is then closed: what is left of the body is never parsed as a request).
+  std::optional<std::pair<int, std::string>> receive(const httplib::Request& req, const httplib::ContentReader& reader, upload_sink& sink) {
+    sink.max = opt.max_upload_bytes;
+    bool ok = false;
+    if (req.is_multipart_form_data())
+      ok = reader([&](const httplib::MultipartFormData& part) { return sink.begin(part); },
+                  [&](const char* d, std::size_t n) { return sink.take(d, n); });
+    else {
+      sink.begin_plain();
+      ok = reader([&](const char* d, std::size_t n) { return sink.take(d, n); });
     }
-    return n == 0 ? "nothing to diagnose: paste a log or choose files" : "";
+    sink.out.close();
+    if (ok && !sink.write_failed) return std::nullopt;
+    guarded_server::close_after_response();
+    if (sink.over || guarded_server::fault() == stream_fault::body_too_large) return std::make_pair(413, too_large());
+    if (sink.too_many) return std::make_pair(413, fmt::format("more than {} files", upload_sink::kMaxFiles));
+    if (sink.write_failed) return std::make_pair(500, std::string("cannot write the upload to a temporary directory"));
+    if (guarded_server::fault() == stream_fault::body_too_slow) return std::make_pair(408, std::string("the upload was too slow"));
+    return std::make_pair(400, std::string("the upload was cut short or is malformed"));
   }
 
-  // Runs the pipeline over the uploads; fills `out` (report kept for /report/ID). Returns "" or the error.
-  std::string diagnose(const std::vector<upload>& ups, stored_report& out, pipeline::run& run_out) {
+  // Runs the pipeline over the uploads in `dir`; fills `out` (report kept for /report/ID). Returns "" or the error.
+  std::string diagnose(const std::string& dir, std::size_t files, stored_report& out, pipeline::run& run_out) {
     if (!eng) return "the knowledge base did not compile: " + engine_error;
+    if (files == 0) return "nothing to diagnose: paste a log or choose files";
     std::lock_guard<std::mutex> lock(diagnose_mu);
-    temp_dir tmp("firstfault-serve");
-    if (tmp.path.empty()) return "cannot create a temporary directory";
-    if (auto e = write_uploads(tmp.path, ups); !e.empty()) return e;
     pipeline::options po;
     po.mask = opt.mask;
-    po.ingest.display_root = tmp.path + "/";
+    po.ingest.display_root = dir + "/";
     std::optional<history::store> store;
     if (!opt.history_path.empty()) {
       auto h = history::store::open(opt.history_path);
@@ -237,8 +433,8 @@ struct server::impl {
         return r ? std::optional<std::int64_t>(r.value()) : std::nullopt;
       };
     }
-    po.on_finish = [&](pipeline::collector& col, const pipeline::run& r) { keep_excerpts(col, r, tmp.path, out); };
-    auto r = pipeline::diagnose({tmp.path}, *eng, po);
+    po.on_finish = [&](pipeline::collector& col, const pipeline::run& r) { keep_excerpts(col, r, dir, out); };
+    auto r = pipeline::diagnose({dir}, *eng, po);
     if (!r) return r.error().message;
     run_out = std::move(r.value());
     out.json = report::to_json(run_out).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -250,8 +446,9 @@ struct server::impl {
   }
 
   // The log viewer's lines: around every location the report links to, read again from the upload and
-  // masked with the masker that masked the report (the same host tokens). One pass per file serves all of
-  // its locations. A line's rank is its prefix's (the prefix catalogue); a line without one (a traceback's
+  // masked with the masker that masked the report (the same host tokens), every line from the file's first
+  // in order, as the pipeline masked them: a private-key block spans lines, and only the masker's state at
+  // the line says that a line inside it is key material. One pass per file serves all of its locations. A line's rank is its prefix's (the prefix catalogue); a line without one (a traceback's
   // continuation) belongs to the rank of the line before it, as the pipeline attributes it.
   void keep_excerpts(pipeline::collector& col, const pipeline::run& r, const std::string& dir, stored_report& out) {
     std::map<std::string, std::set<std::uint64_t>> want;  // masked display name -> line numbers
@@ -275,8 +472,8 @@ struct server::impl {
     }
   }
 
-  // Lines are kept sanitised but unmasked while the file is read, and masked once at the end (only the
-  // few dozen lines shown pay for masking).
+  // Each line is sanitised, cut at the pipeline's line bound, masked (mask::masker::apply, one stream from
+  // reset_stream() at the file's start), then cut at the viewer's width.
   std::map<std::uint64_t, excerpt> excerpts_of_file(pipeline::collector& col, const std::string& path, const std::set<std::uint64_t>& lines) {
     using row = std::pair<std::uint64_t, std::string>;
     std::map<std::uint64_t, excerpt> out;
@@ -285,11 +482,17 @@ struct server::impl {
     std::set<stream_id> ranks_seen;
     std::optional<stream_id> cur;  // the rank of the line before
     const std::uint64_t first = *lines.begin(), last = *lines.rbegin();
+    auto& masker = col.masker();
+    masker.reset_stream();
+    const std::size_t max_line = ingest::options{}.max_line_bytes;
     std::ifstream f(path, std::ios::binary);
     std::string l;
     for (std::uint64_t no = 1; no <= last + kRankLookahead && std::getline(f, l); ++no) {
-      if (l.size() > kMaxExcerptLineBytes) l.resize(kMaxExcerptLineBytes);
-      row r{no, text::sanitize(l)};
+      if (l.size() > max_line) l.resize(max_line);
+      std::string shown = text::sanitize(l);
+      if (masker.enabled()) shown = masker.apply(shown);
+      if (shown.size() > kMaxExcerptLineBytes) shown = std::string(text::prefix_utf8(shown, kMaxExcerptLineBytes));
+      row r{no, std::move(shown)};
       normalize::line_meta m;
       if (eng && eng->prefixes.normalize(r.second, m)) {
         if (m.rank) cur = stream_id{false, *m.rank};
@@ -327,13 +530,8 @@ struct server::impl {
         if (recent_all.size() > kContextLines) recent_all.pop_front();
       }
     }
-    auto& masker = col.masker();
-    for (auto& [at, ex] : out) {
+    for (auto& [at, ex] : out)
       if (ranks_seen.size() < 2) ex.rank_lines.clear();  // a file of one rank needs no second view
-      for (auto* v : {&ex.lines, &ex.rank_lines})
-        for (auto& [no, text] : *v)
-          if (masker.enabled()) text = masker.apply_detached(text);
-    }
     return out;
   }
 
@@ -351,24 +549,16 @@ struct server::impl {
     return std::nullopt;
   }
 
-  static std::vector<upload> uploads_of(const httplib::Request& req) {
-    std::vector<upload> ups;
-    if (req.is_multipart_form_data()) {
-      for (const auto& [field, f] : req.files) {
-        if (field == "log" && f.filename.empty()) ups.push_back({"pasted.log", f.content});
-        else if (field == "files" || (!f.filename.empty() && field != "csrf")) ups.push_back({f.filename, f.content});
-      }
-    } else if (!req.body.empty()) {
-      ups.push_back({"pasted.log", req.body});
-    }
-    return ups;
-  }
-
   // ---- routes -----------------------------------------------------------------------------------------
   void routes() {
     http.Get("/", [this](const httplib::Request& req, httplib::Response& res) { send_page(res, nonce_of(req), "diagnose", form_page()); });
-    http.Post("/diagnose", [this](const httplib::Request& req, httplib::Response& res) { post_diagnose(req, res); });
-    http.Post("/api/diagnose", [this](const httplib::Request& req, httplib::Response& res) { api_diagnose(req, res); });
+    // The uploads are read by the handlers (a content reader), as they are written to disk.
+    http.Post("/diagnose", [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+      post_diagnose(req, res, reader);
+    });
+    http.Post("/api/diagnose", [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+      api_diagnose(req, res, reader);
+    });
     http.Get(R"(/report/([0-9a-f]+))", [this](const httplib::Request& req, httplib::Response& res) { get_report(req, res); });
     http.Get(R"(/report/([0-9a-f]+)/log)", [this](const httplib::Request& req, httplib::Response& res) { get_log(req, res); });
     http.Get(R"(/report/([0-9a-f]+)/json)", [this](const httplib::Request& req, httplib::Response& res) {
@@ -401,14 +591,25 @@ struct server::impl {
   // Each response gets its own style nonce (set by the pre-routing handler into this header).
   static std::string nonce_of(const httplib::Request& req) { return req.get_header_value("X-Firstfault-Nonce"); }
 
-  void post_diagnose(const httplib::Request& req, httplib::Response& res) {
+  void post_diagnose(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
     const std::string nonce = nonce_of(req);
-    if (!req.is_multipart_form_data()) return send_error(res, nonce, 400, "the form must be sent as multipart/form-data");
-    std::string token = req.has_file("csrf") ? req.get_file_value("csrf").content : std::string();
-    if (token != csrf) return send_error(res, nonce, 403, "the form's CSRF token is missing or stale: reload the page");
+    if (!req.is_multipart_form_data()) {
+      guarded_server::close_after_response();
+      return send_error(res, nonce, 400, "the form must be sent as multipart/form-data");
+    }
+    temp_dir tmp("firstfault-serve");
+    if (tmp.path.empty()) {
+      guarded_server::close_after_response();
+      return send_error(res, nonce, 500, "cannot create a temporary directory");
+    }
+    upload_sink sink;
+    sink.dir = tmp.path;
+    if (auto why = receive(req, reader, sink)) return send_error(res, nonce, why->first, why->second);
+    if (sink.csrf.size() != csrf.size() || CRYPTO_memcmp(sink.csrf.data(), csrf.data(), csrf.size()) != 0)
+      return send_error(res, nonce, 403, "the form's CSRF token is missing or stale: reload the page");
     stored_report rep;
     pipeline::run run;
-    if (auto e = diagnose(uploads_of(req), rep, run); !e.empty()) return send_error(res, nonce, 400, e);
+    if (auto e = diagnose(tmp.path, sink.files, rep, run); !e.empty()) return send_error(res, nonce, 400, e);
     std::string id_placeholder = "\x01ID\x01";
     report::html_options ho;
     ho.line_link = [&](const std::string& src, std::uint64_t line) {
@@ -428,14 +629,22 @@ struct server::impl {
     res.set_redirect("/report/" + id, 303);
   }
 
-  void api_diagnose(const httplib::Request& req, httplib::Response& res) {
+  void api_diagnose(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    auto fail = [&res](int status, const std::string& why) {
+      res.status = status;
+      res.set_content(nlohmann::json{{"error", why}}.dump() + "\n", "application/json");
+    };
+    temp_dir tmp("firstfault-serve");
+    if (tmp.path.empty()) {
+      guarded_server::close_after_response();
+      return fail(500, "cannot create a temporary directory");
+    }
+    upload_sink sink;
+    sink.dir = tmp.path;
+    if (auto why = receive(req, reader, sink)) return fail(why->first, why->second);
     stored_report rep;
     pipeline::run run;
-    if (auto e = diagnose(uploads_of(req), rep, run); !e.empty()) {
-      res.status = 400;
-      res.set_content(nlohmann::json{{"error", e}}.dump() + "\n", "application/json");
-      return;
-    }
+    if (auto e = diagnose(tmp.path, sink.files, rep, run); !e.empty()) return fail(400, e);
     res.set_content(rep.json + "\n", "application/json");
   }
 
@@ -526,9 +735,9 @@ struct server::impl {
     std::string body = "<h1>History</h1><table id=\"history\"><tr><th>id</th><th>when (UTC)</th><th>from</th><th>verdict</th><th>kind</th><th>rank</th><th>host</th><th>inputs</th></tr>";
     for (const auto& e : rows.value())
       body += fmt::format("<tr><td><a href=\"/history/{0}\">{0}</a></td><td>{1}</td><td>{2}</td><td>{3}</td><td><code>{4}</code></td><td>{5}</td><td>{6}</td><td>{7}</td></tr>",
-                          e.id, esc(history::format_utc(e.created_at)), esc(e.source), esc(e.verdict), esc(e.kind),
-                          e.initiating_rank ? std::to_string(*e.initiating_rank) : "-", esc(e.initiating_host),
-                          esc(history::summarize_inputs(e.inputs, 60)));
+                          e.id, esc_row(history::format_utc(e.created_at)), esc_row(e.source), esc_row(e.verdict), esc_row(e.kind),
+                          e.initiating_rank ? std::to_string(*e.initiating_rank) : "-", esc_row(e.initiating_host),
+                          esc_row(history::summarize_inputs(e.inputs, 60)));
     body += "</table>";
     send_page(res, nonce, "history", body);
   }
@@ -550,8 +759,8 @@ struct server::impl {
       if (!m.empty()) picture = "<h2>Timeline</h2>\n<div class=\"timeline-box\" id=\"timeline\">" + timeline::to_svg(m) + "</div>\n";
     }
     send_page(res, nonce, "history " + std::to_string(e.value()->id),
-              "<h1>History entry " + std::to_string(e.value()->id) + "</h1><p class=\"muted\">" + esc(history::format_utc(e.value()->created_at)) +
-                  " &middot; " + esc(e.value()->source) + "</p>" + picture + "<pre id=\"stored\">" + esc(text) + "</pre>");
+              "<h1>History entry " + std::to_string(e.value()->id) + "</h1><p class=\"muted\">" + esc_row(history::format_utc(e.value()->created_at)) +
+                  " &middot; " + esc_row(e.value()->source) + "</p>" + picture + "<pre id=\"stored\">" + esc(text) + "</pre>");
   }
 };
 
@@ -562,8 +771,8 @@ status server::check() const {
   const auto& o = impl_->opt;
   if (!impl_->eng) return error{"the knowledge base did not compile: " + impl_->engine_error};
   if (!is_loopback(o.host) && !o.allow_remote)
-    return error{"refusing to listen on " + o.host + ", which is not a loopback address: pass --allow-remote (a token is then required)"};
-  if (o.allow_remote && o.token.empty()) return error{"--allow-remote needs a token (--token, or FIRSTFAULT_TOKEN)"};
+    return error{"refusing to listen on " + o.host + ", which is not a loopback address: pass --allow-remote"};
+  if (auto t = check_token(o.token); !t) return error{"token: " + t.error().message};
   if (o.port < 0 || o.port > 65535) return error{"port must be 0-65535"};
   return ok();
 }
@@ -571,21 +780,31 @@ status server::check() const {
 int server::run() {
   auto& im = *impl_;
   auto& http = im.http;
+  // The Content-Length bound as cpp-httplib applies it (a chunked body is bounded by guarded_server's stream
+  // and upload_sink); the timeouts are guarded_server's (connection_limits), the library's read timeout is set
+  // only for the sockets it opens itself.
   http.set_payload_max_length(im.opt.max_upload_bytes);
   http.set_read_timeout(im.opt.read_timeout_seconds, 0);
   http.set_write_timeout(im.opt.read_timeout_seconds, 0);
-  http.set_keep_alive_max_count(20);
+  // "Expect: 100-continue" is answered before routing (Server::process_request): a request that will be
+  // refused is refused there, so that its body is not sent at all.
+  http.set_expect_100_continue_handler([&im](const httplib::Request& req, httplib::Response& res) {
+    std::string redirect;
+    auto why = im.refuse(req, res, redirect);
+    if (!why || why->first == 303) return 100;
+    guarded_server::close_after_response();
+    im.send_error(res, im.secure_headers(req, res), why->first, why->second);
+    return why->first;
+  });
   http.set_pre_routing_handler([&im](const httplib::Request& req, httplib::Response& res) {
-    std::string nonce = random_hex(12);
-    const_cast<httplib::Request&>(req).set_header("X-Firstfault-Nonce", nonce);
-    res.set_header("Content-Security-Policy", "default-src 'none'; style-src 'nonce-" + nonce +
-                                                  "'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
-    res.set_header("X-Content-Type-Options", "nosniff");
-    res.set_header("Referrer-Policy", "same-origin");  // no-referrer would make the form's Origin "null"
-    res.set_header("X-Frame-Options", "DENY");
-    res.set_header("Cache-Control", "no-store");
-    if (auto why = im.refuse(req, res)) {
-      im.send_error(res, nonce, why->first, why->second);
+    const std::string nonce = im.secure_headers(req, res);
+    std::string redirect;
+    if (auto why = im.refuse(req, res, redirect)) {
+      if (why->first == 303) res.set_redirect(redirect, 303);
+      else {
+        guarded_server::close_after_response();  // a body it may carry is not read: it must not be taken for a request
+        im.send_error(res, nonce, why->first, why->second);
+      }
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -593,7 +812,17 @@ int server::run() {
   http.set_error_handler([&im](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     std::string nonce = req.get_header_value("X-Firstfault-Nonce");
-    std::string why = res.status == 413 ? fmt::format("the upload is larger than {} MiB", im.opt.max_upload_bytes >> 20)
+    switch (guarded_server::fault()) {  // the connection's stream gave up (guard.hpp): say why
+      case stream_fault::header_timeout: res.status = 408; break;
+      case stream_fault::header_too_large: res.status = 431; break;
+      case stream_fault::body_too_large: res.status = 413; break;
+      case stream_fault::body_too_slow: res.status = 408; break;
+      case stream_fault::none: break;
+    }
+    if (guarded_server::fault() != stream_fault::none) guarded_server::close_after_response();
+    std::string why = res.status == 413   ? im.too_large()
+                      : res.status == 408 ? "the request was too slow"
+                      : res.status == 431 ? "the request's headers are too large"
                       : res.status == 404 ? "no such page"
                       : res.status == 400 ? "malformed request"
                                           : "request failed";
@@ -615,15 +844,22 @@ int server::run() {
   if (is_loopback(im.opt.host)) {
     im.allowed_hosts = {host_for_url + ":" + std::to_string(port), "localhost:" + std::to_string(port)};
   }
-  std::string url = im.origin + "/";
-  std::fprintf(stderr, "firstfault: serving on %s (Ctrl-C stops)\n", url.c_str());
-  if (!im.opt.ready_file.empty()) {
+  im.cookie_name = "firstfault_token_" + std::to_string(port);
+  // Jupyter's convention: the address to open carries the token; the page then keeps it in a cookie.
+  const std::string url = im.origin + "/?token=" + im.opt.token;
+  std::fprintf(stderr, "firstfault: serving on %s/ (Ctrl-C stops); open the address below\n", im.origin.c_str());
+  std::printf("%s\n", url.c_str());
+  std::fflush(stdout);
+  if (!im.opt.ready_file.empty()) {  // it holds the token: readable by its owner only
     std::string tmp = im.opt.ready_file + ".tmp";
-    if (std::FILE* f = std::fopen(tmp.c_str(), "w")) {
-      std::fprintf(f, "%s\n", url.c_str());
-      std::fclose(f);
-      std::rename(tmp.c_str(), im.opt.ready_file.c_str());
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      std::string line = url + "\n";
+      bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+      ::close(fd);
+      if (!written || std::rename(tmp.c_str(), im.opt.ready_file.c_str()) != 0) std::remove(tmp.c_str());
     }
+    if (fd < 0) std::fprintf(stderr, "firstfault: cannot write the ready file %s\n", text::sanitize(im.opt.ready_file).c_str());
   }
   bool ok = http.listen_after_bind();
   return ok ? 0 : 2;

@@ -15,7 +15,7 @@ const ART = process.env.FF_ARTIFACTS;
 const REPO = process.env.FF_REPO;
 const CASE = path.join(TESTS, 'corpus', 'run2-torchrun-uneven-batches-rank3', 'logs');
 
-let server, url, browser, work;
+let server, url, token, browser, work;
 const cspErrors = [];
 
 async function waitReady(file, proc, ms = 60000) {
@@ -36,7 +36,10 @@ before(async () => {
   const ready = path.join(work, 'ready');
   server = spawn(BIN, ['serve', '--listen', '127.0.0.1:0', '--ready-file', ready, '--history', path.join(work, 'h.db')],
     { stdio: ['ignore', 'ignore', 'inherit'] });
-  url = await waitReady(ready, server);
+  // the ready file holds the address serve prints: http://127.0.0.1:PORT/?token=TOKEN
+  const printed = new URL(await waitReady(ready, server));
+  token = printed.searchParams.get('token');
+  url = printed.origin + '/';
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
 });
 
@@ -46,6 +49,13 @@ after(async () => {
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
+// The address of a page with the token (each test's page is a new browser context, without the cookie yet).
+function at(p) {
+  const u = new URL(p, url);
+  u.searchParams.set('token', token);
+  return u.href;
+}
+
 async function newPage() {
   const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
   page.on('console', (m) => { if (/Content Security Policy/i.test(m.text())) cspErrors.push(m.text()); });
@@ -54,7 +64,8 @@ async function newPage() {
 
 test('paste a multi-rank console log: verdict, initiating rank, evidence link, timeline lanes', async () => {
   const page = await newPage();
-  const resp = await page.goto(url);
+  const resp = await page.goto(at('/'));
+  assert.equal(page.url(), url, 'the token is taken out of the address once the cookie is set');
   const csp = resp.headers()['content-security-policy'];
   assert.match(csp, /default-src 'none'/);
   assert.match(csp, /style-src 'nonce-[0-9a-f]+'/);
@@ -88,7 +99,7 @@ test('upload a .tar.gz bundle of per-rank files', async () => {
   const bundle = path.join(work, 'job.tar.gz');
   execFileSync('tar', ['-czf', bundle, '-C', CASE, '.']);
   const page = await newPage();
-  await page.goto(url);
+  await page.goto(at('/'));
   await page.setInputFiles('#files', bundle);
   await Promise.all([page.waitForURL(/\/report\/[0-9a-f]+$/), page.click('#submit')]);
   assert.equal(await page.textContent('#verdict'), 'failure');
@@ -97,9 +108,18 @@ test('upload a .tar.gz bundle of per-rank files', async () => {
   await page.close();
 });
 
+test('without the token: 403 and no page', async () => {
+  const page = await newPage();
+  const resp = await page.goto(url);
+  assert.equal(resp.status(), 403);
+  assert.equal(await page.$('#diagnose-form'), null);
+  assert.match(await page.textContent('#error'), /access token/);
+  await page.close();
+});
+
 test('an empty submission is a clear error, not a report', async () => {
   const page = await newPage();
-  await page.goto(url);
+  await page.goto(at('/'));
   await page.click('#submit');
   await page.waitForSelector('#error');
   assert.match(await page.textContent('#error'), /nothing to diagnose/);
@@ -108,11 +128,11 @@ test('an empty submission is a clear error, not a report', async () => {
 
 test('encyclopedia: search and open an entry', async () => {
   const page = await newPage();
-  await page.goto(new URL('/kb/search?q=fallen+off+the+bus', url).href);
+  await page.goto(at('/kb/search?q=fallen+off+the+bus'));
   const first = page.locator('#results a').first();
   await Promise.all([page.waitForURL(/\/kb\/entries\//), first.click()]);
   assert.match(await page.title(), /Xid|bus/i);
-  await page.goto(new URL('/kb/nccl.html', url).href);
+  await page.goto(new URL('/kb/nccl.html', url).href);  // the cookie set by the first page
   assert.match(await page.textContent('body'), /NCCL/);
   await page.screenshot({ path: path.join(ART, 'encyclopedia-nccl.png') });
   await page.close();
@@ -125,7 +145,7 @@ test('timeline at 8, 16 and 512 ranks', { timeout: 180000 }, async () => {
       '--layout', 'console', '--failure', failure, '--position', 'middle', '--seed', '7'], { stdio: 'ignore', timeout: 120000 });
     const truth = JSON.parse(readFileSync(`${out}.truth.json`, 'utf8'));
     const page = await newPage();
-    await page.goto(url);
+    await page.goto(at('/'));
     await page.setInputFiles('#files', out);
     await Promise.all([page.waitForURL(/\/report\/[0-9a-f]+$/), page.click('#submit')]);
     assert.equal(await page.textContent('#initiating-rank'), String(truth.initiating_rank));
@@ -142,7 +162,7 @@ test('timeline at 8, 16 and 512 ranks', { timeout: 180000 }, async () => {
 
 test('history: a past report opens with its timeline', async () => {
   const page = await newPage();
-  await page.goto(url + 'history');
+  await page.goto(at('/history'));
   const first = page.locator('#history a').first();
   assert.ok(await first.count() > 0, 'the diagnoses above were kept');
   await Promise.all([page.waitForURL(/\/history\/\d+$/), first.click()]);

@@ -344,6 +344,34 @@ done
 check "display safety: no escape, bidi control or file-name newline in any format" test "$disp_ok" -eq 0
 "$BIN" history list --history "$tmp/evil.db" >"$tmp/out" 2>&1
 check "display safety: history list is sanitised" sh -c "! grep -qF \"\$(printf '\\033')\" '$tmp/out' && ! grep -qF \"\$(printf '\\342\\200\\256')\" '$tmp/out'"
+# ... and rows written by someone else (the database is shared, its rows are untrusted): a CSI colour, an OSC
+# title and U+202E in every text column and in the stored report come out of list, show and stats escaped.
+cp "$tmp/evil.db" "$tmp/rows.db"
+/usr/bin/python3 - "$tmp/rows.db" <<'PY'
+import json, sqlite3, sys
+bad = "a\x1b[31mred\x1b]0;pwned\x07\u202egol"
+db = sqlite3.connect(sys.argv[1])
+report = {"schema": "firstfault.report/v1", "verdict": "failure",
+          "root_cause": {"kind": bad, "title": bad, "summary": bad, "signature": bad,
+                         "evidence": [{"file": bad, "line": 3, "text": bad}]},
+          "initiating_host": bad}
+db.execute("UPDATE diagnoses SET source=?, verdict='failure', kind=?, signature=?, initiating_host=?, inputs=?, report_json=?",
+           (bad, bad, bad, bad, bad, json.dumps(report)))
+db.execute("INSERT INTO diagnoses(created_at, source, inputs, verdict, report_json) SELECT created_at, source, inputs, ?, "
+           "report_json FROM diagnoses LIMIT 1", (bad,))
+db.commit()
+PY
+rows_ok=0
+id=$(sqlite3 "$tmp/rows.db" 'SELECT id FROM diagnoses LIMIT 1')
+for args in "list" "list --format json" "show $id" "show $id --format json" "stats --by kind --days 100000" "stats --by signature --days 100000"; do
+  # shellcheck disable=SC2086
+  "$BIN" history $args --history "$tmp/rows.db" >"$tmp/out" 2>&1
+  grep -qF "$(printf '\033')" "$tmp/out" && { rows_ok=1; echo "  ESC in history $args"; }
+  grep -qF "$(printf '\342\200\256')" "$tmp/out" && { rows_ok=1; echo "  U+202E in history $args"; }
+  grep -qF "$(printf '\a')" "$tmp/out" && { rows_ok=1; echo "  BEL in history $args"; }
+  grep -qiF -e '<U+202E>' -e '\u202e' "$tmp/out" || { rows_ok=1; echo "  history $args does not show the bidi control escaped"; }
+done
+check "display safety: stored rows are escaped by history list, show and stats" test "$rows_ok" -eq 0
 
 # Planted secrets (tests/mask): no value and no 8-character piece of one in any output, the history
 # database (dumped), watch --json alerts or --exec input.

@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""HTTP tests of `firstfault serve` on loopback: the API and the form, the security headers, the CSRF and
-origin checks, oversized and malformed uploads, a slow client, concurrent requests, a non-loopback bind
-refused. Usage: http_test.py BIN TESTS_DIR. Starts the server itself (readiness: --ready-file)."""
+"""HTTP tests of `firstfault serve` on loopback: the access token (403 without it on every route; Bearer,
+?token= then cookie, --token-file), the API and the form, the security headers, the CSRF and origin checks,
+oversized, chunked and malformed uploads (413 with the server's peak RSS bounded), slow clients (ten
+byte-a-second connections do not delay a normal request; a per-address cap), the log viewer masking a
+private-key block, concurrent requests, a non-loopback bind refused. Usage: http_test.py BIN TESTS_DIR.
+Starts the servers itself (readiness: --ready-file, which holds the URL with the token)."""
 import http.client
 import json
 import os
 import re
+import select
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -19,6 +24,38 @@ BIN = sys.argv[1]
 TESTS = sys.argv[2]
 CASE = os.path.join(TESTS, "corpus", "run2-torchrun-uneven-batches-rank3", "logs", "console.log")
 OOM = os.path.join(TESTS, "corpus", "gh-funasr-2006", "logs")
+
+
+def start_serve(tmp, *args, token_env=None):
+    """Starts `firstfault serve` on a free loopback port; returns (proc, host, port, token, url)."""
+    ready = os.path.join(tmp, "ready")
+    if os.path.exists(ready):
+        os.unlink(ready)
+    env = {k: v for k, v in os.environ.items() if k != "FIRSTFAULT_TOKEN"}
+    env["TMPDIR"] = tmp
+    if token_env:
+        env["FIRSTFAULT_TOKEN"] = token_env
+    proc = subprocess.Popen([BIN, "serve", "--listen", "127.0.0.1:0", "--ready-file", ready] + list(args),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    url = wait_file(ready, proc)
+    u = urllib.parse.urlparse(url)
+    token = urllib.parse.parse_qs(u.query)["token"][0]
+    return proc, u.hostname, u.port, token, url
+
+
+def stop_serve(proc):
+    proc.terminate()
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    proc.stderr.close()
+
+
+def vm_hwm_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmHWM")
 
 
 def wait_file(path, proc, seconds=60):
@@ -39,24 +76,21 @@ class Serve(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        ready = os.path.join(cls.tmp.name, "ready")
-        cls.proc = subprocess.Popen([BIN, "serve", "--listen", "127.0.0.1:0", "--ready-file", ready, "--max-upload-mib", "2",
-                                     "--history", os.path.join(cls.tmp.name, "h.db")],
-                                    stderr=subprocess.PIPE, env=dict(os.environ, TMPDIR=cls.tmp.name))
-        url = wait_file(ready, cls.proc)
-        u = urllib.parse.urlparse(url)
-        cls.host, cls.port = u.hostname, u.port
+        cls.proc, cls.host, cls.port, cls.token, cls.url = start_serve(
+            cls.tmp.name, "--max-upload-mib", "2", "--history", os.path.join(cls.tmp.name, "h.db"))
 
     @classmethod
     def tearDownClass(cls):
-        cls.proc.terminate()
-        cls.proc.wait(timeout=30)
-        cls.proc.stderr.close()
+        stop_serve(cls.proc)
         cls.tmp.cleanup()
 
-    def request(self, method, path, body=None, headers=None, timeout=60):
+    def request(self, method, path, body=None, headers=None, timeout=60, auth=True):
+        """One request on a new connection, with the token as a Bearer header unless auth is False."""
+        h = dict(headers or {})
+        if auth:
+            h.setdefault("Authorization", "Bearer " + self.token)
         c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-        c.request(method, path, body=body, headers=headers or {})
+        c.request(method, path, body=body, headers=h)
         r = c.getresponse()
         data = r.read()
         c.close()
@@ -184,6 +218,10 @@ class Serve(unittest.TestCase):
         r, page = self.request("POST", "/api/diagnose", body=b"", headers={"Content-Type": "text/plain"})
         self.assertEqual(r.status, 400)
         self.assertIn(b"nothing to diagnose", page)
+        body, headers = self.multipart({"csrf": self.csrf(), "log": ""}, [("", b"")])  # the form sent empty
+        r, page = self.request("POST", "/diagnose", body=body, headers=headers)
+        self.assertEqual(r.status, 400)
+        self.assertIn(b"nothing to diagnose", page)
 
     def test_bundle_and_binary_input(self):
         import io
@@ -232,6 +270,76 @@ class Serve(unittest.TestCase):
         self.assertEqual(len(set(results)), 1, results)
         self.assertEqual(results[0][0], 200)
 
+    ROUTES = [("GET", "/"), ("GET", "/report/0123456789abcdef01234567"), ("GET", "/report/0123456789abcdef01234567/log?src=a&line=1"),
+              ("GET", "/report/0123456789abcdef01234567/json"), ("GET", "/kb"), ("GET", "/kb/index.html"),
+              ("GET", "/kb/search?q=oom"), ("GET", "/api/kb"), ("GET", "/api/kb/cuda_oom"), ("GET", "/history"),
+              ("GET", "/history/1"), ("GET", "/no/such/page"), ("POST", "/diagnose"), ("POST", "/api/diagnose")]
+
+    def test_no_token_is_403_on_every_route(self):
+        wrong = "0" * len(self.token)
+        cookie = "firstfault_token_%d" % self.port
+        for method, path in self.ROUTES:
+            body = b"[rank0]: RuntimeError: boom\n" if method == "POST" else None
+            for headers in ({}, {"Authorization": "Bearer " + wrong}, {"Authorization": "Bearer " + self.token[:-1]},
+                            {"Authorization": "Basic " + self.token}, {"Cookie": "%s=%s" % (cookie, wrong)},
+                            {"Cookie": "firstfault_token_1=%s" % self.token}):  # another port's cookie
+                r, page = self.request(method, path, body=body, headers=headers, auth=False)
+                self.assertEqual(r.status, 403, (method, path, headers))
+                self.assertIn(b"access token", page)
+            r, _ = self.request(method, path + ("&" if "?" in path else "?") + "token=" + wrong, body=body, auth=False)
+            self.assertEqual(r.status, 403, (method, path, "?token=wrong"))
+
+    def test_token_in_the_url_sets_a_cookie_and_leaves_the_url(self):
+        r, _ = self.request("GET", "/kb/search?q=out+of+memory&token=" + self.token, auth=False)
+        self.assertEqual(r.status, 303)
+        self.assertEqual(r.getheader("Location"), "/kb/search?q=out+of+memory")
+        name = "firstfault_token_%d" % self.port
+        cookie = r.getheader("Set-Cookie")
+        self.assertTrue(cookie.startswith("%s=%s;" % (name, self.token)), cookie)
+        for attribute in ("HttpOnly", "SameSite=Strict", "Path=/"):
+            self.assertIn(attribute, cookie)
+        r, page = self.request("GET", r.getheader("Location"), headers={"Cookie": "other=1; %s=%s" % (name, self.token)}, auth=False)
+        self.assertEqual(r.status, 200)
+        self.assertIn(b"/kb/entries/cuda_oom.html", page)
+        u = urllib.parse.urlparse(self.url)  # the address printed by serve
+        r, _ = self.request("GET", u.path + "?" + u.query, auth=False)
+        self.assertEqual((r.status, r.getheader("Location")), (303, "/"))
+        # a POST with ?token= is served where it was sent (a redirect would lose its body)
+        r, out = self.request("POST", "/api/diagnose?token=" + self.token, body=b"[rank1]: RuntimeError: boom\n", auth=False)
+        self.assertEqual(r.status, 200, out[:200])
+
+    def test_ready_file_and_stdout_give_the_url_with_a_new_token(self):
+        self.assertRegex(self.url, r"^http://127\.0\.0\.1:%d/\?token=[0-9a-f]{48}$" % self.port)
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.tmp.name, "ready")).st_mode), 0o600)
+        self.assertEqual(self.proc.stdout.readline().decode().strip(), self.url)
+
+    def test_viewer_masks_a_private_key_block(self):
+        # a made-up key body: each line carries a marker that must not reach the page
+        body = ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQ%02dFAKEKEYBODYLINEnotarealkey%02dxyz" % (i, i) for i in range(6)]
+        for prefix in ("", "0: "):
+            lines = ["step 1 loss 2.5", "-----BEGIN PRIVATE KEY-----"] + body + ["-----END PRIVATE KEY-----",
+                     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+                     "capacity of 79.15 GiB of which 1.00 GiB is free.", "step 2 loss 2.4"]
+            log = "".join(prefix + l + "\n" for l in lines).encode()
+            form, headers = self.multipart({"csrf": self.csrf()}, [("key.log", log)])
+            r, _ = self.request("POST", "/diagnose", body=form, headers=headers)
+            self.assertEqual(r.status, 303)
+            report = r.getheader("Location")
+            r, page = self.request("GET", report)
+            link = re.search(rb'class="loc" href="([^"]+)"', page)
+            self.assertIsNotNone(link, "the evidence line links to the log viewer")
+            link = link.group(1).decode().replace("&amp;", "&")
+            r, viewer = self.request("GET", link)
+            self.assertEqual(r.status, 200)
+            r, every = self.request("GET", link + "&all=1")
+            _, js = self.request("GET", report + "/json")
+            ctx = re.search(rb'id="context">(.*?)</pre>', viewer, re.S).group(1)
+            self.assertIn(b"CUDA out of memory", ctx)
+            self.assertIn(b"step 1 loss", ctx)  # the lines around the block are shown ...
+            self.assertIn(b"private-key", ctx)  # ... and the block as masked
+            for out in (viewer, every, page, js):
+                self.assertNotIn(b"FAKEKEYBODYLINE", out, "prefix %r" % prefix)
+
     def test_kb_and_history(self):
         r, page = self.request("GET", "/kb/index.html")
         self.assertEqual(r.status, 200)
@@ -264,28 +372,214 @@ class Bind(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertIn(b"not a loopback address", p.stderr)
 
-    def test_remote_needs_token(self):
-        p = subprocess.run([BIN, "serve", "--listen", "0.0.0.0:0", "--allow-remote"], capture_output=True, timeout=60,
-                           env={k: v for k, v in os.environ.items() if k != "FIRSTFAULT_TOKEN"})
-        self.assertEqual(p.returncode, 2)
-        self.assertIn(b"token", p.stderr)
 
-    def test_token_required_when_set(self):
+    def test_bad_token_refused(self):
+        for args in (["--token", "s3cret"], ["--token", "x" * 20 + " y"]):
+            p = subprocess.run([BIN, "serve", "--listen", "127.0.0.1:0", "--no-history"] + args, capture_output=True, timeout=60)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(b"token", p.stderr)
+
+    def get_status(self, host, port, headers):
+        c = http.client.HTTPConnection(host, port, timeout=30)
+        c.request("GET", "/", headers=headers)
+        status = c.getresponse().status
+        c.close()
+        return status
+
+    def test_given_token(self):
+        fixed = "s3cret-token-0123456789"
         with tempfile.TemporaryDirectory() as d:
-            ready = os.path.join(d, "ready")
-            proc = subprocess.Popen([BIN, "serve", "--listen", "127.0.0.1:0", "--ready-file", ready, "--token", "s3cret",
-                                     "--no-history"], stderr=subprocess.DEVNULL)
+            with open(os.path.join(d, "token"), "w") as f:
+                f.write(fixed + "\n")
+            for args, env in ((["--token-file", os.path.join(d, "token")], None), (["--token", fixed], None), ([], fixed)):
+                proc, host, port, token, _ = start_serve(d, "--no-history", *args, token_env=env)
+                try:
+                    self.assertEqual(token, fixed, args)
+                    self.assertEqual(self.get_status(host, port, {}), 403)
+                    self.assertEqual(self.get_status(host, port, {"Authorization": "Bearer " + fixed}), 200)
+                finally:
+                    stop_serve(proc)
+
+    def test_bad_token_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            empty, big, fifo = (os.path.join(d, n) for n in ("empty", "big", "fifo"))
+            open(empty, "w").close()
+            with open(big, "w") as f:
+                f.write("a" * 5000)
+            os.mkfifo(fifo)
+            for path, why in ((empty, b"empty"), (big, b"larger than 4 KiB"), (fifo, b"not a regular file"), (d, b"not a regular file"),
+                              (os.path.join(d, "missing"), b"cannot read")):
+                p = subprocess.run([BIN, "serve", "--listen", "127.0.0.1:0", "--no-history", "--token-file", path],
+                                   capture_output=True, timeout=60)
+                self.assertEqual(p.returncode, 2, path)
+                self.assertIn(why, p.stderr, path)
+
+
+class Limits(unittest.TestCase):
+    """A server with the default upload limit (64 MiB) and a 4 s request-header deadline: bodies over the limit,
+    chunked or not, malformed framing, and slow clients."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.proc, cls.host, cls.port, cls.token, _ = start_serve(cls.tmp.name, "--no-history", "--request-timeout", "4")
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_serve(cls.proc)
+        cls.tmp.cleanup()
+
+    def connect(self):
+        return socket.create_connection((self.host, self.port), timeout=30)
+
+    def head(self, method, path, extra=""):
+        return ("%s %s HTTP/1.1\r\nHost: %s:%d\r\nAuthorization: Bearer %s\r\n%s\r\n"
+                % (method, path, self.host, self.port, self.token, extra)).encode()
+
+    @staticmethod
+    def status_of(s):
+        data = b""
+        while b"\r\n" not in data:
+            got = s.recv(65536)
+            if not got:
+                break
+            data += got
+        return int(data.split(b" ", 2)[1]) if data else None
+
+    def get(self, timeout=30):
+        c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        c.request("GET", "/", headers={"Authorization": "Bearer " + self.token})
+        r = c.getresponse()
+        r.read()
+        c.close()
+        return r.status
+
+    def test_chunked_upload_over_the_limit(self):
+        s = self.connect()
+        s.sendall(self.head("POST", "/api/diagnose", "Content-Type: text/plain\r\nTransfer-Encoding: chunked\r\n"))
+        line = b"[rank0]: step 1 loss 2.0 " + b"x" * 100 + b"\n"
+        chunk = line * (65536 // len(line))
+        frame = b"%x\r\n" % len(chunk) + chunk + b"\r\n"
+        sent, answered = 0, False
+        while sent < 256 << 20:  # 256 MiB, made a frame at a time as it is sent
+            if select.select([s], [], [], 0)[0]:
+                answered = True
+                break
             try:
-                u = urllib.parse.urlparse(wait_file(ready, proc))
-                c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
-                c.request("GET", "/")
-                self.assertEqual(c.getresponse().status, 401)
-                c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
-                c.request("GET", "/", headers={"Authorization": "Bearer s3cret"})
-                self.assertEqual(c.getresponse().status, 200)
-            finally:
-                proc.terminate()
-                proc.wait(timeout=30)
+                s.sendall(frame)
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            sent += len(chunk)
+        if not answered and sent >= 256 << 20:
+            s.sendall(b"0\r\n\r\n")
+        status = self.status_of(s)
+        s.close()
+        peak = vm_hwm_kib(self.proc.pid)
+        sys.stderr.write("chunked upload: refused after %d MiB sent; server VmHWM %d MiB\n" % (sent >> 20, peak >> 10))
+        self.assertEqual(status, 413)
+        self.assertLess(sent, 256 << 20, "refused while it was being sent")
+        self.assertLessEqual(peak, 128 << 10, "the server's peak RSS")
+        self.assertEqual(self.get(), 200)
+
+    def test_declared_length_over_the_limit(self):
+        s = self.connect()
+        s.sendall(self.head("POST", "/api/diagnose", "Content-Type: text/plain\r\nContent-Length: %d\r\n" % (100 << 20)))
+        s.sendall(b"x" * 65536)
+        self.assertEqual(self.status_of(s), 413)  # answered before the body is sent
+        s.close()
+        s = self.connect()  # with Expect: 100-continue, the answer is the refusal, never "100 Continue"
+        s.sendall(self.head("POST", "/api/diagnose", "Content-Type: text/plain\r\nExpect: 100-continue\r\n"
+                                                     "Content-Length: %d\r\n" % (100 << 20)))
+        self.assertEqual(self.status_of(s), 413)
+        s.close()
+        s = self.connect()  # the same without the token: 403 before the body
+        s.sendall(self.head("POST", "/api/diagnose", "Expect: 100-continue\r\nContent-Length: 10\r\n").replace(
+            b"Bearer " + self.token.encode(), b"Bearer nope"))
+        self.assertEqual(self.status_of(s), 403)
+        s.close()
+
+    def test_body_framing(self):
+        for extra, want in (("Content-Type: text/plain\r\n", 411),
+                            ("Content-Length: 5\r\nContent-Encoding: gzip\r\n", 415),
+                            ("Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", 400),
+                            ("Transfer-Encoding: gzip, chunked\r\n", 501)):
+            s = self.connect()
+            s.sendall(self.head("POST", "/api/diagnose", extra))
+            self.assertEqual(self.status_of(s), want, extra)
+            s.close()
+        s = self.connect()  # a POST elsewhere is refused before its body is read (cpp-httplib would keep it in memory)
+        s.sendall(self.head("POST", "/nope", "Transfer-Encoding: chunked\r\n") + b"10\r\n" + b"x" * 16 + b"\r\n")
+        self.assertEqual(self.status_of(s), 404)
+        s.close()
+        s = self.connect()  # headers over 64 KiB in all (each line under cpp-httplib's 8 KiB)
+        s.sendall(self.head("GET", "/", "".join("X-Pad%d: %s\r\n" % (i, "p" * 4000) for i in range(20))))
+        self.assertEqual(self.status_of(s), 431)
+        s.close()
+        s = self.connect()  # a GET's body would be read as the next request: refused, and the connection closed
+        s.sendall(self.head("GET", "/", "Content-Length: 30\r\n") + self.head("GET", "/")[:30])
+        self.assertEqual(self.status_of(s), 400)
+        s.close()
+
+    def test_slow_clients_do_not_starve_the_server(self):
+        request = self.head("GET", "/")
+        slow = [self.connect() for _ in range(10)]
+        stop, first_round = threading.Event(), threading.Event()
+
+        def trickle():  # a byte a second on each connection, never the whole request within the test
+            for i in range(len(request)):
+                for c in slow:
+                    try:
+                        c.send(request[i:i + 1])
+                    except OSError:
+                        pass
+                first_round.set()
+                if stop.wait(1.0):
+                    return
+        t = threading.Thread(target=trickle)
+        opened = time.monotonic()
+        t.start()
+        try:
+            self.assertTrue(first_round.wait(10))
+            for _ in range(3):
+                began = time.monotonic()
+                self.assertEqual(self.get(timeout=3), 200)
+                took = time.monotonic() - began
+                sys.stderr.write("a normal request with 10 slow clients: %.3f s\n" % took)
+                self.assertLess(took, 3.0)
+            # the request-header deadline (4 s here) closes them, although each sends a byte a second
+            for c in slow:
+                c.settimeout(max(0.1, opened + 8 - time.monotonic()))
+                try:
+                    data = c.recv(65536)
+                except ConnectionResetError:
+                    data = b""
+                self.assertTrue(data == b"" or data.startswith(b"HTTP/1.1 408"), data[:40])
+            sys.stderr.write("slow clients cut off after %.1f s\n" % (time.monotonic() - opened))
+        finally:
+            stop.set()
+            t.join()
+            for c in slow:
+                c.close()
+
+    def test_connections_per_address_are_capped(self):
+        held = [self.connect() for _ in range(16)]
+        try:
+            for c in held:
+                c.send(b"G")
+            deadline, status = time.monotonic() + 5, None
+            while status != 503 and time.monotonic() < deadline:  # until the server has taken up the 16
+                extra = self.connect()
+                extra.sendall(self.head("GET", "/"))
+                status = self.status_of(extra)
+                extra.close()
+            self.assertEqual(status, 503)
+        finally:
+            for c in held:
+                c.close()
+        deadline, status = time.monotonic() + 5, None
+        while status != 200 and time.monotonic() < deadline:  # until the server has seen them closed
+            status = self.get()
+        self.assertEqual(status, 200)
 
 
 if __name__ == "__main__":
