@@ -27,6 +27,18 @@
 namespace ff::pipeline {
 
 namespace {
+
+// A line with no time of its own in its prefix may print one in its message: slurmstepd's "*** STEP 4.0 ON
+// node CANCELLED AT 2021-05-27T21:42:11 ***" (src/slurmd/slurmstepd/req.c, "%s ON %s CANCELLED AT %s").
+// That is the line's own time, not the earlier line's it would inherit. Only the "AT <ISO time>" form is
+// read: a date elsewhere in a message (a checkpoint's name) is not the time of the line.
+std::optional<normalize::timestamp> time_in_message(std::string_view text) {
+  for (auto at = text.find(" AT "); at != std::string_view::npos; at = text.find(" AT ", at + 1)) {
+    auto t = text.substr(at + 4, 19);
+    if (t.size() == 19 && normalize::detail::iso_plain_shape(t)) return normalize::detail::parse_iso_plain(t);
+  }
+  return std::nullopt;
+}
 std::optional<correlate::rank_key> rank_key_of(const std::optional<int>& rank, const std::optional<int>& local_rank,
                                                const std::optional<int>& attempt) {
   if (rank) return correlate::rank_key::global_rank(*rank, attempt);
@@ -1141,6 +1153,11 @@ void collector::keep_finding(const stream& st, const line_facts& f, match::hit& 
   out.handled = f.handled;
   out.text = std::string(text::prefix_utf8(f.body, limits::kFindingTextBytes));
   if (!note.collective.empty()) out.captured.emplace_back("collective", note.collective);
+  if (!out.ts || out.ts_inherited)
+    if (auto own = time_in_message(out.text)) {
+      out.ts = own;
+      out.ts_inherited = false;
+    }
   in.findings.push_back(std::move(out));
 }
 

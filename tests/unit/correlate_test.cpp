@@ -239,3 +239,19 @@ TEST(correlate, an_undetermined_verdict_ends_with_next_steps) {
   s.file("job.log", watchdog(0) + "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n");
   EXPECT_TRUE(s.run().next_steps.empty());
 }
+
+// slurmstepd prints its own time in the message ("CANCELLED AT ..."): that is the line's time, not the time
+// of the line before it.
+TEST(correlate, a_time_in_a_slurm_cancel_message_is_the_line_s_own) {
+  scenario s;
+  s.file("job.log", "2021-05-27 21:32:05 iteration 4/1000 | elapsed time per iteration (ms): 128000.0\n"
+                    "slurmstepd: error: *** JOB 1999616 ON node-1 CANCELLED AT 2021-05-27T21:42:11 DUE TO TIME LIMIT ***\n");
+  auto d = s.run();
+  bool seen = false;
+  for (const auto& e : d.evidence_lines)
+    if (e.text.find("CANCELLED AT") != std::string::npos) {
+      seen = true;
+      EXPECT_EQ(e.ts, "2021-05-27 21:42:11.000");  // not 21:32:05 (inherited), and not marked so
+    }
+  EXPECT_TRUE(seen);
+}
