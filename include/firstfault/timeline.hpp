@@ -77,6 +77,9 @@ struct model {
   std::size_t lanes = 0;       ///< lanes drawn (rank lanes and node lanes)
   std::size_t untimed = 0;     ///< findings that could not be placed (no time on the wall axis)
   std::optional<double> root_at;  ///< where the root cause is on the axis
+  /// Set when the axis is zoomed to the failure window (wall axis, a failure late in a long run): where the
+  /// whole run began; `start` is then the window's start, and lanes that began earlier start at the edge.
+  std::optional<double> run_start;
   bool empty() const { return lanes == 0; }
 };
 

@@ -2,6 +2,7 @@
 // for the HTML report and the web page, and as text rows for `diagnose --timeline`.
 #include "firstfault/timeline.hpp"
 
+#include <climits>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -82,6 +83,19 @@ std::string story(const row& r, double start, double span) {
   return s;
 }
 
+// The kinds of a rank's errors alone, without when it stopped: the coarser fold when stories are too many.
+std::string kinds_of(const row& r) {
+  std::set<std::string> kinds;
+  for (const auto& e : r.events) kinds.insert(std::to_string(static_cast<int>(e.what)) + e.kind);
+  std::string s;
+  for (const auto& k : kinds) s += k + ",";
+  return s;
+}
+
+// A folded lane's label lists its ranks as ranges up to this many characters ("ranks 0-7,9,12-15"), else
+// gives their count and span ("248 ranks in 1-511"): a label never runs off the plot.
+constexpr std::size_t kMaxLabelRanges = 16;
+
 lane lane_of(const std::vector<const row*>& rows) {
   lane l;
   for (const auto* r : rows) {
@@ -101,9 +115,16 @@ lane lane_of(const std::vector<const row*>& rows) {
     std::vector<int> locals;
     for (const auto* r : rows)
       if (r->local) locals.push_back(r->number);
-    l.label = l.ranks.empty() ? "local ranks " + text::rank_ranges(locals)
-                              : "ranks " + text::rank_ranges(l.ranks) + (locals.empty() ? "" : " +" + std::to_string(locals.size()) + " local");
-    l.label += " (" + std::to_string(rows.size()) + ")";
+    // A label fits the lane's column: the ranks as ranges when that is short, else their count and span.
+    auto ranks_label = [](const char* what, std::vector<int> v) {
+      std::sort(v.begin(), v.end());
+      std::string ranges = text::rank_ranges(v);
+      if (ranges.size() <= kMaxLabelRanges) return std::string(what) + " " + ranges;
+      return std::to_string(v.size()) + " " + what + " in " + std::to_string(v.front()) + "-" + std::to_string(v.back());
+    };
+    l.label = l.ranks.empty() ? ranks_label("local ranks", locals)
+                              : ranks_label("ranks", l.ranks) + (locals.empty() ? "" : " +" + std::to_string(locals.size()) + " local");
+    if (l.label.find(" in ") == std::string::npos) l.label += " (" + std::to_string(rows.size()) + ")";
   }
   cap_events(l.events, kMaxEventsPerLane);
   return l;
@@ -248,7 +269,11 @@ struct builder {
         node_events[f.host.value_or("")].push_back(e);
         continue;
       }
-      row& r = row_for(f.rank, f.local_rank);
+      // The root line of a local rank ("[default3]:" on a multi-node console) is drawn on the rank the
+      // diagnosis named, not on a lane of every node's local rank 3.
+      std::optional<int> rank = f.rank;
+      if (!rank && e.what == mark::root && d.initiating_rank) rank = d.initiating_rank;
+      row& r = row_for(rank, rank ? std::nullopt : f.local_rank);
       if (r.host.empty() && f.host) r.host = *f.host;
       r.events.push_back(std::move(e));
     }
@@ -417,6 +442,30 @@ struct builder {
       groups = std::move(merged);
       group_story = std::move(merged_story);
     }
+    // Still too many (hosts with a singled-out rank keep their own group, and their other ranks may tell
+    // many stories): within each group, the ranks not singled out fold by the kinds of their errors alone,
+    // then into one lane. At most a third of kMaxLanes ranks are singled out, so this ends under the cap.
+    for (bool by_kinds : {true, false}) {
+      if (!fold || total_lanes() <= max_lanes) break;
+      for (auto& g : groups) {
+        std::vector<lane> lanes;
+        std::map<std::string, std::vector<const row*>> by;
+        std::vector<std::string> order;
+        for (const auto* r : by_host[g.host]) {
+          if (r->interesting) {
+            lanes.push_back(lane_of({r}));
+            continue;
+          }
+          std::string key = by_kinds ? kinds_of(*r) : std::string();
+          if (!by.count(key)) order.push_back(key);
+          by[key].push_back(r);
+        }
+        for (const auto& k : order) lanes.push_back(lane_of(by[k]));
+        auto first_rank = [](const lane& l) { return l.ranks.empty() ? INT_MAX : *std::min_element(l.ranks.begin(), l.ranks.end()); };
+        std::stable_sort(lanes.begin(), lanes.end(), [&](const lane& a, const lane& b) { return first_rank(a) < first_rank(b); });
+        if (!lanes.empty()) g.lanes = std::move(lanes);
+      }
+    }
     for (auto& g : groups) {
       auto ne = node_events.find(g.host);
       if (ne != node_events.end()) {
@@ -459,6 +508,20 @@ std::string where(const event& e) {
 
 }  // namespace
 
+// A run of hours that fails in its last minutes would put the failure in the last pixels: the axis starts
+// at the failure window instead (from three times the time between the root cause and the end of the logs
+// before the root cause, at least a minute and a twentieth of the run), and run_start keeps where the run
+// began, for the axis title. Lanes that began earlier are drawn from the left edge.
+void zoom_to_failure(model& m) {
+  if (m.axis != axis::wall || !m.root_at) return;
+  double span = m.end - m.start;
+  double lead = std::max({3 * (m.end - *m.root_at), 60.0, 0.05 * span});
+  double from = *m.root_at - lead;
+  if (from <= m.start + 0.2 * span) return;
+  m.run_start = m.start;
+  m.start = from;
+}
+
 model build(const correlate::inputs& in, const correlate::diagnosis& d, const kb::library& lib, std::size_t max_lanes) {
   builder b{in, d, lib, {}, {}, {}, {}, {}, false, {}};
   b.index_sources();
@@ -473,6 +536,7 @@ model build(const correlate::inputs& in, const correlate::diagnosis& d, const kb
   b.m.ranks = b.rows.size();
   b.mark_interesting();
   b.make_lanes(std::max<std::size_t>(max_lanes, 4));
+  zoom_to_failure(b.m);
   return std::move(b.m);
 }
 
@@ -508,6 +572,12 @@ std::string axis_title(const model& m) {
   if (m.yearless) t += "; some logs give no year";
   t += ")";
   if (m.untimed) t += fmt::format("; {} error line(s) without a time are not drawn", m.untimed);
+  if (m.run_start) {
+    model whole = m;
+    whole.start = *m.run_start;
+    t += "; zoomed to the failure: the run began at " + axis_label(whole, *m.run_start) + ", " +
+         tick_label(whole, m.start).substr(1) + " earlier";
+  }
   return t;
 }
 
@@ -535,7 +605,7 @@ std::string event_text(const model& m, const event& e, const lane& l) {
 std::string to_svg(const model& m, int width) {
   const int left = 200, right = 56, top = 46, lane_h = 18, host_h = 18, legend_h = 34;
   const double plot = std::max(200, width - left - right);
-  auto x = [&](double at) { return left + (at - m.start) / (m.end - m.start) * plot; };
+  auto x = [&](double at) { return left + (std::max(at, m.start) - m.start) / (m.end - m.start) * plot; };
   int rows_h = 0;
   for (const auto& g : m.hosts) rows_h += host_h + static_cast<int>(g.lanes.size()) * lane_h;
   const int height = top + rows_h + 12 + legend_h;
@@ -726,7 +796,7 @@ const nlohmann::json& array_at(const nlohmann::json& j, const char* key) {
 
 nlohmann::json to_json(const model& m) {
   nlohmann::json j = {{"axis", m.axis == axis::wall ? "wall" : "position"}, {"yearless", m.yearless}, {"start", m.start},
-                      {"end", m.end}, {"ranks", m.ranks}, {"lanes", m.lanes}, {"untimed", m.untimed}, {"root_at", opt_num(m.root_at)}};
+                      {"end", m.end}, {"ranks", m.ranks}, {"lanes", m.lanes}, {"untimed", m.untimed}, {"root_at", opt_num(m.root_at)}, {"run_start", opt_num(m.run_start)}};
   j["hosts"] = nlohmann::json::array();
   for (const auto& h : m.hosts) {
     nlohmann::json hj = {{"host", h.host}, {"lanes", nlohmann::json::array()}};
@@ -752,6 +822,7 @@ model from_json(const nlohmann::json& j) {
   m.axis = str(j, "axis") == "wall" ? axis::wall : axis::position;
   m.yearless = flag(j, "yearless");
   m.start = num(j, "start").value_or(0);
+  m.run_start = num(j, "run_start");
   m.end = num(j, "end").value_or(1);
   if (!(m.end > m.start)) m.end = m.start + 1;  // to_svg divides by the range
   m.ranks = static_cast<std::size_t>(std::max(0.0, num(j, "ranks").value_or(0)));

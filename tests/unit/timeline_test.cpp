@@ -205,3 +205,71 @@ TEST(timeline, the_json_form_draws_the_same_picture) {
 }
 
 }  // namespace
+
+// 512 ranks that tell many different stories (they stopped at different times, with different errors) still
+// fit in kMaxLanes lanes, with labels that fit their column, and the failing rank on a lane of its own.
+TEST(timeline, many_stories_fold_under_the_lane_cap_with_short_labels) {
+  job j;
+  std::string log;
+  for (int r = 0; r < 512; ++r) log += at(r, 0, "step 1");
+  for (int r = 0; r < 512; ++r) log += at(r, 1 + (r * 7) % 50, "step 2");
+  log += "[rank331]:" + std::string(kOom) + "\n";
+  for (int r = 0; r < 512; ++r)
+    if (r != 331) log += r % 3 == 0 ? watchdog_line(r, 11 * 60) : at(r, 11 * 60, "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [10.0.0.2]:12345");
+  j.file("console.log", log);
+  auto r = j.run();
+  ASSERT_EQ(r.diag.initiating_rank, 331);
+  const auto& m = r.timeline;
+  EXPECT_LE(m.lanes, ff::timeline::kMaxLanes);
+  EXPECT_EQ(ranks_drawn(m), 512u);
+  for (const auto& g : m.hosts)
+    for (const auto& l : g.lanes) EXPECT_LE(l.label.size(), 26u) << l.label;
+  const auto* bad = lane_of_rank(m, 331);
+  ASSERT_NE(bad, nullptr);
+  EXPECT_EQ(bad->ranks, std::vector<int>{331});
+  EXPECT_TRUE(bad->initiating);
+}
+
+// The root line of a multi-node console's local rank ("[default3]:") is drawn on the rank the diagnosis
+// named, not on a "local rank 3" lane.
+TEST(timeline, the_root_mark_is_on_the_initiating_rank_s_lane) {
+  job j;
+  std::string log;
+  for (int r = 0; r < 16; ++r) log += at(r, 0, "step 1");
+  log += "[default3]:" + std::string(kOom) + "\n";
+  log += "[default3]:[rank11]: step 2 failed on this rank\n";  // pairs local rank 3 with rank 11 on one node...
+  log += "[default3]:[rank3]: step 2\n";                      // ...and with rank 3 on another: ambiguous
+  for (int r = 0; r < 16; ++r)
+    if (r != 11) log += watchdog_line(r, 11 * 60);
+  j.file("console.log", log);
+  auto r = j.run();
+  ASSERT_TRUE(r.diag.initiating_rank);
+  const auto* lane = lane_of_rank(r.timeline, *r.diag.initiating_rank);
+  ASSERT_NE(lane, nullptr);
+  bool root = false;
+  for (const auto& e : lane->events) root = root || e.what == ff::timeline::mark::root;
+  EXPECT_TRUE(root) << lane->label;
+}
+
+// A run of an hour that fails in its last minute: the axis is zoomed to the failure window, and says where
+// the run began.
+TEST(timeline, a_late_failure_is_drawn_zoomed_with_the_whole_run_as_context) {
+  job j;
+  std::string log;
+  for (int s = 0; s <= 50 * 60; s += 300)
+    for (int r = 0; r < 4; ++r) log += at(r, s, "step " + std::to_string(s / 300));
+  log += "[rank2]:[E1206 10:55:00.000000000 train.py:1] " + std::string(kOom) + "\n";
+  for (int r : {0, 1, 3}) log += watchdog_line(r, 55 * 60 + 30);
+  j.file("console.log", log);
+  auto r = j.run();
+  const auto& m = r.timeline;
+  ASSERT_EQ(m.axis, ff::timeline::axis::wall);
+  ASSERT_TRUE(m.run_start);
+  ASSERT_TRUE(m.root_at);
+  EXPECT_GT(m.start, *m.run_start + 600);
+  EXPECT_LT(m.start, *m.root_at);
+  EXPECT_NE(ff::timeline::to_text(m, 60, false).find("zoomed to the failure: the run began at 10:00:00"), std::string::npos)
+      << ff::timeline::to_text(m, 60, false);
+  auto back = ff::timeline::from_json(ff::timeline::to_json(m));
+  EXPECT_EQ(back.run_start, m.run_start);
+}
