@@ -157,7 +157,7 @@ def main() -> int:
             elif useful and cls.startswith("kind:"):
                 want = cls.split(":")[1]
                 sig = next((m for m in useful if sigs[m][0] == want), "")
-            elif useful and (cls.startswith("benign") or cls == "irrelevant") and any(sigs[m][1] == "cause" for m in useful):
+            elif useful and cls.startswith("benign") and any(sigs[m][1] == "cause" for m in useful):
                 conflicts += 1
                 print(f"conflict: {name} {r['source']} [{cls}] read as {','.join(useful)}: {r['template'][:120]}",
                       file=sys.stderr)
