@@ -219,6 +219,8 @@ class reader {
     if (auto st = eng_.matcher.scan(meta.body, scratch_, hits_); !st) return st;
     const auto& lib = *eng_.lib;
     auto sig = [&](const match::hit& h) -> const kb::signature& { return lib.signatures[static_cast<std::size_t>(h.signature)]; };
+    // A work line (saving a checkpoint, evaluating) explains nothing else on the line.
+    std::erase_if(hits_, [&](const match::hit& h) { return sig(h).is_benign() && sig(h).has_tag("activity.work"); });
     const bool other = std::any_of(hits_.begin(), hits_.end(), [&](const match::hit& h) { return !sig(h).is_benign(); });
     std::erase_if(hits_, [&](const match::hit& h) { return other && sig(h).is_benign() && sig(h).layer_rank() > 0; });
     if (std::any_of(hits_.begin(), hits_.end(), [&](const match::hit& h) { return sig(h).is_benign(); })) {
