@@ -111,8 +111,8 @@ PROJECTS = {
         "files": ["src/*.c", "src/*.h", "src/*.inl"],
         # UCS_LOG_METADATA_FMT "%17s:%-4u %-4s %-5s %*s" (src/ucs/debug/log.c): "UCX", then the level name.
         "c_calls": {"ucs_error": ("error", "line", "UCX  ERROR ", 0), "ucs_warn": ("warning", "line", "UCX  WARN  ", 0),
-                    "ucs_fatal": ("fatal", "line", "UCX  FATAL ", 0),
-                    "ucs_diag": ("warning", "line", "UCX  DIAG  ", 0)},
+                    "ucs_fatal": ("fatal", "line", "UCX  FATAL ", 0)},
+        # ucs_diag is left out: UCX prints it only with UCX_LOG_LEVEL=diag or finer (the default is warn).
     },
     "linux": {
         "source": "https://git.kernel.org/pub/scm/linux/kernel/git/stable/linux.git",
