@@ -57,6 +57,9 @@ PROJECTS = {
     },
     "deepspeed": {
         "source": "https://github.com/microsoft/DeepSpeed",
+        # DeepSpeed logs its step, overflow and loss-scale messages at INFO: they are what a healthy fp16 run
+        # prints, and what tells a skipped step from a failed one.
+        "py_info": True,
         "files": ["deepspeed/runtime/*.py", "deepspeed/launcher/*.py", "deepspeed/comm/*.py", "deepspeed/utils/*.py",
                   "deepspeed/elasticity/*.py", "deepspeed/checkpoint/*.py", "deepspeed/accelerator/*.py", "deepspeed/*.py"],
         "py": True,
@@ -590,11 +593,38 @@ def py_call_name(func: ast.AST) -> tuple[str, str]:
     return "", ""
 
 
-def extract_py(path: str, src: str) -> list[dict]:
+def message_expr(node: ast.AST, call: ast.Call, parents: dict) -> str:
+    """The template of a logged expression; a local variable is followed to its assignment (and `+=`
+    additions) earlier in the same function: `msg = f"..."; msg += f"..."; logger.info(msg)`."""
+    if not isinstance(node, ast.Name):
+        return py_expr_template(node)
+    fn = parents.get(call)
+    while fn is not None and not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        fn = parents.get(fn)
+    if fn is None:
+        return "<str>"
+    parts: list[tuple[int, str, bool]] = []
+    for n in ast.walk(fn):
+        if getattr(n, "lineno", call.lineno + 1) >= call.lineno:
+            continue
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id for t in n.targets):
+            parts.append((n.lineno, py_expr_template(n.value), True))
+        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id == node.id and isinstance(n.op, ast.Add):
+            parts.append((n.lineno, py_expr_template(n.value), False))
+    parts.sort()
+    last = max((i for i, p in enumerate(parts) if p[2]), default=None)
+    if last is None:
+        return "<str>"
+    return "".join(p[1] for p in parts[last:] if p[1] != "<str>" or p[2])
+
+
+def extract_py(path: str, src: str, info: bool = False) -> list[dict]:
     try:
         tree = ast.parse(src)
     except (SyntaxError, ValueError):
         return []
+    parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    levels = dict(PY_LOG_LEVEL, **({"info": "info"} if info else {}))
     rows = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
@@ -608,9 +638,11 @@ def extract_py(path: str, src: str) -> list[dict]:
         elif isinstance(node, ast.Call) and node.args:
             obj, attr = py_call_name(node.func)
             level = None
-            if attr in PY_LOG_LEVEL and obj and LOG_OBJECT.search(obj):
-                level = PY_LOG_LEVEL[attr]
+            if attr in levels and obj and LOG_OBJECT.search(obj):
+                level = levels[attr]
                 form = "log"
+            elif info and attr == "log_dist":
+                level, form = "info", "log"
             elif attr in PY_WARN_FUNCS and (obj in ("", "warnings") or attr != "warn"):
                 level = PY_WARN_FUNCS[attr]
                 form = "log"
@@ -621,7 +653,7 @@ def extract_py(path: str, src: str) -> list[dict]:
                     level, form = ("error" if re.search(r"(?i)error|fail", text) else "warning"), "log"
             if level is None:
                 continue
-            t = py_expr_template(node.args[0])
+            t = message_expr(node.args[0], node, parents)
             if len(node.args) > 1 and form == "log":  # logger.warning("... %s", x): lazy %-formatting
                 t = py_percent_to_template(t)
             t = tidy(t)
@@ -668,7 +700,7 @@ def extract(project: str, source) -> list[dict]:
             rows += extract_help(path, text)
         elif path.endswith(".py"):
             if conf.get("py"):
-                rows += extract_py(path, text)
+                rows += extract_py(path, text, conf.get("py_info", False))
         elif path.endswith((".c", ".cc", ".cpp", ".cu", ".h", ".hpp", ".inl")):
             rows += extract_c(path, text, conf, project)
     # One row per distinct (template, level): the first site keeps it (sorted by path, then line).
