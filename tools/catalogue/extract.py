@@ -117,6 +117,11 @@ PROJECTS = {
                     "ucs_fatal": ("fatal", "line", "UCX  FATAL ", 0)},
         # ucs_diag is left out: UCX prints it only with UCX_LOG_LEVEL=diag or finer (the default is warn).
     },
+    "cuda-runtime": {
+        "source": "libcudart (NVIDIA CUDA runtime), as shipped by Debian's libcudart11.0 package",
+        "files": ["*libcudart.so.*.*.*"],  # the library itself, not its soname link
+        "strings_table": True,
+    },
     "linux": {
         "source": "https://git.kernel.org/pub/scm/linux/kernel/git/stable/linux.git",
         "files": ["mm/oom_kill.c", "kernel/hung_task.c", "kernel/watchdog.c", "drivers/edac/*.c", "drivers/pci/pcie/aer.c",
@@ -691,10 +696,39 @@ def extract_help(path: str, src: str) -> list[dict]:
 
 
 # --------------------------------------------------------------------------------------------------
+# The CUDA runtime's error strings: cudaGetErrorString()'s table is in libcudart's read-only data, the
+# enum names (cudaSuccess, cudaError...) beside the descriptions. The runtime is not open source, so the
+# shipped library is the source: the table runs from "cudaSuccess" to the last description after the last
+# cudaError name. PyTorch prints them as "CUDA error: <description>" (c10/cuda/CUDAException.h).
+# --------------------------------------------------------------------------------------------------
+def extract_strings_table(path: str, data: bytes) -> list[dict]:
+    runs = [(m.start(), m.group().decode()) for m in re.finditer(rb"[\x20-\x7e]{6,}", data)]
+    start = next((i for i, (_, t) in enumerate(runs) if t == "cudaSuccess"), None)
+    if start is None:
+        return []
+    last_name = max(i for i, (_, t) in enumerate(runs[: start + 2000]) if t.startswith("cudaError") and i >= start)
+    end = last_name + 1
+    while end < len(runs) and " " in runs[end][1] and not runs[end][1].startswith("cuda"):
+        end += 1
+    rows = []
+    for off, t in runs[start:end]:
+        if t.startswith("cuda") or " " not in t or t == "no error":
+            continue
+        rows.append(dict(template="RuntimeError: CUDA error: " + t, level="error",
+                         form="line", path=path, line=off, call="cudaGetErrorString"))
+    return rows
+
+
+# --------------------------------------------------------------------------------------------------
 def extract(project: str, source) -> list[dict]:
     conf = PROJECTS[project]
     paths = [p for p in source.paths() if selected(p, conf)]
     rows = []
+    if conf.get("strings_table"):
+        for path in paths:
+            with open(os.path.join(source.root, path), "rb") as f:
+                rows += extract_strings_table(path, f.read())
+        return rows
     for path, text in source.read_many(paths):
         if conf.get("help_txt") and path.endswith(".txt"):
             rows += extract_help(path, text)
