@@ -67,7 +67,7 @@ def apply_hints(project: str, template: str, hints: list[tuple]) -> str:
     """The template with typical values on the placeholders a hint names (<str=JOB 42>), others plain."""
     plain = PLACEHOLDER.sub(lambda m: f"<{m.group(1)}>", template)
     for proj, rx, values in hints:
-        if proj == project and rx.search(plain):
+        if fnmatch.fnmatch(project, proj) and rx.search(plain):
             it = iter(values)
             return PLACEHOLDER.sub(lambda m: (lambda v: f"<{m.group(1)}={v}>" if v else f"<{m.group(1)}>")(next(it, "")), plain)
     return plain
@@ -76,7 +76,7 @@ def apply_hints(project: str, template: str, hints: list[tuple]) -> str:
 def classify_row(project: str, row: dict, rules: list[tuple]) -> str:
     path = row["source"].rsplit("@", 1)[0].rsplit(":", 1)[0]
     for proj, glob, level, rx, cls, _ in rules:
-        if proj != "*" and proj != project:
+        if not fnmatch.fnmatch(project, proj):
             continue
         if not fnmatch.fnmatch(path, glob) or not fnmatch.fnmatch(row["level"], level):
             continue

@@ -35,7 +35,7 @@ REPO_ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 # Open MPI style help files. `form` is "line" when the template is the whole line as printed (the
 # project's own level marker included) and "log" when a logging header with the level precedes it.
 # --------------------------------------------------------------------------------------------------
-PROJECTS = {
+PROJECTS: dict = {
     "nccl": {
         "source": "https://github.com/NVIDIA/nccl",
         "files": ["src/*.cc", "src/*.cu", "src/*.h", "src/*.cpp"],
@@ -138,6 +138,9 @@ PROJECTS = {
             ("edac_printk", "error"), ("edac_mc_printk", "error"), ("aer_printk", "error")]},
     },
 }
+
+# The same extraction for an older release: its wording is what older logs carry.
+PROJECTS["pytorch-1.13"] = PROJECTS["pytorch"]
 
 # Kernel printk wrappers whose first argument is a level, not the device: the format is one further on.
 LEVEL_FIRST = {"edac_printk": 2, "edac_mc_printk": 2, "aer_printk": 2}
@@ -491,6 +494,8 @@ def extract_c(path: str, src: str, conf: dict, project: str) -> list[dict]:
             parts = split_stream(chain)
             if len(parts) == 1 and re.fullmatch(r"\w+\.str\(\)", parts[0]):
                 parts = stringstream_parts(code, parts[0][:-6], m.start()) or parts
+            elif len(parts) == 1 and re.fullmatch(r"[A-Za-z_]\w*", parts[0]):
+                parts = built_string_parts(code, parts[0], m.start()) or parts
             t = tidy("".join(c_string_expr(p) if c_string_expr(p) is not None else "<str>" for p in parts))
             if not informative(t):
                 continue
@@ -498,6 +503,22 @@ def extract_c(path: str, src: str, conf: dict, project: str) -> list[dict]:
             rows.append(dict(template=t, level=level, form="log", path=path, line=line_of(code, m.start()),
                              call="LOG(" + m.group(1) + ")"))
     return rows
+
+
+def built_string_parts(code: str, var: str, before: int) -> list[str] | None:
+    """`std::string msg = c10::str("...", x, "..."); LOG(ERROR) << msg;`: the pieces of the nearest
+    earlier c10::str (or fmt::format) assigned to the variable, within the 4,000 bytes before the use."""
+    window_start = max(0, before - 4000)
+    found = None
+    for d in re.finditer(r"\b" + re.escape(var) + r"\s*=\s*(c10::str|fmt::format)\s*\(", code[window_start:before]):
+        found = d
+    if found is None:
+        return None
+    args, _ = split_args(code, window_start + found.end() - 1)
+    if found.group(1) == "fmt::format":
+        fmt = c_string_expr(args[0]) if args else None
+        return None if fmt is None else ['"' + brace_to_template(fmt).replace('"', '\\"') + '"']
+    return args
 
 
 def stringstream_parts(code: str, var: str, before: int) -> list[str] | None:
