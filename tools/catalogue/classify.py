@@ -159,10 +159,10 @@ def main() -> int:
                 sig = next((m for m in useful if sigs[m][0] == want), "")
                 # A family rule holds "unless listed otherwise": a specific signature of another kind that
                 # reads the line is that listing.
-                specific = [m for m in useful if sigs[m][2] == "specific" and sigs[m][1] == "cause"]
+                specific = sorted((m for m in useful if sigs[m][2] == "specific"), key=lambda m: sigs[m][1] != "cause")
                 if not sig and specific and not default:
-                    kind = sigs[specific[0]][0]
-                    cls, sig = f"kind:{kind}:cause", specific[0]
+                    kind, role, _ = sigs[specific[0]]
+                    cls, sig = f"kind:{kind}:{'cause' if role == 'cause' else 'collateral'}", specific[0]
             elif useful and cls.startswith("benign") and any(sigs[m][1] == "cause" for m in useful):
                 conflicts += 1
                 print(f"conflict: {name} {r['source']} [{cls}] read as {','.join(useful)}: {r['template'][:120]}",
