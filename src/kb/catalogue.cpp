@@ -204,6 +204,7 @@ namespace {
 struct reading {
   bool benign = false;                         ///< a benign signature explains the whole line
   std::vector<const kb::signature*> failures;  ///< cause and symptom signatures that keep the line
+  std::vector<std::string> looked_up;          ///< per failure: the kind its lookup table gives (an Xid's), or empty
   bool suspicious = false;                     ///< no signature, but the line looks like a failure
 };
 
@@ -229,8 +230,16 @@ class reader {
     }
     int best = 2;
     for (const auto& h : hits_) best = std::min(best, sig(h).layer_rank());
-    for (const auto& h : hits_)
-      if (sig(h).layer_rank() == best) r.failures.push_back(&sig(h));
+    for (const auto& h : hits_) {
+      if (sig(h).layer_rank() != best) continue;
+      const auto& s = sig(h);
+      r.failures.push_back(&s);
+      std::string kind;
+      if (!s.lookup_table.empty())
+        for (const auto& [field, value] : h.captured)
+          if (field == s.lookup_field) kind = lib.lookup(s, value, "kind");
+      r.looked_up.push_back(std::move(kind));
+    }
     auto sev = extract::classify_line(meta.body, meta.level);
     r.suspicious = sev != extract::suspicion::none || !extract::exception_type(meta.body).empty();
     return ok();
@@ -242,19 +251,15 @@ class reader {
   std::vector<match::hit> hits_;
 };
 
-// The kind a signature gives a line: its own, or its lookup table's (an Xid number's kind).
-bool gives_kind(const kb::library& lib, const kb::signature& s, const std::string& kind, const std::string& body) {
+// Whether a signature that kept a line reads it as `kind`: its own kind, the kind its lookup table gives the
+// captured value (an Xid number's), or for a symptom a kind it is collateral of.
+bool gives_kind(const kb::signature& s, const std::string& looked_up, const std::string& kind) {
+  if (!looked_up.empty()) return looked_up == kind;
   if (s.kind == kind) return true;
-  if (!s.lookup_table.empty()) {
-    auto t = lib.tables.find(s.lookup_table);
-    if (t != lib.tables.end() && t->second.has_column("kind"))
-      for (const auto& [key, cells] : t->second.rows)
-        if (t->second.get(key, "kind") == kind && body.find(key) != std::string::npos) return true;
-  }
-  return std::find(s.collateral_of.begin(), s.collateral_of.end(), kind) != s.collateral_of.end() && !s.is_cause();
+  return !s.is_cause() && std::find(s.collateral_of.begin(), s.collateral_of.end(), kind) != s.collateral_of.end();
 }
 
-bool agrees(const kb::library& lib, const klass& k, const entry& e, const reading& r, const std::string& line) {
+bool agrees(const klass& k, const entry& e, const reading& r) {
   const bool failure = !r.failures.empty() || r.suspicious;
   switch (k.is) {
     case klass::what::none: return false;
@@ -263,8 +268,9 @@ bool agrees(const kb::library& lib, const klass& k, const entry& e, const readin
     case klass::what::irrelevant: return true;  // never printed by a training run: no reading of it is wrong
     case klass::what::kind_cause:
     case klass::what::kind_collateral:
-      for (const auto* s : r.failures)
-        if ((!e.signature.empty() && s->name == e.signature) || gives_kind(lib, *s, k.kind, line)) return true;
+      for (std::size_t i = 0; i < r.failures.size(); ++i)
+        if ((!e.signature.empty() && r.failures[i]->name == e.signature) || gives_kind(*r.failures[i], r.looked_up[i], k.kind))
+          return true;
       return false;
   }
   return false;
@@ -289,7 +295,7 @@ result<coverage> evaluate(const pipeline::engine& eng, const project& p) {
     tr.line = lines.front();
     for (const auto& line : lines) {
       if (auto st = rd.read(line, r); !st) return st.error();
-      bool ok_here = tr.classified && agrees(*eng.lib, k, e, r, line);
+      bool ok_here = tr.classified && agrees(k, e, r);
       if (&line == &lines.front() || !ok_here)
         for (const auto* s : r.failures) tr.matched.push_back(s->name);
       if (!ok_here) {
