@@ -76,6 +76,13 @@ PROJECTS: dict = {
         "exclude": ["*/test_utils/*"],
         "py": True,
     },
+    "transformers": {
+        "source": "https://github.com/huggingface/transformers",
+        # Read from an installed tree (site-packages): the paths are those under src/ upstream.
+        "files": ["transformers/trainer*.py", "transformers/training_args.py", "transformers/integrations/*.py",
+                  "transformers/modeling_utils.py", "transformers/data/*.py", "transformers/optimization.py"],
+        "py": True,
+    },
     "lightning": {
         "source": "https://github.com/Lightning-AI/pytorch-lightning",
         "files": ["src/lightning/fabric/*.py", "src/lightning/pytorch/*.py"],
