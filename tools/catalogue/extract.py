@@ -146,8 +146,10 @@ PROJECTS: dict = {
     },
 }
 
-# The same extraction for an older release: its wording is what older logs carry.
+# The same extraction for older releases: their wording is what older logs carry.
 PROJECTS["pytorch-1.13"] = PROJECTS["pytorch"]
+PROJECTS["nccl-2.18"] = PROJECTS["nccl"]
+PROJECTS["nccl-2.7"] = PROJECTS["nccl"]
 
 # Kernel printk wrappers whose first argument is a level, not the device: the format is one further on.
 LEVEL_FIRST = {"edac_printk": 2, "edac_mc_printk": 2, "aer_printk": 2}
@@ -448,7 +450,7 @@ def extract_c(path: str, src: str, conf: dict, project: str) -> list[dict]:
             if fmt is None:
                 continue
             t = tidy(printf_to_template(fmt, slurm=project == "slurm", kernel=project == "linux"))
-            if project == "nccl":  # debug.cc: "host:pid:tid [dev] file:line NCCL WARN msg", the file relative to src/
+            if project.startswith("nccl"):  # debug.cc: "host:pid:tid [dev] file:line NCCL WARN msg", the file relative to src/
                 rel = path[4:] if path.startswith("src/") else path
                 marker = f"<str>:<int>:<int> [<int>] {rel}:{line_of(code, m.start())} NCCL WARN "
             if project == "slurm":  # the client's name before log.c's level prefix
