@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "firstfault/catalogue.hpp"
 #include "firstfault/correlate_rules.hpp"
 #include "firstfault/encyclopedia.hpp"
 #include "firstfault/gate.hpp"
@@ -101,7 +102,14 @@ class kb_command final : public command {
     export_->add_flag("--gate", export_gate_, "the scan gate's Vectorscan expressions, one per line: flags, a tab, the expression (bench/floor.cpp)");
     export_->add_option("--format", export_format_, "markdown | html: write the encyclopedia")->check(CLI::IsMember({"markdown", "html"}));
     export_->add_option("dir", export_dir_, "output directory for --format");
-    for (auto* c : {lint_, test_, list_, show_, search_, export_})
+    coverage_ = sub_->add_subcommand("coverage", "how many upstream message templates (kb/_catalogue) the knowledge base reads as classified");
+    coverage_->add_option("--format", coverage_format_, "text | json | tsv (tsv: one row per template, for tools/catalogue/classify.py)")
+        ->check(CLI::IsMember({"text", "json", "tsv"}));
+    coverage_->add_option("--catalogue", catalogue_dir_, "directory of catalogues (default: the source tree's kb/_catalogue)");
+    coverage_->add_flag("--missed", coverage_missed_, "text: list every classified template the tool does not read as classified");
+    coverage_->add_option("--min", coverage_min_, "fail (exit 1) when recognised/classified over all projects is below this fraction");
+    lint_->add_option("--catalogue", catalogue_dir_, "directory of catalogues for the fingerprint check (default: the source tree's kb/_catalogue)");
+    for (auto* c : {lint_, test_, list_, show_, search_, export_, coverage_})
       c->add_option("--kb", kb_dirs, "extra directory of signature files")->check(CLI::ExistingDirectory);
   }
   bool parsed() const override { return sub_->parsed(); }
@@ -111,6 +119,7 @@ class kb_command final : public command {
     if (list_->parsed()) return list(lib);
     if (search_->parsed()) return search(lib);
     if (show_->parsed()) return show_entry(lib, show_name_);
+    if (coverage_->parsed()) return coverage(lib);
     return export_kb(lib);
   }
 
@@ -121,8 +130,12 @@ class kb_command final : public command {
   int search(const kb::library& lib) const;
   int export_kb(const kb::library& lib) const;
   int export_site(const kb::library& lib) const;
+  int coverage(const kb::library& lib) const;
 
-  CLI::App *sub_, *lint_, *test_, *list_, *show_, *search_, *export_;
+  CLI::App *sub_, *lint_, *test_, *list_, *show_, *search_, *export_, *coverage_;
+  std::string coverage_format_ = "text", catalogue_dir_ = FF_CATALOGUE_DIR;
+  bool coverage_missed_ = false;
+  double coverage_min_ = 0;
   std::vector<std::string> healthy_dirs_;
   std::string list_format_ = "text", show_name_, query_, export_format_, export_dir_;
   bool export_patterns_ = false, export_ere_ = false, export_gate_ = false;
@@ -135,6 +148,14 @@ int kb_command::lint(const kb::library& lib) const {
     for (auto p : r.produces) produced.emplace_back(p);
   for (auto& i : kb::lint_inferred(lib, produced)) issues.push_back(std::move(i));
   for (const auto& i : issues) std::printf("%s: %s: %s\n", i.file.c_str(), i.name.c_str(), i.message.c_str());
+  // Fingerprints no real line backs (docs/catalogues.md): counted as warnings, not problems, until every
+  // signature's project has a catalogue.
+  std::size_t unbacked = 0;
+  if (auto cats = catalogue::load_dir(catalogue_dir_); cats) {
+    auto loose = catalogue::lint_fingerprints(lib, cats.value());
+    unbacked = loose.size();
+    for (const auto& i : loose) std::printf("warning: %s: %s: %s\n", i.file.c_str(), i.name.c_str(), i.message.c_str());
+  }
   // Not problems: the fingerprints with no rare literal of kMinAtom bytes, which the scan gate holds as
   // their own regexps (each costs the gate more than a literal; kb/_tables/healthy_lines.tsv says when a
   // literal counts as common).
@@ -143,7 +164,7 @@ int kb_command::lint(const kb::library& lib) const {
                 g.value().regex_gated().size(), match::gate::kMinAtom);
     for (const auto& r : g.value().regex_gated()) std::printf("  %s\n", r.c_str());
   }
-  std::printf("%zu signatures, %zu problem(s)\n", lib.signatures.size(), issues.size());
+  std::printf("%zu signatures, %zu problem(s), %zu warning(s)\n", lib.signatures.size(), issues.size(), unbacked);
   return issues.empty() ? 0 : 1;
 }
 
@@ -162,7 +183,7 @@ int kb_command::list(const kb::library& lib) const {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& s : lib.signatures)
       j.push_back({{"name", s.name}, {"id", s.id}, {"title", s.title}, {"kind", s.kind}, {"category", s.category},
-                   {"role", kb::to_string(s.role)}, {"priority", s.priority}, {"status", s.status}, {"level", s.level},
+                   {"role", kb::to_string(s.role)}, {"layer", kb::to_string(s.layer)}, {"priority", s.priority}, {"status", s.status}, {"level", s.level},
                    {"examples", s.positive.size() + s.negative.size()}, {"fix", s.fix}, {"verify", s.verify},
                    {"references", s.references}});
     std::cout << j.dump(2) << "\n";
@@ -221,6 +242,66 @@ int kb_command::export_site(const kb::library& lib) const {
     }
   }
   std::printf("wrote %zu pages to %s (open %s/index.%s)\n", pages.size(), export_dir_.c_str(), export_dir_.c_str(), html ? "html" : "md");
+  return 0;
+}
+
+int kb_command::coverage(const kb::library& lib) const {
+  auto cats = catalogue::load_dir(catalogue_dir_);
+  if (!cats) {
+    print_error(cats.error().message);
+    return kExitUsage;
+  }
+  auto eng = pipeline::engine::build(lib);
+  if (!eng) {
+    print_error(eng.error().message);
+    return 1;
+  }
+  std::vector<catalogue::coverage> covs;
+  for (const auto& p : cats.value()) {
+    auto c = catalogue::evaluate(eng.value(), p);
+    if (!c) {
+      print_error(c.error().message);
+      return 1;
+    }
+    covs.push_back(std::move(c).value());
+  }
+  std::size_t templates = 0, classified = 0, recognised = 0;
+  for (const auto& c : covs) templates += c.templates, classified += c.classified, recognised += c.recognised;
+  if (coverage_format_ == "json") {
+    nlohmann::json projects = nlohmann::json::array();
+    for (const auto& c : covs)
+      projects.push_back({{"name", c.name}, {"source", c.source}, {"commit", c.commit}, {"templates", c.templates},
+                          {"classified", c.classified}, {"recognised", c.recognised}});
+    nlohmann::json j{{"projects", projects}, {"templates", templates}, {"classified", classified}, {"recognised", recognised}};
+    std::cout << j.dump(2) << "\n";
+  } else if (coverage_format_ == "tsv") {
+    std::cout << "project\tsource\ttemplate\tclass\trecognised\tmatched\tline\n";
+    for (const auto& c : covs)
+      for (const auto& r : c.results) {
+        std::string matched;
+        for (const auto& m : r.matched) matched += (matched.empty() ? "" : ",") + m;
+        std::cout << c.name << '\t' << r.e->source << '\t' << r.e->tmpl << '\t' << r.e->cls << '\t' << (r.recognised ? 1 : 0) << '\t'
+                  << matched << '\t' << r.line << '\n';
+      }
+  } else {
+    std::printf("%-12s %-52s %-14s %9s %10s %10s\n", "project", "source", "commit", "templates", "classified", "recognised");
+    for (const auto& c : covs)
+      std::printf("%-12s %-52s %-14s %9zu %10zu %10zu\n", c.name.c_str(), c.source.c_str(), c.commit.substr(0, 12).c_str(), c.templates,
+                  c.classified, c.recognised);
+    std::printf("%-12s %-52s %-14s %9zu %10zu %10zu  (%.1f%% of classified recognised)\n", "total", "", "", templates, classified,
+                recognised, classified ? 100.0 * static_cast<double>(recognised) / static_cast<double>(classified) : 0.0);
+    if (coverage_missed_)
+      for (const auto& c : covs)
+        for (const auto& r : c.results)
+          if (r.classified && !r.recognised)
+            std::printf("missed %s %s [%s]: %s\n", c.name.c_str(), r.e->source.c_str(), r.e->cls.c_str(), r.line.c_str());
+  }
+  if (coverage_min_ > 0 && classified > 0 &&
+      static_cast<double>(recognised) < coverage_min_ * static_cast<double>(classified)) {
+    std::fprintf(stderr, "kb coverage: %zu of %zu classified templates recognised, below the floor %.3f\n", recognised, classified,
+                 coverage_min_);
+    return 1;
+  }
   return 0;
 }
 

@@ -185,7 +185,7 @@ TEST(normalize_launcher, mpirun_tag_output) {
   EXPECT_EQ(names(m), (std::vector<std::string>{"mpirun_tag", "nccl_header"}));
   EXPECT_EQ(m.rank.value_or(-1), 3);
   EXPECT_EQ(m.host.value_or(""), "node-01");
-  EXPECT_EQ(m.body, "NCCL WARN Cuda failure 'invalid argument'");
+  EXPECT_EQ(m.body, "transport.cc:154 NCCL WARN Cuda failure 'invalid argument'");
   EXPECT_FALSE(m.ts.has_value());
 }
 
@@ -196,7 +196,7 @@ TEST(normalize_launcher, mpirun_timestamp_tag_output) {
   EXPECT_EQ(names(m).front(), "mpirun_timestamp_tag");
   EXPECT_EQ(m.rank.value_or(-1), 3);
   EXPECT_EQ(m.host.value_or(""), "node-01");
-  EXPECT_EQ(m.body, "NCCL WARN Cuda failure 'invalid argument'");
+  EXPECT_EQ(m.body, "transport.cc:154 NCCL WARN Cuda failure 'invalid argument'");
   ASSERT_TRUE(m.ts.has_value());
   EXPECT_TRUE(m.ts->has_date);
   EXPECT_DOUBLE_EQ(m.ts->seconds, 1691757105.0);
@@ -298,7 +298,7 @@ TEST(normalize_header, nccl_cuda_dev_is_not_a_rank) {
   EXPECT_EQ(m.host.value_or(""), "node-01");
   EXPECT_FALSE(m.rank.has_value());
   EXPECT_FALSE(m.local_rank.has_value());
-  EXPECT_EQ(m.body, "NCCL WARN NET/IB : Got completion from peer");
+  EXPECT_EQ(m.body, "file.cc:12 NCCL WARN NET/IB : Got completion from peer");
 }
 
 TEST(normalize_header, pg_guid_rank_tag) {
@@ -323,9 +323,9 @@ TEST(normalize_header, nccl_section1_lines) {
       {"node0:13571:13571 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 2", "node0",
        "NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 2"},
       {"node-01:39964:40075 [0] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to 10.0.0.2<45763> failed",
-       "node-01", "NCCL WARN socketStartConnect: Connect to 10.0.0.2<45763> failed"},
+       "node-01", "misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to 10.0.0.2<45763> failed"},
       {"node-01:3063028:3066152 [3] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'", "node-01",
-       "NCCL WARN Cuda failure 'out of memory'"},
+       "include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'"},
       {"[2025-11-24 11:20:21] node-07 [5] NCCL INFO bootstrap.cc:868 -> 6 ncclSocketConnect()", "node-07",
        "NCCL INFO bootstrap.cc:868 -> 6 ncclSocketConnect()"},
   };
@@ -381,7 +381,7 @@ TEST(normalize_stack, three_layers_from_log_formats_intro) {
   EXPECT_EQ(names(m), (std::vector<std::string>{"k8s_rfc3339", "nccl_header_ts"}));
   EXPECT_EQ(m.host.value_or(""), "node-07");
   EXPECT_FALSE(m.rank.has_value());
-  EXPECT_EQ(m.body, "NCCL WARN socketProgressOpt: Call to send to 10.0.0.9<52905> failed : Connection reset by peer");
+  EXPECT_EQ(m.body, "misc/socket.cc:46 NCCL WARN socketProgressOpt: Call to send to 10.0.0.9<52905> failed : Connection reset by peer");
 }
 
 TEST(normalize_stack, tqdm_bar_glued_before_c10_header) {
