@@ -784,9 +784,42 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
       if (auto a = in.activity.find(correlate::rank_key::global_rank(*m->second.begin(), st.attempt)); a != in.activity.end())
         f.step_at = a->second.last_step;
   auto restart_to = match_line(st, f, meta.level, note);
+  note_exception_facts(st, f, note, before);
   // After a restart line the stream's lines are the next attempt's.
   if (restart_to && *restart_to > st.attempt.value_or(0)) start_attempt(st, *restart_to);
   return in.findings.size() - before;
+}
+
+// What an on-call engineer reads under an exception: the deepest frame of the user's code ("user_frame") and,
+// for a DataLoader worker's exception re-raised in the main process ("Original Traceback"), the worker's own
+// exception ("final_exception": "KeyError: 'label'" under "Caught KeyError in DataLoader worker process 1"). Added to the findings of the exception line, and to the finding of the
+// exception that began the chain, as captured fields (the report shows them; fix templates may use them).
+void collector::note_exception_facts(stream& st, const line_facts& f, const extract::line_note& note, std::size_t before) {
+  auto& in = impl_->in;
+  bool exception = note.exception_line || !note.user_frame.empty();
+  if (exception) {
+    auto add = [&](correlate::finding& x, const std::string& key, std::string_view value) {
+      if (value.empty()) return;
+      for (auto& [k, v] : x.captured)
+        if (k == key) {
+          v = std::string(value);
+          return;
+        }
+      x.captured.emplace_back(key, std::string(value));
+    };
+    for (std::size_t i = before; i < in.findings.size(); ++i) add(in.findings[i], "user_frame", note.user_frame);
+    if (st.chain != extract::line_note::chain_kind::none && st.chain_finding < before) {
+      auto& first = in.findings[st.chain_finding];
+      if (first.rank == f.rank && first.local_rank == f.local_rank) {
+        add(first, "user_frame", note.user_frame);
+        if (st.chain == extract::line_note::chain_kind::original)
+          add(first, "final_exception", text::prefix_utf8(f.body, limits::kFindingTextBytes));
+      }
+    }
+    if (in.findings.size() > before && st.chain == extract::line_note::chain_kind::none) st.chain_finding = before;
+    st.chain = extract::line_note::chain_kind::none;
+  }
+  if (note.chain != extract::line_note::chain_kind::none && st.chain_finding < in.findings.size()) st.chain = note.chain;
 }
 
 // Attribution: the line's own prefixes first, then the path's hints. Never invented.

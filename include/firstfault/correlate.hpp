@@ -149,6 +149,10 @@ struct diagnosis {
   std::string launcher_note;    ///< when torchrun's own Root Cause names another rank: which, and why it is not the answer
   std::string rule;             ///< the named rule that decided the verdict (correlate_rules.hpp), or empty
   std::string kind_reason;      ///< why a kind rule changed the kind, or empty
+  /// Facts of the root-cause line's record that make it concrete: the exception at the end of a chained
+  /// traceback ("the exception behind it: KeyError: 'label'") and the deepest frame of the user's code
+  /// ("raised at train.py:39 in __getitem__: ..."). Empty when the line has none.
+  std::vector<std::string> facts;
   std::vector<collateral_group> collateral;
   std::vector<alternative> alternatives;
   std::vector<std::string> fix, verify, confirm, references;

@@ -65,6 +65,15 @@ struct line_note {
   std::string collective;      ///< on an exception line: the torch.distributed call the stack was in (all_reduce, barrier, ...)
   /// On the first frame of a thread in a stack dump (py-spy dump, faulthandler): that innermost frame.
   std::optional<struct stack_top> top;
+  /// On a line that looks like a Python exception ("KeyError: 'label'") after traceback frames: the deepest
+  /// frame of the user's own code above it ("train.py:39 in __getitem__: return ..., rec["label"]"), not a
+  /// frame of an installed library (site-packages, dist-packages, the standard library). Empty when none.
+  std::string user_frame;
+  /// A traceback chained to the exception this stream printed last follows. `original`: a DataLoader worker's
+  /// exception re-raised in the main process ("Original Traceback"), whose own exception explains the one
+  /// printed; `context`: "During handling of the above exception" or "The above exception was the direct
+  /// cause", where the first exception stays the cause and only the user's frame may be new.
+  enum class chain_kind { none, context, original } chain = chain_kind::none;
 };
 
 class extractor {
@@ -88,6 +97,9 @@ class extractor {
   int tb_record_ = -1;
   bool after_exception_ = false;
   bool chained_ = false;
+  // the deepest user frame seen since the last exception line (see line_note::user_frame)
+  std::string user_frame_;
+  bool want_code_ = false;
   std::string tb_collective_;  // innermost distributed_c10d.py frame of the current traceback  // a "During handling..."/"direct cause" line joined the next traceback
   // C++ frames
   bool in_frames_ = false;

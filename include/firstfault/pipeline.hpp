@@ -171,6 +171,11 @@ class collector {
     std::uint64_t handled_at = 0;      ///< line of the last "…, retrying" notice (a benign signature tagged event.handled)
     std::optional<int> handled_rank, handled_local;  ///< the notice's ranks: a traceback of another rank is not its
     bool handled_traceback = false;    ///< the traceback being read began right after that notice
+    /// The finding of the last exception line of this stream, and the chained traceback begun since, if any:
+    /// its user frame (and for a worker's "Original Traceback" its exception) are added to that finding
+    /// (collector::note_exception_facts).
+    std::size_t chain_finding = SIZE_MAX;
+    extract::line_note::chain_kind chain = extract::line_note::chain_kind::none;
     std::uint32_t source_id = 0;       ///< index of `display` in the inputs' source_names
     std::optional<int> attempt;  ///< torchrun attempt of the lines read now: attempt_N of the path, or counted from restart lines
     bool last_body_raw = false;  ///< last_body came from a light-path line: masked when the stream closes
@@ -293,6 +298,7 @@ class collector {
   std::optional<int> match_line(stream& st, const line_facts& f, char level, extract::line_note& note);
   std::optional<int> restart_attempt(const stream& st, const std::vector<match::hit>& hits) const;
   void keep_finding(const stream& st, const line_facts& f, match::hit& h, const extract::line_note& note);
+  void note_exception_facts(stream& st, const line_facts& f, const extract::line_note& note, std::size_t before);
   void start_attempt(stream& st, int to);
   // The per-rank facts add_block() left pending for the block's light lines: last lines copied, steps
   // read walking back. Called at the end of each block and before any line of the stream takes the full path.

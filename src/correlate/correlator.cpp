@@ -270,6 +270,9 @@ void explain_root(diagnosis& d, decision& dec, const rules::context& ctx, const 
   };
   // A value this run does not have is not shown as "(unknown)": the sentence is said without it.
   d.summary = text::fill_sentence(root_sig.root_cause, value) + summary_suffix;
+  if (auto v = field(*lead, "final_exception"); !v.empty() && d.summary.find(v) == std::string::npos)
+    d.facts.push_back("the exception behind it: " + v);
+  if (auto v = field(*lead, "user_frame"); !v.empty()) d.facts.push_back("raised at " + v);
   fill_steps(d, value);
 }
 

@@ -16,6 +16,13 @@ bool looks_like_exception(std::string_view s) {
   static const re2::RE2 re(R"(^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure)\b(?::|$))");
   return re2::RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), re);
 }
+// A frame of installed code, not the user's: site-packages and dist-packages (pip, Debian), the standard
+// library (lib/pythonX.Y/), frozen modules. Python's traceback format: File "PATH", line N, in NAME
+// (https://docs.python.org/3/library/traceback.html).
+bool library_path(std::string_view path) {
+  return contains(path, "site-packages/") || contains(path, "dist-packages/") || contains(path, "/lib/python3") ||
+         contains(path, "/lib/python2") || starts_with(path, "<frozen") || contains(path, "\\Lib\\");
+}
 }  // namespace
 
 void extractor::flush_entry(std::vector<exit_record>& exits) {
@@ -27,6 +34,34 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
                      std::vector<terminated_pid>& terms) {
   std::string_view body = body_in;
   std::string_view t = text::trim(body);
+
+  // --- the deepest user frame of a Python traceback, for the report (line_note::user_frame) -----------
+  if (starts_with(t, "File \"")) {
+    static const re2::RE2 frame(R"re(^File "([^"]+)", line (\d+), in (\S+))re");
+    std::string path, fn;
+    int n = 0;
+    want_code_ = false;
+    if (re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), frame, &path, &n, &fn) && !library_path(path)) {
+      auto slash = path.find_last_of('/');
+      user_frame_ = (slash == std::string::npos ? path : path.substr(slash + 1)) + ":" + std::to_string(n) + " in " + fn;
+      want_code_ = true;
+    }
+  } else if (want_code_) {
+    want_code_ = false;
+    if (!t.empty() && t[0] != '~' && t[0] != '^' && !looks_like_exception(t))  // a frame without source (python -c)
+      user_frame_ += ": " + std::string(text::prefix_utf8(t, 200));
+  }
+  if (!user_frame_.empty() && !starts_with(t, "File \"") && looks_like_exception(t)) {
+    note.user_frame = user_frame_;
+    user_frame_.clear();
+  }
+  // A re-raised worker exception puts the cause after it. Under "During handling of the above exception" and
+  // "The above exception was the direct cause" the first exception is the cause and the later one its echo,
+  // but the later traceback may hold the user's frame the first lacked (torch.save's own frames, then the
+  // user's call).
+  if (starts_with(t, "Original Traceback (most recent call last):")) note.chain = line_note::chain_kind::original;
+  else if (starts_with(t, "During handling of the above exception") || starts_with(t, "The above exception was the direct cause"))
+    note.chain = line_note::chain_kind::context;
 
   // --- torchelastic ChildFailedError block ---------------------------------------------------
   if (block_ == block::none && contains(t, "ChildFailedError:")) {
@@ -204,7 +239,12 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
   }
 
   // --- Python tracebacks ----------------------------------------------------------------------
-  if (starts_with(t, "Traceback (most recent call last):")) {
+  // A DataLoader worker's exception re-raised in the main process prints the worker's own traceback after
+  // it as "Original Traceback (most recent call last):" (torch/_utils.py, ExceptionWrapper.reraise): the same
+  // record, chained. Inside an agent's failure block the entry parser reads the lines instead.
+  bool original = block_ == block::none && starts_with(t, "Original Traceback (most recent call last):");
+  if (original) chained_ = true;
+  if (starts_with(t, "Traceback (most recent call last):") || original) {
     if (!chained_ || tb_record_ < 0) tb_record_ = next_record_++;
     chained_ = false;
     tb_collective_.clear();

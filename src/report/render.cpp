@@ -177,7 +177,9 @@ std::string to_html_body(const pipeline::run& r, const html_options& opt) {
        "</h1></header>\n<dl class=\"facts\">";
   if (d.verdict == correlate::verdict::failure) {
     o += "<dt>kind</dt><dd><code id=\"kind\">" + esc(d.kind) + "</code> (" + esc(d.category) + "), confidence " + esc(name(d.confidence)) + "</dd>";
-    o += "<dt>root cause</dt><dd>" + esc(d.summary) + "</dd>";
+    o += "<dt>root cause</dt><dd>" + esc(d.summary);
+    for (const auto& f : d.facts) o += "<br><code>" + esc(clip(f, 400)) + "</code>";
+    o += "</dd>";
   }
   o += "<dt>first failing rank</dt><dd><b id=\"initiating-rank\">" +
        (d.initiating_rank ? std::to_string(*d.initiating_rank) : std::string("unknown")) + "</b>" +
@@ -318,6 +320,7 @@ std::string from_stored_json(const nlohmann::json& j) {
     line("");
     line("ROOT CAUSE  " + str(rc, "title"));
     if (auto sum = str(rc, "summary"); !sum.empty()) line("  " + sum);
+    for (const auto& f : list(rc, "facts")) line("  " + std::string(text::prefix_utf8(f, 400)));
     if (rc.contains("evidence") && rc["evidence"].is_array() && !rc["evidence"].empty()) {
       line("");
       line("EVIDENCE");
@@ -395,7 +398,7 @@ nlohmann::json to_json(const pipeline::run& r) {
     j["root_cause"] = {{"signature", d.signature}, {"id", d.signature_id}, {"kind", d.kind}, {"category", d.category},
                        {"title", d.title},         {"summary", d.summary},   {"confidence", name(d.confidence)},
                        {"priority", d.priority},   {"evidence", ev},         {"references", d.references},
-                       {"rule", d.rule},           {"kind_reason", d.kind_reason}};
+                       {"rule", d.rule},           {"kind_reason", d.kind_reason}, {"facts", d.facts}};
   } else {
     j["root_cause"] = nullptr;
   }
@@ -468,6 +471,7 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
     line("");
     line(p("1", "ROOT CAUSE  ") + d.title);
     if (!d.summary.empty()) line("  " + d.summary);
+    for (const auto& f : d.facts) line("  " + clip(f, 400));
     line("  signature: " + d.signature + (d.rule.empty() ? "" : "   rule: " + d.rule));
     if (!d.kind_reason.empty()) line("  kind: " + d.kind_reason);
     line("");
@@ -571,6 +575,7 @@ std::string to_markdown(const pipeline::run& r) {
   if (d.verdict == correlate::verdict::failure) {
     line(fmt::format("- **Kind:** {} ({}), confidence {}", d.kind, d.category, name(d.confidence)));
     if (!d.summary.empty()) line("- **Root cause:** " + md_text(d.summary));
+    for (const auto& f : d.facts) line("- " + md_text(clip(f, 400)));
   }
   if (r.recurrences && *r.recurrences > 0)
     line(fmt::format("- **Recurrence:** this host had the same failure {} time(s) in the last {} days", *r.recurrences, r.recurrence_days));

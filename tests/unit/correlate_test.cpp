@@ -255,3 +255,44 @@ TEST(correlate, a_time_in_a_slurm_cancel_message_is_the_line_s_own) {
     }
   EXPECT_TRUE(seen);
 }
+
+// An exception's facts: the deepest frame of the user's code, not a library's, and for a DataLoader worker's
+// exception re-raised in the main process, the worker's own exception ("Original Traceback").
+TEST(correlate, an_exception_names_the_user_frame_and_the_worker_s_own_exception) {
+  scenario s;
+  s.file("rank2.log",
+         "Traceback (most recent call last):\n"
+         "  File \"/home/u/proj/train.py\", line 65, in main\n"
+         "    for step, (x, y) in enumerate(loader):\n"
+         "  File \"/usr/lib/python3/dist-packages/torch/_utils.py\", line 543, in reraise\n"
+         "    raise exception\n"
+         "KeyError: Caught KeyError in DataLoader worker process 1.\n"
+         "Original Traceback (most recent call last):\n"
+         "  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py\", line 302, in _worker_loop\n"
+         "    data = fetcher.fetch(index)\n"
+         "  File \"/home/u/proj/data.py\", line 39, in __getitem__\n"
+         "    return torch.tensor(rec[\"tokens\"]), rec[\"label\"]\n"
+         "                                        ~~~^^^^^^^^^\n"
+         "KeyError: 'label'\n");
+  auto d = s.run();
+  ASSERT_EQ(d.verdict, ff::correlate::verdict::failure);
+  ASSERT_EQ(d.facts.size(), 2u);
+  EXPECT_EQ(d.facts[0], "the exception behind it: KeyError: 'label'");
+  EXPECT_EQ(d.facts[1], "raised at data.py:39 in __getitem__: return torch.tensor(rec[\"tokens\"]), rec[\"label\"]");
+  // "During handling": the first exception stays the cause; the later traceback gives only the user's frame.
+  s.file("rank2.log",
+         "Traceback (most recent call last):\n"
+         "  File \"/usr/lib/python3/dist-packages/torch/serialization.py\", line 650, in _save\n"
+         "    zip_file.write_record(name, storage.data_ptr(), num_bytes)\n"
+         "RuntimeError: [enforce fail at inline_container.cc:445] . PytorchStreamWriter failed writing file data/0: file write failed\n"
+         "\n"
+         "During handling of the above exception, another exception occurred:\n"
+         "\n"
+         "Traceback (most recent call last):\n"
+         "  File \"/home/u/proj/train.py\", line 24, in save_checkpoint\n"
+         "    torch.save(state, path)\n"
+         "RuntimeError: [enforce fail at inline_container.cc:325] . unexpected pos 640 vs 586\n");
+  d = s.run();
+  ASSERT_EQ(d.facts.size(), 1u);
+  EXPECT_EQ(d.facts[0], "raised at train.py:24 in save_checkpoint: torch.save(state, path)");
+}
