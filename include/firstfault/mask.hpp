@@ -38,6 +38,19 @@ struct options {
   std::string key;
 };
 
+/// One secret format of kb/_tables/secret_formats.tsv (compiled into the binary): applied in the file's
+/// order, before the key = value rules. `regex` is RE2 (group 1, when present, is the part replaced);
+/// `sample` a made-up line holding one, which the unit tests check is masked.
+struct secret_format {
+  std::string name;    ///< kind counted in the report
+  std::string issuer;  ///< who defines the format
+  std::string token;   ///< replacement prefix: <token-N>
+  std::string regex;
+  std::string source;  ///< the page documenting the prefix, length or syntax
+  std::string sample;
+};
+const std::vector<secret_format>& secret_formats();
+
 /// The masking key of one job: HMAC-SHA256(site_key, "firstfault-job:" + job_id) as hex when a job id is
 /// given, else `site_key` itself. Without a site key the key is derivable from the job id alone, so anyone
 /// who knows the job id and guesses a host name can check the guess (docs/cluster.md).
@@ -144,6 +157,9 @@ class masker {
   bool enabled() const { return opt_.enabled; }
 
  private:
+  /// The rules that read more than one match: URL-encoded key names, variable pointers, nested blocks
+  /// under a secret's name, long random tokens beside a secret word, a flag whose value is on the next line.
+  void mask_context(std::string& line);
   struct impl;
   options opt_;
   std::unique_ptr<impl> impl_;

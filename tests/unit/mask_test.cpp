@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "firstfault/extract.hpp"
@@ -574,5 +575,69 @@ TEST(mask_learnt, prefix_words_that_may_be_hosts_cover_every_digit_redraw) {
     const bool any_word = std::any_of(words.begin(), words.end(), [&](const auto& p) { return m.names_other_learnt_host(std::string_view(redrawn).substr(p.first, p.second), ""); });
     EXPECT_EQ(any_word, m.names_other_learnt_host(redrawn, "")) << text << " | " << redrawn;
     if (words.empty()) EXPECT_FALSE(m.names_other_learnt_host(redrawn, "")) << text << " | " << redrawn;
+  }
+}
+
+namespace {
+// The value a row's sample holds: its regexp's group 1, or the whole match when it has no group.
+std::string sample_value(const ff::mask::secret_format& f) {
+  re2::RE2 re(f.regex);
+  re2::StringPiece g[2];
+  const int n = std::min(1, re.NumberOfCapturingGroups());
+  if (!re.Match(f.sample, 0, f.sample.size(), re2::RE2::UNANCHORED, g, n + 1)) return "";
+  return n == 1 && g[1].data() ? std::string(g[1].data(), g[1].size()) : std::string(g[0].data(), g[0].size());
+}
+}  // namespace
+
+TEST(mask_formats, every_row_compiles_cites_a_source_and_matches_its_sample) {
+  const auto& rows = ff::mask::secret_formats();
+  ASSERT_GE(rows.size(), 40u);
+  std::set<std::string> names;
+  for (const auto& f : rows) {
+    SCOPED_TRACE(f.name);
+    EXPECT_TRUE(names.insert(f.name).second) << "duplicate name";
+    re2::RE2 re(f.regex);
+    EXPECT_TRUE(re.ok()) << re.error();
+    EXPECT_LE(re.NumberOfCapturingGroups(), 1);
+    EXPECT_EQ(f.source.rfind("https://", 0), 0u) << "source must be an https URL";
+    EXPECT_FALSE(f.issuer.empty());
+    EXPECT_FALSE(f.token.empty());
+    EXPECT_GE(sample_value(f).size(), 8u) << "the sample must hold a value of 8 characters or more: " << f.sample;
+  }
+}
+
+TEST(mask_formats, every_sample_is_masked_with_masking_on_and_kept_with_it_off) {
+  for (const auto& f : ff::mask::secret_formats()) {
+    SCOPED_TRACE(f.name + ": " + f.sample);
+    const std::string v = sample_value(f);
+    ff::mask::masker m(ff::mask::options{});
+    const std::string out = m.apply(f.sample);
+    EXPECT_EQ(leaked_piece(out, v), "") << out;
+    EXPECT_EQ(m.apply_detached(f.sample), out);  // the same decision off the stream's order
+    ff::mask::options off;
+    off.enabled = false;
+    EXPECT_EQ(ff::mask::masker(off).apply(f.sample), f.sample);
+  }
+}
+
+TEST(mask_formats, every_sample_line_is_read_in_full_by_the_gate) {
+  // A row's sample must hit the scan gate (or the line takes the light path unmasked): diagnose each
+  // sample as a one-line log and look for the value in every output.
+  for (const auto& f : ff::mask::secret_formats()) {
+    SCOPED_TRACE(f.name);
+    auto dir = fs::temp_directory_path() / ("ff_fmt_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const auto path = dir / "sample.log";
+    {
+      std::ofstream o(path);
+      o << "ERROR: step 1 failed\n" << f.sample << "\nRuntimeError: " << f.sample << "\n";
+    }
+    ff::pipeline::options opt;
+    opt.max_suspicious_shown = 500;
+    auto r = ff::pipeline::diagnose({path.string()}, engine(), opt);
+    ASSERT_TRUE(r);
+    const std::string all = ff::report::to_json(r.value()).dump() + ff::report::to_terminal(r.value(), {true});
+    EXPECT_EQ(leaked_piece(all, sample_value(f)), "");
+    fs::remove_all(dir);
   }
 }
