@@ -187,7 +187,9 @@ struct collector::impl {
   }
   impl(const engine& e, const options& o)
       : eng(e), opt(o), scratch(e.matcher), gate_scratch(e.gate), masker(o.mask),
-        light_ok(!o.exact && e.gate.enabled() && o.mask.extra.empty()) {}
+        // (--redact reads every line in full: the gate holds no host context, so a host named on a line
+        // it lets through would not be learnt; identity masking is the rare, thorough mode)
+        light_ok(!o.exact && e.gate.enabled() && o.mask.extra.empty() && !(o.mask.enabled && o.mask.redact)) {}
 };
 
 collector::collector(const engine& eng, const options& opt) : impl_(std::make_unique<impl>(eng, opt)) {
@@ -310,7 +312,7 @@ collector::stream collector::open_stream(const ingest::source& raw_src) {
   st.display = impl_->masker.apply_path(text::sanitize(raw_src.display));
   st.hint = raw_src.hint;
   if (!st.hint.host && !impl_->opt.default_host.empty()) st.hint.host = impl_->opt.default_host;
-  if (st.hint.host && impl_->masker.enabled()) {  // node-b.log: the host in the file name is masked too
+  if (st.hint.host && impl_->masker.masks_identity()) {  // node-b.log: the host in the file name is masked too
     std::string raw = *st.hint.host;
     st.hint.host = impl_->masker.mask_host(raw);
     for (auto pos = st.display.find(raw); pos != std::string::npos; pos = st.display.find(raw, pos + st.hint.host->size()))
@@ -1478,6 +1480,7 @@ void finish_masking(collector& col, run& out) {
   auto& masker = col.masker();
   for (auto& e : out.errors) e.path = masker.apply_path(text::sanitize(e.path));
   out.masked = masker.enabled();
+  out.redacted = masker.masks_identity();
   col.mask_deferred();  // last lines kept from light-path lines, masked with every host learnt by now
   if (masker.enabled()) {  // second pass: hosts learnt late are masked in everything already kept
     col.remask_learnt();
@@ -1527,6 +1530,7 @@ result<scanned> scan(const std::vector<std::string>& paths, const engine& eng, c
   s.total_bytes = out.total_bytes;
   s.any_readable = out.any_readable;
   s.masked = out.masked;
+  s.redacted = out.redacted;
   s.mask_counts = std::move(out.mask_counts);
   return s;
 }
@@ -1539,6 +1543,7 @@ run conclude(scanned s, const kb::library& lib, const options& opt) {
   out.total_bytes = s.total_bytes;
   out.any_readable = s.any_readable;
   out.masked = s.masked;
+  out.redacted = s.redacted;
   out.mask_counts = std::move(s.mask_counts);
   s.in.max_suspicious_shown = opt.max_suspicious_shown;
   out.diag = diagnose_inputs(s.in, lib);
@@ -1557,10 +1562,10 @@ void finish(collector& col, run& out) {
   out.timeline = timeline::build(col.inputs(), out.diag, col.library());
   if (out.diag.initiating_host)
     out.initiating_host_key =
-        col.host_key(masker.enabled() ? masker.original(*out.diag.initiating_host) : *out.diag.initiating_host);
+        col.host_key(masker.masks_identity() ? masker.original(*out.diag.initiating_host) : *out.diag.initiating_host);
   if (out.diag.verdict == correlate::verdict::failure && !out.initiating_host_key.empty())
     out.recurrences = col.recurrences(out.initiating_host_key, out.diag.kind, out.recurrence_days);
-  if (col.reveal() && masker.enabled())  // the first failing host first, then every other host seen
+  if (col.reveal() && masker.masks_identity())  // the first failing host first, then every other host seen
     for (const auto& h : col.inputs().hosts) {
       std::string real = masker.original(h);
       if (real.empty() || real == h) continue;

@@ -29,6 +29,10 @@ struct custom_rule {
 
 struct options {
   bool enabled = true;
+  /// Identity masking (--redact, `redact: true`): host names, addresses, MACs, user names and home
+  /// directories are replaced too, by keyed pseudonyms when `key` is set. Off: only secrets and e-mail
+  /// addresses are masked, and no host is learnt.
+  bool redact = false;
   std::vector<custom_rule> extra;          ///< --mask-rule / team config rules
   std::vector<std::string> keep_hosts;     ///< host names never masked (e.g. "localhost")
   /// Keyed tokens (`scan` on many nodes, `diagnose --mask-key`): a host, address or user becomes
@@ -95,7 +99,7 @@ bool bracket_host_port_candidate(std::string_view line);
 /// nearly every line masked).
 std::string relax_counted_repeats(std::string_view re, bool* changed, int keep_up_to = 0);
 
-/// Loads a team config (YAML): `enabled: bool`, `rules: [{name, regex}]`, `keep_hosts: [..]`.
+/// Loads a team config (YAML): `enabled: bool`, `redact: bool`, `rules: [{name, regex}]`, `keep_hosts: [..]`.
 result<options> load_config(const std::string& path, options base);
 
 class masker {
@@ -155,6 +159,8 @@ class masker {
     if (opt_.enabled) ++repeated_hosts_;
   }
   bool enabled() const { return opt_.enabled; }
+  /// True when host names, addresses and user names are masked (--redact): the only mode that learns hosts.
+  bool masks_identity() const { return opt_.enabled && opt_.redact; }
 
  private:
   /// The rules that read more than one match: URL-encoded key names, variable pointers, nested blocks

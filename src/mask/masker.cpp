@@ -287,7 +287,13 @@ struct compiled_rules {
   std::string bad_rule;
 };
 
-std::shared_ptr<const compiled_rules> compile_rules(const std::vector<custom_rule>& extra) {
+// The identity rules: left out unless --redact.
+bool identity_kind(std::string_view kind) {
+  return kind == "mac" || kind == "ipv6" || kind == "ipv4" || kind == "hostname" || kind == "home_user" ||
+         kind.rfind("user_", 0) == 0;
+}
+
+std::shared_ptr<const compiled_rules> compile_rules(const std::vector<custom_rule>& extra, bool identity) {
   auto c = std::make_shared<compiled_rules>();
   re2::RE2::Options ro;
   ro.set_log_errors(false);
@@ -321,6 +327,7 @@ std::shared_ptr<const compiled_rules> compile_rules(const std::vector<custom_rul
     r.compiled = std::move(re);
   };
   for (const auto& r : kRules) {
+    if (!identity && identity_kind(r.kind)) continue;
     if (r.regex) add(r.kind, r.token, r.secret, r.regex, false);
     else if (std::string_view(r.kind) == "secret_formats") for (const auto& f : secret_formats()) add(f.name, f.token, true, f.regex, false);
     else for (const auto& g : secret_key_rules()) add(r.kind, r.token, r.secret, g, false);
@@ -538,11 +545,17 @@ void masker::words_that_may_be_learnt_hosts(std::string_view text, std::vector<s
 
 masker::masker(options opt) : opt_(std::move(opt)), impl_(std::make_unique<impl>()) {
   impl_->key = opt_.key;
+  const bool identity = opt_.redact;
   if (opt_.extra.empty()) {
-    static const std::shared_ptr<const compiled_rules> builtin = compile_rules({});
-    impl_->compiled = builtin;
+    if (identity) {  // (each set compiled on first use only)
+      static const std::shared_ptr<const compiled_rules> all = compile_rules({}, true);
+      impl_->compiled = all;
+    } else {
+      static const std::shared_ptr<const compiled_rules> secrets = compile_rules({}, false);
+      impl_->compiled = secrets;
+    }
   } else {
-    impl_->compiled = compile_rules(opt_.extra);
+    impl_->compiled = compile_rules(opt_.extra, identity);
   }
   for (auto h : kPublicHosts) impl_->keep.insert(h);
   for (const auto& h : opt_.keep_hosts) impl_->keep.insert(h);
@@ -674,7 +687,8 @@ std::vector<std::string> context_gate_patterns();
 }  // namespace
 
 std::vector<std::string> gate_patterns(const options& opt) {
-  std::vector<std::string> out = {R"(-----BEGIN)", R"(NODELIST=|NodeList=)"};
+  std::vector<std::string> out = {R"(-----BEGIN)"};
+  if (opt.redact) out.push_back(R"(NODELIST=|NodeList=)");
   static const std::set<std::string> context_free = {"email", "mac", "ipv6", "ipv4", "home_user", "user_assignment", "user_phrase", "user_option", "user_at_host"};
   for (const auto& r : kRules) {
     if (!r.regex && std::string_view(r.kind) == "secret_formats") {
@@ -685,6 +699,7 @@ std::vector<std::string> gate_patterns(const options& opt) {
       for (const auto& g : secret_key_rules()) out.push_back(g);
       continue;
     }
+    if (!opt.redact && identity_kind(r.kind)) continue;
     std::string re = r.regex;
     bool fqdn = std::string(r.kind) == "hostname" && re.find("(?:com|net|org") != std::string::npos;
     if (!context_free.count(r.kind) && !fqdn && !is_prefix_host_rule(r) && r.regex != kBracketHostPort) out.push_back(re);
@@ -741,7 +756,7 @@ void masker::reset_stream() {
 }
 
 std::string masker::mask_host(const std::string& host, bool count) {
-  if (!opt_.enabled || host.empty()) return host;
+  if (!masks_identity() || host.empty()) return host;
   auto& im = *impl_;
   std::string lower = host;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -756,6 +771,7 @@ std::string masker::mask_host(const std::string& host, bool count) {
 
 std::string masker::apply_path(std::string_view path) {
   if (!opt_.enabled) return std::string(path);
+  if (!masks_identity()) return apply_detached(path);
   // user names in home directories, with or without a leading slash (archive members have none)
   static const re2::RE2 home(R"((?:^|/)(?:home|Users|scratch|gpfs/home)/([^/\s:'"]+))");
   std::string out(path);
@@ -1039,7 +1055,7 @@ std::string masker::apply(std::string_view line_in) {
     }
   }
   // Slurm host lists name every node of the job, in ranges: learn each name, show the masked list.
-  if (line.find("NODELIST=") != std::string::npos || line.find("NodeList=") != std::string::npos) {
+  if (masks_identity() && (line.find("NODELIST=") != std::string::npos || line.find("NodeList=") != std::string::npos)) {
     static const re2::RE2 nodelist(R"((?:SLURM_(?:JOB_|STEP_)?NODELIST|NodeList)=([A-Za-z][\w.\-\[\],]*))");
     re2::StringPiece g[2];
     std::size_t pos = 0;
@@ -1155,6 +1171,7 @@ result<options> load_config(const std::string& path, options base) {
   try {
     YAML::Node d = YAML::LoadFile(path);
     if (d["enabled"]) base.enabled = d["enabled"].as<bool>();
+    if (d["redact"]) base.redact = d["redact"].as<bool>();
     if (d["rules"])
       for (const auto& r : d["rules"]) base.extra.push_back({r["name"] ? r["name"].as<std::string>() : "custom", r["regex"].as<std::string>()});
     if (d["keep_hosts"])

@@ -96,11 +96,12 @@ std::string md_text(std::string s) {
 
 std::string mask_summary(const pipeline::run& r) {
   if (!r.masked) return "masking: off (--no-mask)";
-  if (r.mask_counts.empty()) return "masking: on, nothing to mask";
+  if (r.mask_counts.empty()) return r.redacted ? "masking: on (--redact), nothing to mask" : "masking: on, nothing to mask";
   std::string s = "masked:";
   for (const auto& [k, n] : r.mask_counts) s += fmt::format(" {} {},", n, k);
   s.pop_back();
-  return s + " (values never shown; --no-mask to turn off)";
+  return s + (r.redacted ? " (values never shown; --redact: hosts, addresses and users too)"
+                         : " (values never shown; host names and addresses are shown: --redact to mask them too)");
 }
 
 }  // namespace
@@ -405,7 +406,7 @@ nlohmann::json to_json(const pipeline::run& r) {
   for (const auto& e : r.errors)
     j["input_errors"].push_back({{"path", e.path}, {"reason", e.reason}, {"skipped", e.fatal_for_input}});
   j["stats"] = {{"lines", r.total_lines}, {"bytes", r.total_bytes}};
-  j["masking"] = {{"enabled", r.masked}, {"counts", r.mask_counts}};
+  j["masking"] = {{"enabled", r.masked}, {"redacted", r.redacted}, {"counts", r.mask_counts}};
   j["recurrences"] = r.recurrences ? nlohmann::json({{"count", *r.recurrences}, {"days", r.recurrence_days}}) : nlohmann::json(nullptr);
   if (!r.timeline.empty()) j["timeline"] = timeline::to_json(r.timeline);  // history draws the picture from it
   return j;

@@ -320,17 +320,37 @@ check "display safety: no escape, bidi control or file-name newline in any forma
 "$BIN" history list --history "$tmp/evil.db" >"$tmp/out" 2>&1
 check "display safety: history list is sanitised" sh -c "! grep -qF \"\$(printf '\\033')\" '$tmp/out' && ! grep -qF \"\$(printf '\\342\\200\\256')\" '$tmp/out'"
 
-# Planted secrets (tests/mask): no value and no 8-character piece of one in any output, the history
-# database (dumped), watch --json alerts or --exec input.
+# Planted values (tests/mask): no secret or e-mail, and no 8-character piece of one, in any output, the
+# history database (dumped), the events file or the report merged from it, with --exact too; with --redact,
+# no host, address, MAC or user name either, and a host's pseudonym is the same in two runs (the per-user
+# key, created under a temporary $XDG_CONFIG_HOME, mode 0600).
 PL=$T/mask/planted.log
+SECRETS=$T/mask/planted_secrets.txt
+EVERY=$T/mask/planted_secrets.txt,$T/mask/planted_identity.txt
 for f in text json markdown html; do
   "$BIN" diagnose "$PL" --format "$f" --history "$tmp/planted.db" >"$tmp/planted.$f" 2>"$tmp/planted.$f.err"
+  XDG_CONFIG_HOME="$tmp/xdg" "$BIN" diagnose "$PL" --redact --format "$f" --history "$tmp/planted_r.db" >"$tmp/planted_r.$f" 2>"$tmp/planted_r.$f.err"
 done
-check "planted: no piece of a value in text/json/markdown/html/history" \
-  python3 "$T/mask/check_leaks.py" "$T/mask/planted_values.txt" "$tmp/planted.text" "$tmp/planted.json" \
-  "$tmp/planted.markdown" "$tmp/planted.html" "$tmp/planted.db"
+"$BIN" diagnose "$PL" --exact --format json --no-history >"$tmp/planted.exact" 2>/dev/null
+"$BIN" scan "$PL" -o "$tmp/planted.ffev" --quiet 2>/dev/null
+zstd -dcq "$tmp/planted.ffev" >"$tmp/planted.events" 2>/dev/null
+"$BIN" diagnose --events "$tmp/planted.ffev" --format json --no-history >"$tmp/planted.merged" 2>/dev/null
+XDG_CONFIG_HOME="$tmp/xdg" "$BIN" diagnose "$PL" --redact --exact --format json --no-history >"$tmp/planted_r.exact" 2>/dev/null
+XDG_CONFIG_HOME="$tmp/xdg" "$BIN" scan "$PL" --redact -o "$tmp/planted_r.ffev" --quiet 2>/dev/null
+zstd -dcq "$tmp/planted_r.ffev" >"$tmp/planted_r.events" 2>/dev/null
+"$BIN" diagnose --events "$tmp/planted_r.ffev" --format json --no-history >"$tmp/planted_r.merged" 2>/dev/null
+check "planted: no piece of a secret in text/json/markdown/html/history/--exact/events/merged report" \
+  python3 "$T/mask/check_leaks.py" "$SECRETS" "$tmp/planted.text" "$tmp/planted.json" \
+  "$tmp/planted.markdown" "$tmp/planted.html" "$tmp/planted.db" "$tmp/planted.exact" "$tmp/planted.events" "$tmp/planted.merged"
+check "planted: --redact: no piece of a secret, host, address, MAC or user name in any output" \
+  python3 "$T/mask/check_leaks.py" "$EVERY" "$tmp/planted_r.text" "$tmp/planted_r.json" \
+  "$tmp/planted_r.markdown" "$tmp/planted_r.html" "$tmp/planted_r.db" "$tmp/planted_r.exact" "$tmp/planted_r.events" "$tmp/planted_r.merged"
+check "planted: hosts are shown by default (the first failing host is named)" \
+  sh -c "grep -q 'gpu-a17.cluster.example.com' '$tmp/planted.json' && python3 -c 'import json,sys; sys.exit(0 if json.load(open(\"$tmp/planted.json\"))[\"initiating_host\"] == \"gpu-a17.cluster.example.com\" else 1)'"
+check "planted: --redact's per-user key is mode 0600 and a host's pseudonym is the same in two runs" \
+  sh -c "test \"\$(stat -c %a '$tmp/xdg/firstfault/redact.key')\" = 600 && h1=\$(python3 -c 'import json; print(json.load(open(\"$tmp/planted_r.json\"))[\"initiating_host\"])') && h2=\$(python3 -c 'import json; print(json.load(open(\"$tmp/planted_r.exact\"))[\"initiating_host\"])') && test \"\$h1\" = \"\$h2\" && case \$h1 in node-??????????) true;; *) false;; esac"
 "$BIN" diagnose "$PL" --format json --no-mask --no-history >"$tmp/planted.nomask" 2>/dev/null
-check "planted: the leak check can fail (--no-mask leaks)" sh -c "! python3 '$T/mask/check_leaks.py' '$T/mask/planted_values.txt' '$tmp/planted.nomask' >/dev/null"
+check "planted: the leak check can fail (--no-mask leaks)" sh -c "! python3 '$T/mask/check_leaks.py' '$SECRETS' '$tmp/planted.nomask' >/dev/null"
 mkdir -p "$tmp/wjob" && cp "$PL" "$tmp/wjob/rank0.log"
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 MPORT=$(port); HPORT=$(port)
@@ -349,8 +369,8 @@ done
 curl -s "http://127.0.0.1:$MPORT/metrics" >"$tmp/planted.metrics" 2>/dev/null
 kill "$wpid" "$hpid" 2>/dev/null; wait "$wpid" "$hpid" 2>/dev/null
 check "planted: the webhook and the metrics endpoint answered" sh -c "test -s '$tmp/planted.webhook' && grep -q firstfault_ '$tmp/planted.metrics'"
-check "planted: no piece of a value in watch --json alerts, --exec input, webhook bodies or metrics" \
-  python3 "$T/mask/check_leaks.py" "$T/mask/planted_values.txt" "$tmp/planted.watch" "$tmp/planted.exec" \
+check "planted: no piece of a secret in watch --json alerts, --exec input, webhook bodies or metrics" \
+  python3 "$T/mask/check_leaks.py" "$SECRETS" "$tmp/planted.watch" "$tmp/planted.exec" \
   "$tmp/planted.webhook" "$tmp/planted.metrics"
 
 # Reports: over every corpus case, no unfilled {placeholder} and no "(unknown ...)" text in any report field.
