@@ -1,14 +1,30 @@
-// firstfault/mask.hpp: mask identifying values and secrets at ingest, before anything is stored or shown.
+// firstfault/mask.hpp: mask secrets (and, with --redact, identifying values) at ingest, before anything is
+// stored or shown.
+//
+// The policy (docs/security.md):
+//   - always masked: secrets (token formats of kb/_tables/secret_formats.tsv, key = value in any syntax,
+//     command-line passwords, private-key blocks, long random tokens beside a secret word) and e-mail
+//     addresses;
+//   - shown by default: host names, IP addresses, MACs, GPU UUIDs and serials, account ids, user names
+//     (users act on them: the host of an Xid line is named in the report); no host is learnt, no identity
+//     rule is compiled or gated;
+//   - options::redact (--redact, `redact: true`): those are masked too, by keyed pseudonyms (options::key:
+//     node- plus 10 hex of HMAC-SHA256) that stay the same across runs and nodes;
+//   - options::enabled false (--no-mask): nothing is masked.
 //
 // Runs on every line right after it is read and sanitised, before prefixes are peeled, so no later stage,
-// output format or stored report can carry an unmasked value. Replacement is consistent within one run
-// (the same host is always node-1, the same address ip-1), so cross-rank reasoning still works. Secrets are
-// replaced by a kind marker (<hf-token-1>) that never contains the value. Every rule is an RE2 pattern
-// (linear time). The report lists counts per kind, never the values.
+// output format or stored report can carry an unmasked value: one masking decision per line. Replacement
+// is consistent within one run, so cross-rank reasoning still works. Secrets are replaced by a kind marker
+// (<hf-token-1>) that never contains the value. Every rule is an RE2 pattern (linear time). The report
+// lists counts per kind, never the values.
 //
 //   ff::mask::masker m(ff::mask::options{});
-//   std::string out = m.apply("NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>");   // "... eth0:ip-1<0>"
-//   m.counts();   // {"ipv4": 1}
+//   m.apply("HF_TOKEN=hf_abc... failed on gpu-7");  // "HF_TOKEN=<hf-token-1> failed on gpu-7"
+//   ff::mask::options o;
+//   o.redact = true;
+//   ff::mask::masker r(o);
+//   r.apply("NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>");   // "... eth0:ip-1<0>"
+//   r.counts();   // {"ipv4": 1}
 #pragma once
 
 #include <map>

@@ -955,7 +955,10 @@ void masker::mask_context(std::string& line) {
   //   credentials:          every line indented deeper is the secret's: "key: v" has v masked, a list
   //     user: svc            item or a block scalar's line has all of it masked; the first line indented
   //     key: AbC...          no deeper ends the block (so does a 64th line)
-  {
+  // (only inside a block, or on a line whose last character can end a parent: "name:", "name: |")
+  const std::size_t last_nonblank = line.find_last_not_of(" \t");
+  const char tail = last_nonblank == std::string::npos ? '\0' : line[last_nonblank];
+  if (st.nest_indent >= 0 || tail == ':' || tail == '|' || tail == '>' || tail == '-') {
     static const re2::RE2 kv(std::string("(?:") + kLauncherPrefix + R"()([ \t]*)(?:-[ \t]+)?["']?([\w.-]+)["']?[ \t]*:(?:[ \t]+(.*?))?[ \t]*$)");
     static const re2::RE2 any(std::string("(?:") + kLauncherPrefix + R"()([ \t]*)(\S.*?)[ \t]*$)");
     const bool is_kv = kv.Match(line, 0, line.size(), re2::RE2::ANCHOR_BOTH, g, 4);
@@ -1005,8 +1008,11 @@ void masker::mask_context(std::string& line) {
     static const re2::RE2 flag_at_end("(?i)(?:--[-\\w.]*(?:" + key_word_alternation() +
                                       R"()|\b(?:sshpass|mysql\w*|docker\s+login)\b.*\s-p|[-\w.]*(?:)" + key_word_alternation() +
                                       R"()=)[ \t]*\\?[ \t]*$)");
-    const char last = line.back();
-    if ((last == '\\' || last == '=' || last == ' ' || last == '\t' || (last | 0x20) >= 'a') && re2::RE2::PartialMatch(line, flag_at_end))
+    // (the three forms need a '=' at the end, a "--" or a " -p" somewhere: most lines have none)
+    const std::size_t end = line.find_last_not_of(" \t\\");
+    const char last = end == std::string::npos ? '\0' : line[end];
+    if ((last == '=' || line.find("--") != std::string::npos || line.find(" -p") != std::string::npos) &&
+        re2::RE2::PartialMatch(line, flag_at_end))
       st.value_next = true;
   }
 }

@@ -7,6 +7,7 @@ BIN=$1
 T=$2
 CORPUS=$T/corpus
 tmp=$(mktemp -d)
+export XDG_CONFIG_HOME=$tmp/config  # --redact creates its per-user key here, never in the real home
 trap 'rm -rf "$tmp"' EXIT
 export XDG_DATA_HOME=$tmp/data  # never touch the user's history
 fails=0
@@ -30,24 +31,24 @@ check "first batch: its step" has "$out" '"last_step":12'
 check "first batch: no unmasked address" sh -c 'printf "%s" "$1" | grep -qF 10.1.2.3 && exit 1; exit 0' _ "$out"
 
 # A stream's first batch learns an NCCL header's host without masking the line; a pdsh name around the
-# header is a second host, which must still be learnt (and masked where another line names it).
+# header is a second host, which must still be learnt (and masked where another line names it): --redact.
 printf 'worker-b: gpu-a:123:456 [0] NCCL INFO Channel 00/02 : 0 1 2 3\n' >"$tmp/twohost-a.log"
 printf '[rank1]: RuntimeError: connection to worker-b was refused by peer\n' >"$tmp/twohost-b.log"
-run diagnose --no-history --format json "$tmp/twohost-a.log" "$tmp/twohost-b.log"
+run diagnose --redact --no-history --format json "$tmp/twohost-a.log" "$tmp/twohost-b.log"
 check "first batch: a pdsh host around an NCCL header is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qF worker-b && exit 1; exit 0' _ "$out"
 # ... and after the first batch (here: no batch at all), where such a line takes the light path
-run diagnose --no-history --format json --learn-lines 0 "$tmp/twohost-a.log" "$tmp/twohost-b.log"
+run diagnose --redact --no-history --format json --learn-lines 0 "$tmp/twohost-a.log" "$tmp/twohost-b.log"
 check "light path: a pdsh host around an NCCL header is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qF worker-b && exit 1; exit 0' _ "$out"
 printf 'Dec  6 10:00:00 gpu-b kernel: gpu-a:123:456 [0] NCCL INFO Channel 00/02 : 0 1 2 3\n' >"$tmp/twohost-c.log"
 printf '[rank1]: RuntimeError: connection to gpu-b was refused by peer\n' >"$tmp/twohost-d.log"
-run diagnose --no-history --format json --learn-lines 0 "$tmp/twohost-c.log" "$tmp/twohost-d.log"
+run diagnose --redact --no-history --format json --learn-lines 0 "$tmp/twohost-c.log" "$tmp/twohost-d.log"
 check "light path: a syslog host around an NCCL header is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qF gpu-b && exit 1; exit 0' _ "$out"
 # two NCCL headers in a row: the peel keeps the inner host; the outer one must be learnt too (first batch
 # and light path; the line is the first of its shape)
 printf 'node-a:1:2 [0] node-b:3:4 [1] NCCL INFO Channel 00/02 : 0 1 2 3\n' >"$tmp/twohost-e.log"
 printf '[rank1]: RuntimeError: connection to node-a was refused by peer\n' >"$tmp/twohost-f.log"
 for learn in 256 0; do
-  run diagnose --no-history --format json --learn-lines "$learn" "$tmp/twohost-e.log" "$tmp/twohost-f.log"
+  run diagnose --redact --no-history --format json --learn-lines "$learn" "$tmp/twohost-e.log" "$tmp/twohost-f.log"
   check "two NCCL headers (--learn-lines $learn): the outer host is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qF node-a && exit 1; exit 0' _ "$out"
 done
 # failure: exit 1, JSON valid against the schema, right kind and rank
@@ -608,7 +609,7 @@ run history show "$id" --format json
 check "history show --format json is the stored JSON" sh -c 'printf "%s" "$1" | /usr/bin/python3 -c "import json,sys; sys.exit(0 if json.load(sys.stdin)[\"verdict\"]==\"failure\" else 1)"' _ "$out"
 export XDG_DATA_HOME=$tmp/data
 
-run diagnose "$CORPUS/gh-funasr-2006/logs" --reveal --format json
+run diagnose "$CORPUS/gh-funasr-2006/logs" --redact --reveal --format json
 check "--reveal maps the masked first failing host to its real name, on stderr only" sh -c 'printf "%s" "$1" | grep -qE "^  [^ ]+ = [^ ]+$" && ! printf "%s" "$2" | grep -qF "$(printf "%s" "$1" | sed -n "s/^  [^ ]* = //p" | head -1)"' _ "$err" "$out"
 run diagnose "$CORPUS/run-k_straggler_timeout/logs" --no-history
 check "the report says when torchrun's own Root Cause names another rank" has "$out" "note: torchrun's \"Root Cause (first observed failure)\" names rank 0"

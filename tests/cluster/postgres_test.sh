@@ -78,7 +78,7 @@ assert (b.get("recurrences") or {}).get("count") == 0, "first report: " + json.d
 assert (c.get("recurrences") or {}).get("count") == 1, "the second machine's report does not count the first: " + json.dumps(c.get("recurrences"))
 EOF
 "$BIN" history stats --by host --history "$URL" >"$tmp/stats.txt"
-grep -Eq '^ *2 +node-' "$tmp/stats.txt" || { cat "$tmp/stats.txt"; fail "history stats --by host does not count the host twice"; }
+grep -Eq '^ *2 +gpu-node-31' "$tmp/stats.txt" || { cat "$tmp/stats.txt"; fail "history stats --by host does not count the host twice"; }
 "$BIN" history stats --by kind --history "$URL" | grep -q "host_oom\|gpu_fell_off_bus" || fail "history stats --by kind"
 id=$("$BIN" history list --history "$URL" --format json --limit 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
 "$BIN" history show "$id" --history "$URL" --format json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["verdict"]=="failure", d' ||
