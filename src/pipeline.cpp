@@ -455,7 +455,10 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
   normalize::line_meta meta;
   im.eng.prefixes.normalize_fast(raw_text, meta);
   const shape_facts* facts = meta.shape_id ? &im.facts_of(meta.shape_id, raw_text, meta.body) : nullptr;
-  if (facts ? facts->bracket_host_port : mask::bracket_host_port_candidate(raw_text)) return add_line(st, raw_text, line_no);
+  // (the host checks here and in add_light/add_lines serve identity masking: without --redact no host is
+  // learnt, so they are skipped; with it, light_ok is false and every line takes the full path)
+  if (im.masker.masks_identity() && (facts ? facts->bracket_host_port : mask::bracket_host_port_candidate(raw_text)))
+    return add_line(st, raw_text, line_no);
   return add_light(st, raw_text, line_no, meta, plain, nullptr, -1, false, facts);
 }
 
@@ -494,7 +497,8 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
     // could peel it into another rank (found by review).
     std::size_t tok_len = 0;
     const std::string* tok_shape = nullptr;
-    if (token_may_mask(meta, facts, tok_len, tok_shape) || prefix_names_other_host(raw_text, meta, facts)) return add_line(st, raw_text, line_no);
+    if (token_may_mask(meta, facts, tok_len, tok_shape) || (im.masker.masks_identity() && prefix_names_other_host(raw_text, meta, facts)))
+      return add_line(st, raw_text, line_no);
     if (st.busy > 0 && (st.learner.would_peel(tok_len, *tok_shape) || !rank_idle(st, meta))) return add_line(st, raw_text, line_no);
     observe_and_peel(st, meta, facts);  // the catalogue's layers again would peel the same: only what the learner adds
   }
@@ -502,7 +506,9 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
   // has seen it already).
   bool escalate = meta.level == 'E' || meta.level == 'F' || meta.level == 'C';
   // A host form the masker learns from (NCCL header, syslog, pdsh) that no prefix peeled: full path.
-  if (!escalate && !meta.host) {
+  if (!im.masker.masks_identity()) {
+    // no host to learn
+  } else if (!escalate && !meta.host) {
     escalate = host_hit >= 0 ? host_hit != 0 : facts ? facts->host_forms != 0 : mask::prefix_host_form(raw_text);
   } else if (!escalate && host_hit < 0) {  // (add_lines decided its lines' host forms: host_hit >= 0)
     learn_other_hosts(raw_text, *meta.host, facts);
@@ -584,10 +590,11 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
         // The raw line's peel: its shape's facts answer the host checks, and a line left raw keeps it.
         if (!gate_hit) im.eng.prefixes.normalize_fast(text, metas[i]);
         const shape_facts* facts = !gate_hit && metas[i].shape_id ? &im.facts_of(metas[i].shape_id, text, metas[i].body) : nullptr;
-        if (gate_hit || (facts ? facts->bracket_host_port : mask::bracket_host_port_candidate(text))) {
+        const bool identity = im.masker.masks_identity();
+        if (gate_hit || (identity && (facts ? facts->bracket_host_port : mask::bracket_host_port_candidate(text)))) {
           plain[i] = 0;
         } else {
-          const bool host_hit = facts ? facts->host_forms != 0 : mask::prefix_host_form(text);
+          const bool host_hit = identity && (facts ? facts->host_forms != 0 : mask::prefix_host_form(text));
           host[i] = host_hit, unmasked[i] = !host_hit;
           // An NCCL "host:pid:tid [dev]" header the catalogue peels (most lines of a per-rank file's start),
           // and no other host form: none at the line's start (a pdsh "name: " or syslog host around the
@@ -605,7 +612,8 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
           // read masked, as --exact reads it (add_light does the same after the batch).
           std::size_t tok_len = 0;
           const std::string* tok_shape = nullptr;
-          if (unmasked[i] && (token_may_mask(metas[i], facts, tok_len, tok_shape) || prefix_names_other_host(text, metas[i], facts))) unmasked[i] = 0;
+          if (unmasked[i] && (token_may_mask(metas[i], facts, tok_len, tok_shape) || (identity && prefix_names_other_host(text, metas[i], facts))))
+            unmasked[i] = 0;
         }
       }
     }
