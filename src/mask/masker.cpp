@@ -963,6 +963,9 @@ void masker::mask_context(std::string& line) {
     static const re2::RE2 any(std::string("(?:") + kLauncherPrefix + R"()([ \t]*)(\S.*?)[ \t]*$)");
     const bool is_kv = kv.Match(line, 0, line.size(), re2::RE2::ANCHOR_BOTH, g, 4);
     const int indent = is_kv ? static_cast<int>(g[1].size()) : -1;
+    // (decided before a value is masked: the replacement moves the line, and g[] points into it)
+    const bool parent = is_kv && (!g[3].data() || g[3].empty() || g[3] == "|" || g[3] == ">" || g[3] == "|-" || g[3] == ">-") &&
+                        re2::RE2::PartialMatch(re2::StringPiece(g[2].data(), g[2].size()), secret_name());
     if (st.nest_indent >= 0) {
       re2::StringPiece a[3];
       if (is_kv && indent > st.nest_indent) {
@@ -976,8 +979,7 @@ void masker::mask_context(std::string& line) {
       }
       if (st.nest_indent >= 0 && ++st.nest_lines >= impl::kMaxNestLines) st.nest_indent = -1;
     }
-    if (is_kv && (!g[3].data() || g[3].empty() || g[3] == "|" || g[3] == ">" || g[3] == "|-" || g[3] == ">-") &&
-        re2::RE2::PartialMatch(re2::StringPiece(g[2].data(), g[2].size()), secret_name())) {
+    if (parent) {
       st.nest_indent = indent;
       st.nest_lines = 0;
     }

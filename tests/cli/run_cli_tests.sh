@@ -373,6 +373,17 @@ check "planted: the webhook and the metrics endpoint answered" sh -c "test -s '$
 check "planted: no piece of a secret in watch --json alerts, --exec input, webhook bodies or metrics" \
   python3 "$T/mask/check_leaks.py" "$SECRETS" "$tmp/planted.watch" "$tmp/planted.exec" \
   "$tmp/planted.webhook" "$tmp/planted.metrics"
+"$BIN" watch "$tmp/wjob" --redact --from-start --json --poll-ms 50 --run-for 120 --no-history \
+  --exec "cat >> $tmp/planted_r.exec" >"$tmp/planted_r.watch" 2>"$tmp/planted_r.watch.err" &
+wpid=$!
+for _ in $(seq 1 1200); do  # readiness, as above
+  [ -s "$tmp/planted_r.exec" ] && [ -s "$tmp/planted_r.watch" ] && break
+  kill -0 "$wpid" 2>/dev/null || break
+  sleep 0.1
+done
+kill "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null
+check "planted: watch --redact: no piece of a secret, host, address or user in --json alerts or --exec input" \
+  python3 "$T/mask/check_leaks.py" "$EVERY" "$tmp/planted_r.watch" "$tmp/planted_r.exec"
 
 # Reports: over every corpus case, no unfilled {placeholder} and no "(unknown ...)" text in any report field.
 unfilled=0
