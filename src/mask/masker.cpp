@@ -72,6 +72,12 @@ const rule_def kRules[] = {
     {"hostname", "node", false, R"(\bpods?/([a-z0-9][a-z0-9.-]*[a-z0-9]))"},
     {"hostname", "node", false, R"((?i)\b((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:com|net|org|io|edu|gov|ai|internal|local|lan|cluster|corp|cloud|compute))\b)"},
     {"home_user", "user", false, R"((?:/home/|/Users/|/scratch/|/gpfs/home/)([^/\s:'"]+))"},
+    // GPU UUIDs (nvidia-smi -L, NVML, DCGM), serial numbers beside their name (nvidia-smi -q "Serial Number",
+    // "serial=..."), cloud account ids in ARNs (arn:aws:iam::123456789012:role/x) and beside their name
+    {"gpu_uuid", "gpu", false, R"((?i)\b(?:GPU|MIG)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b)"},
+    {"serial", "serial", false, R"((?i)\bserial(?:[ _-]?(?:number|no))?\s*[:=]\s*([A-Za-z0-9-]{6,40}))"},
+    {"account_id", "account", false, R"(\barn:aws[\w-]*:[\w-]*:[\w-]*:(\d{12}):)"},
+    {"account_id", "account", false, R"((?i)\b(?:account[ _-]?id|aws_account_id|subscription[ _-]?id|project[ _-]?number)["']?\s*[:=]\s*["']?([\w-]{6,64}))"},
     // user names beside their keyword: USER=alice, 'user': 'svc', SLURM_JOB_USER=bob, UserId=bob(1001)
     // (Slurm's scontrol), "for user alice", and user@host of ssh/scp (an email was masked before this)
     {"user_assignment", "user", false,
@@ -290,7 +296,7 @@ struct compiled_rules {
 // The identity rules: left out unless --redact.
 bool identity_kind(std::string_view kind) {
   return kind == "mac" || kind == "ipv6" || kind == "ipv4" || kind == "hostname" || kind == "home_user" ||
-         kind.rfind("user_", 0) == 0;
+         kind == "gpu_uuid" || kind == "serial" || kind == "account_id" || kind.rfind("user_", 0) == 0;
 }
 
 std::shared_ptr<const compiled_rules> compile_rules(const std::vector<custom_rule>& extra, bool identity) {
