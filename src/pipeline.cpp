@@ -199,7 +199,9 @@ struct collector::impl {
   }
   impl(const engine& e, const options& o)
       : eng(e), opt(o), scratch(e.matcher), gate_scratch(e.gate), masker(o.mask),
-        light_ok(!o.exact && e.gate.enabled() && o.mask.extra.empty()) {}
+        // (--redact reads every line in full: the gate holds no host context, so a host named on a line
+        // it lets through would not be learnt; identity masking is the rare, thorough mode)
+        light_ok(!o.exact && e.gate.enabled() && o.mask.extra.empty() && !(o.mask.enabled && o.mask.redact)) {}
 };
 
 collector::collector(const engine& eng, const options& opt) : impl_(std::make_unique<impl>(eng, opt)) {
@@ -322,7 +324,7 @@ collector::stream collector::open_stream(const ingest::source& raw_src) {
   st.display = impl_->masker.apply_path(text::sanitize(raw_src.display));
   st.hint = raw_src.hint;
   if (!st.hint.host && !impl_->opt.default_host.empty()) st.hint.host = impl_->opt.default_host;
-  if (st.hint.host && impl_->masker.enabled()) {  // node-b.log: the host in the file name is masked too
+  if (st.hint.host && impl_->masker.masks_identity()) {  // node-b.log: the host in the file name is masked too
     std::string raw = *st.hint.host;
     st.hint.host = impl_->masker.mask_host(raw);
     for (auto pos = st.display.find(raw); pos != std::string::npos; pos = st.display.find(raw, pos + st.hint.host->size()))
@@ -465,7 +467,10 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
   normalize::line_meta meta;
   im.eng.prefixes.normalize_fast(raw_text, meta);
   const shape_facts* facts = meta.shape_id ? &im.facts_of(meta.shape_id, raw_text, meta.body) : nullptr;
-  if (facts ? facts->bracket_host_port : mask::bracket_host_port_candidate(raw_text)) return add_line(st, raw_text, line_no);
+  // (the host checks here and in add_light/add_lines serve identity masking: without --redact no host is
+  // learnt, so they are skipped; with it, light_ok is false and every line takes the full path)
+  if (im.masker.masks_identity() && (facts ? facts->bracket_host_port : mask::bracket_host_port_candidate(raw_text)))
+    return add_line(st, raw_text, line_no);
   return add_light(st, raw_text, line_no, meta, plain, nullptr, -1, false, facts);
 }
 
@@ -504,7 +509,8 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
     // could peel it into another rank (found by review).
     std::size_t tok_len = 0;
     const std::string* tok_shape = nullptr;
-    if (token_may_mask(meta, facts, tok_len, tok_shape) || prefix_names_other_host(raw_text, meta, facts)) return add_line(st, raw_text, line_no);
+    if (token_may_mask(meta, facts, tok_len, tok_shape) || (im.masker.masks_identity() && prefix_names_other_host(raw_text, meta, facts)))
+      return add_line(st, raw_text, line_no);
     if (st.busy > 0 && (st.learner.would_peel(tok_len, *tok_shape) || !rank_idle(st, meta))) return add_line(st, raw_text, line_no);
     observe_and_peel(st, meta, facts);  // the catalogue's layers again would peel the same: only what the learner adds
   }
@@ -512,7 +518,9 @@ std::size_t collector::add_light(stream& st, std::string_view raw_text, std::uin
   // has seen it already).
   bool escalate = meta.level == 'E' || meta.level == 'F' || meta.level == 'C';
   // A host form the masker learns from (NCCL header, syslog, pdsh) that no prefix peeled: full path.
-  if (!escalate && !meta.host) {
+  if (!im.masker.masks_identity()) {
+    // no host to learn
+  } else if (!escalate && !meta.host) {
     escalate = host_hit >= 0 ? host_hit != 0 : facts ? facts->host_forms != 0 : mask::prefix_host_form(raw_text);
   } else if (!escalate && host_hit < 0) {  // (add_lines decided its lines' host forms: host_hit >= 0)
     learn_other_hosts(raw_text, *meta.host, facts);
@@ -594,10 +602,11 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
         // The raw line's peel: its shape's facts answer the host checks, and a line left raw keeps it.
         if (!gate_hit) im.eng.prefixes.normalize_fast(text, metas[i]);
         const shape_facts* facts = !gate_hit && metas[i].shape_id ? &im.facts_of(metas[i].shape_id, text, metas[i].body) : nullptr;
-        if (gate_hit || (facts ? facts->bracket_host_port : mask::bracket_host_port_candidate(text))) {
+        const bool identity = im.masker.masks_identity();
+        if (gate_hit || (identity && (facts ? facts->bracket_host_port : mask::bracket_host_port_candidate(text)))) {
           plain[i] = 0;
         } else {
-          const bool host_hit = facts ? facts->host_forms != 0 : mask::prefix_host_form(text);
+          const bool host_hit = identity && (facts ? facts->host_forms != 0 : mask::prefix_host_form(text));
           host[i] = host_hit, unmasked[i] = !host_hit;
           // An NCCL "host:pid:tid [dev]" header the catalogue peels (most lines of a per-rank file's start),
           // and no other host form: none at the line's start (a pdsh "name: " or syslog host around the
@@ -615,7 +624,8 @@ std::size_t collector::add_lines(stream& st, const std::vector<std::pair<std::st
           // read masked, as --exact reads it (add_light does the same after the batch).
           std::size_t tok_len = 0;
           const std::string* tok_shape = nullptr;
-          if (unmasked[i] && (token_may_mask(metas[i], facts, tok_len, tok_shape) || prefix_names_other_host(text, metas[i], facts))) unmasked[i] = 0;
+          if (unmasked[i] && (token_may_mask(metas[i], facts, tok_len, tok_shape) || (identity && prefix_names_other_host(text, metas[i], facts))))
+            unmasked[i] = 0;
         }
       }
     }
@@ -1528,6 +1538,7 @@ void finish_masking(collector& col, run& out) {
   auto& masker = col.masker();
   for (auto& e : out.errors) e.path = masker.apply_path(text::sanitize(e.path));
   out.masked = masker.enabled();
+  out.redacted = masker.masks_identity();
   col.mask_deferred();  // last lines kept from light-path lines, masked with every host learnt by now
   if (masker.enabled()) {  // second pass: hosts learnt late are masked in everything already kept
     col.remask_learnt();
@@ -1577,6 +1588,7 @@ result<scanned> scan(const std::vector<std::string>& paths, const engine& eng, c
   s.total_bytes = out.total_bytes;
   s.any_readable = out.any_readable;
   s.masked = out.masked;
+  s.redacted = out.redacted;
   s.mask_counts = std::move(out.mask_counts);
   return s;
 }
@@ -1589,6 +1601,7 @@ run conclude(scanned s, const kb::library& lib, const options& opt) {
   out.total_bytes = s.total_bytes;
   out.any_readable = s.any_readable;
   out.masked = s.masked;
+  out.redacted = s.redacted;
   out.mask_counts = std::move(s.mask_counts);
   s.in.max_suspicious_shown = opt.max_suspicious_shown;
   out.diag = diagnose_inputs(s.in, lib);
@@ -1607,10 +1620,10 @@ void finish(collector& col, run& out) {
   out.timeline = timeline::build(col.inputs(), out.diag, col.library());
   if (out.diag.initiating_host)
     out.initiating_host_key =
-        col.host_key(masker.enabled() ? masker.original(*out.diag.initiating_host) : *out.diag.initiating_host);
+        col.host_key(masker.masks_identity() ? masker.original(*out.diag.initiating_host) : *out.diag.initiating_host);
   if (out.diag.verdict == correlate::verdict::failure && !out.initiating_host_key.empty())
     out.recurrences = col.recurrences(out.initiating_host_key, out.diag.kind, out.recurrence_days);
-  if (col.reveal() && masker.enabled())  // the first failing host first, then every other host seen
+  if (col.reveal() && masker.masks_identity())  // the first failing host first, then every other host seen
     for (const auto& h : col.inputs().hosts) {
       std::string real = masker.original(h);
       if (real.empty() || real == h) continue;

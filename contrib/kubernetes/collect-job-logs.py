@@ -23,8 +23,8 @@ Output directory (collect and split):
   OUTDIR/logs/k8s-events.log                   the job's and its pods' events, "TIME TYPE REASON KIND/NAME: message"
   OUTDIR/k8s/{pods,events,job}.json            the raw objects, for people (never diagnosed)
   OUTDIR/collect.txt                           what was fetched, cut, or could not be fetched
-  OUTDIR/firstfault.ffev                       firstfault scan's events file (masked)
-  OUTDIR/report.txt, report.json, verdict.txt  firstfault's report (masked unless --no-mask)
+  OUTDIR/firstfault.ffev                       firstfault scan's events file (secrets masked; hosts too with --redact)
+  OUTDIR/report.txt, report.json, verdict.txt  firstfault's report (secrets masked unless --no-mask; hosts with --redact)
 
 firstfault reads every *.log, *.txt and *.json under a directory it is given, so the logs it diagnoses
 live under OUTDIR/logs/ and everything else beside it; diagnose again with `firstfault diagnose OUTDIR/logs`.
@@ -537,6 +537,8 @@ def mask_args(args):
     out = []
     if args.no_mask:
         out.append("--no-mask")
+    elif args.redact:
+        out.append("--redact")
     if args.mask_config:
         out += ["--mask-config", args.mask_config]
     return out
@@ -710,7 +712,8 @@ def add_common(p, collecting):
                    help="which report to print on stdout (all are written to OUTDIR)")
     p.add_argument("--firstfault", default=os.environ.get("FIRSTFAULT", "firstfault"), help="firstfault binary")
     p.add_argument("--kb", action="append", default=[], metavar="DIR", help="extra signature directory (repeatable)")
-    p.add_argument("--no-mask", action="store_true", help="reports show host names and addresses (default: masked)")
+    p.add_argument("--no-mask", action="store_true", help="reports show secrets too (default: secrets masked, host names shown)")
+    p.add_argument("--redact", action="store_true", help="reports mask pod, node and host names and addresses too (keyed by the job id)")
     p.add_argument("--mask-config", help="firstfault team masking config")
     p.add_argument("--history", help="firstfault history database to record the diagnosis in (default: none)")
     p.add_argument("--diagnose-timeout", type=int, default=600, help="seconds for each firstfault run")

@@ -10,6 +10,8 @@
 // Format firstfault.events/v1: a zstd stream (https://github.com/facebook/zstd, one or more frames) of
 // JSON lines, one object per line, each with its record type in "t":
 //   header      {"t":"header","format":"firstfault.events/v1","tool":VERSION,"kb":KB_HASH,"masked":BOOL,
+//                "redacted":BOOL (hosts, addresses and users masked too: scan --redact; absent in files of
+//                older versions, read as "masked"),
 //                "key_id":HEX|"" (HMAC-SHA256(key,"firstfault-key-id"), 16 hex: tells scans made with
 //                different keys apart without revealing the key),"created":UNIX_SECONDS}
 //   source      {"t":"source","name":S}            display names, in the order the inputs were opened

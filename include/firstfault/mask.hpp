@@ -1,14 +1,30 @@
-// firstfault/mask.hpp: mask identifying values and secrets at ingest, before anything is stored or shown.
+// firstfault/mask.hpp: mask secrets (and, with --redact, identifying values) at ingest, before anything is
+// stored or shown.
+//
+// The policy (docs/security.md):
+//   - always masked: secrets (token formats of kb/_tables/secret_formats.tsv, key = value in any syntax,
+//     command-line passwords, private-key blocks, long random tokens beside a secret word) and e-mail
+//     addresses;
+//   - shown by default: host names, IP addresses, MACs, GPU UUIDs and serials, account ids, user names
+//     (users act on them: the host of an Xid line is named in the report); no host is learnt, no identity
+//     rule is compiled or gated;
+//   - options::redact (--redact, `redact: true`): those are masked too, by keyed pseudonyms (options::key:
+//     node- plus 10 hex of HMAC-SHA256) that stay the same across runs and nodes;
+//   - options::enabled false (--no-mask): nothing is masked.
 //
 // Runs on every line right after it is read and sanitised, before prefixes are peeled, so no later stage,
-// output format or stored report can carry an unmasked value. Replacement is consistent within one run
-// (the same host is always node-1, the same address ip-1), so cross-rank reasoning still works. Secrets are
-// replaced by a kind marker (<hf-token-1>) that never contains the value. Every rule is an RE2 pattern
-// (linear time). The report lists counts per kind, never the values.
+// output format or stored report can carry an unmasked value: one masking decision per line. Replacement
+// is consistent within one run, so cross-rank reasoning still works. Secrets are replaced by a kind marker
+// (<hf-token-1>) that never contains the value. Every rule is an RE2 pattern (linear time). The report
+// lists counts per kind, never the values.
 //
 //   ff::mask::masker m(ff::mask::options{});
-//   std::string out = m.apply("NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>");   // "... eth0:ip-1<0>"
-//   m.counts();   // {"ipv4": 1}
+//   m.apply("HF_TOKEN=hf_abc... failed on gpu-7");  // "HF_TOKEN=<hf-token-1> failed on gpu-7"
+//   ff::mask::options o;
+//   o.redact = true;
+//   ff::mask::masker r(o);
+//   r.apply("NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>");   // "... eth0:ip-1<0>"
+//   r.counts();   // {"ipv4": 1}
 #pragma once
 
 #include <map>
@@ -29,6 +45,10 @@ struct custom_rule {
 
 struct options {
   bool enabled = true;
+  /// Identity masking (--redact, `redact: true`): host names, addresses, MACs, user names and home
+  /// directories are replaced too, by keyed pseudonyms when `key` is set. Off: only secrets and e-mail
+  /// addresses are masked, and no host is learnt.
+  bool redact = false;
   std::vector<custom_rule> extra;          ///< --mask-rule / team config rules
   std::vector<std::string> keep_hosts;     ///< host names never masked (e.g. "localhost")
   /// Keyed tokens (`scan` on many nodes, `diagnose --mask-key`): a host, address or user becomes
@@ -37,6 +57,19 @@ struct options {
   /// are numbered either way: a hash of a secret with a guessable key could be brute-forced.
   std::string key;
 };
+
+/// One secret format of kb/_tables/secret_formats.tsv (compiled into the binary): applied in the file's
+/// order, before the key = value rules. `regex` is RE2 (group 1, when present, is the part replaced);
+/// `sample` a made-up line holding one, which the unit tests check is masked.
+struct secret_format {
+  std::string name;    ///< kind counted in the report
+  std::string issuer;  ///< who defines the format
+  std::string token;   ///< replacement prefix: <token-N>
+  std::string regex;
+  std::string source;  ///< the page documenting the prefix, length or syntax
+  std::string sample;
+};
+const std::vector<secret_format>& secret_formats();
 
 /// The masking key of one job: HMAC-SHA256(site_key, "firstfault-job:" + job_id) as hex when a job id is
 /// given, else `site_key` itself. Without a site key the key is derivable from the job id alone, so anyone
@@ -82,7 +115,7 @@ bool bracket_host_port_candidate(std::string_view line);
 /// nearly every line masked).
 std::string relax_counted_repeats(std::string_view re, bool* changed, int keep_up_to = 0);
 
-/// Loads a team config (YAML): `enabled: bool`, `rules: [{name, regex}]`, `keep_hosts: [..]`.
+/// Loads a team config (YAML): `enabled: bool`, `redact: bool`, `rules: [{name, regex}]`, `keep_hosts: [..]`.
 result<options> load_config(const std::string& path, options base);
 
 class masker {
@@ -142,8 +175,13 @@ class masker {
     if (opt_.enabled) ++repeated_hosts_;
   }
   bool enabled() const { return opt_.enabled; }
+  /// True when host names, addresses and user names are masked (--redact): the only mode that learns hosts.
+  bool masks_identity() const { return opt_.enabled && opt_.redact; }
 
  private:
+  /// The rules that read more than one match: URL-encoded key names, variable pointers, nested blocks
+  /// under a secret's name, long random tokens beside a secret word, a flag whose value is on the next line.
+  void mask_context(std::string& line);
   struct impl;
   options opt_;
   std::unique_ptr<impl> impl_;

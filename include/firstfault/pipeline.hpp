@@ -90,6 +90,7 @@ struct run {
   std::uint64_t total_lines = 0, total_bytes = 0;
   bool any_readable = false;
   bool masked = true;                             ///< masking was on
+  bool redacted = false;                          ///< identity masking too (--redact): hosts, addresses, users
   std::map<std::string, std::size_t> mask_counts; ///< replacements per kind (never the values)
   std::string initiating_host_key;                ///< options::host_keyer's key of the first failing host ("" without one)
   std::vector<std::pair<std::string, std::string>> revealed;  ///< (token, real host name) with options::reveal only; never rendered
@@ -332,6 +333,7 @@ struct scanned {
   std::uint64_t total_lines = 0, total_bytes = 0;
   bool any_readable = false;
   bool masked = true;
+  bool redacted = false;  ///< identity masking too (--redact)
   std::map<std::string, std::size_t> mask_counts;
 };
 /// Reads and collects like diagnose(), and stops before the correlation. Errors as diagnose().

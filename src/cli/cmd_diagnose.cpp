@@ -33,7 +33,8 @@ class diagnose_command final : public command {
     d->add_option("--journal", journal_dirs_, "a directory of systemd journal files (the node's /var/log/journal, or systemd-journal-remote's output) read with the logs (repeatable)")
         ->check(CLI::ExistingDirectory);
     d->add_option("--kb", kb_dirs, "extra directory of signature files (repeatable)")->check(CLI::ExistingDirectory);
-    d->add_flag("--no-mask", no_mask_, "do not mask addresses, host names, user names and secrets");
+    d->add_flag("--no-mask", no_mask_, "do not mask secrets and e-mail addresses (host names and addresses are shown unless --redact)");
+    d->add_flag("--redact", redact_, "mask host names, addresses, MACs and user names too, with pseudonyms that stay the same across runs (keyed: --mask-key-file, else a per-user key)");
     d->add_flag("--quiet,-q", quiet_, "no progress line and no per-input notes on stderr (the report still lists them)");
     d->add_flag("--reveal", reveal_,
                 "after the report, print the real host name behind each masked token (on this terminal only: never stored or sent)");
@@ -50,9 +51,9 @@ class diagnose_command final : public command {
     d->add_option("--mask-rule", mask_rules_, "extra RE2 pattern to mask (repeatable; group 1 if present)");
     d->add_option("--mask-config", mask_config_, "team masking config (YAML: enabled, rules, keep_hosts)");
     d->add_flag("--events", events_, "the paths are events files written by `firstfault scan` (one per node): merge them in the order given and diagnose");
-    d->add_option("--mask-key", key_, "mask with keyed tokens (node-<hex>) as `scan --mask-key` does, so the report matches a merged one");
-    d->add_option("--mask-key-file", key_file_, "file whose first line is the site's mask key (per job when --job-id is given too; alone, tokens stay stable across jobs)");
-    d->add_option("--job-id", job_id_, "derive the mask key from the job's id (as `scan --job-id`)");
+    d->add_option("--mask-key", key_, "--redact with keyed tokens (node-<hex>) as `scan --mask-key` does, so the report matches a merged one");
+    d->add_option("--mask-key-file", key_file_, "--redact with the site's mask key, the file's first line (per job when --job-id is given too; alone, tokens stay stable across jobs)");
+    d->add_option("--job-id", job_id_, "with --redact: make the mask key per job (as `scan --job-id`)");
   }
   bool parsed() const override { return sub_->parsed(); }
   int run(const kb::library& lib) override;
@@ -67,7 +68,7 @@ class diagnose_command final : public command {
   std::string format_ = "text", color_ = "auto", history_path_, mask_config_, key_, key_file_, job_id_;
   std::size_t max_line_kib_ = 1024, learn_lines_ = 256;
   unsigned threads_ = 0;
-  bool events_ = false, timeline_ = false, brief_ = false, no_mask_ = false, quiet_ = false, reveal_ = false, exact_ = false, no_history_ = false;
+  bool redact_ = false, events_ = false, timeline_ = false, brief_ = false, no_mask_ = false, quiet_ = false, reveal_ = false, exact_ = false, no_history_ = false;
 };
 
 // A progress line on stderr when it is a terminal, once reading takes more than a second: bytes, inputs, rate.
@@ -117,18 +118,22 @@ int diagnose_command::run(const kb::library& lib) {
   history.get();  // a store that cannot be opened is said now, not in the middle of the progress line
   progress_line progress(!quiet_ && isatty(STDERR_FILENO));
   opt.progress = progress.callback();
-  auto mo = mask_options(mask_config_, mask_rules_, no_mask_);
+  // A key given is a request for keyed pseudonyms: it implies --redact.
+  const bool key_given = !key_.empty() || !key_file_.empty();
+  auto mo = mask_options(mask_config_, mask_rules_, no_mask_, redact_ || key_given);
   if (!mo) {
     print_error(mo.error().message);
     return kExitUsage;
   }
   opt.mask = mo.value();
-  auto key = mask_key(key_, key_file_, job_id_);
-  if (!key) {
-    print_error(key.error().message);
-    return kExitUsage;
+  if (opt.mask.enabled && opt.mask.redact && !events_) {
+    auto site = key_given ? mask_key(key_, key_file_, "") : user_redact_key();
+    if (!site) {
+      print_error(site.error().message);
+      return kExitUsage;
+    }
+    opt.mask.key = mask::job_key(site.value(), job_id_);
   }
-  opt.mask.key = key.value();
   auto run = events_ ? from_events(lib, opt) : pipeline::diagnose(paths_, lib, opt);
   progress.clear();
   if (!run) {
@@ -155,7 +160,8 @@ result<pipeline::run> diagnose_command::from_events(const kb::library& lib, cons
   std::vector<ingest::input_error> bad;
   std::vector<std::string> notes;
   std::optional<std::string> first_key;
-  std::string first_key_file, first_unmasked;
+  std::string first_key_file, first_way_file;
+  std::optional<int> first_way;
   std::set<std::pair<dev_t, ino_t>> seen;
   std::size_t merged = 0;
   for (const auto& p : paths_) {
@@ -174,22 +180,30 @@ result<pipeline::run> diagnose_command::from_events(const kb::library& lib, cons
       bad.push_back({p, why, true, false});
       continue;
     }
-    if (!s.value().masked) {
-      if (first_unmasked.empty()) first_unmasked = p;
-    } else if (!first_key) {
-      first_key = kid;
-      first_key_file = p;
-    } else if (*first_key != kid) {
-      return error{shown + " was masked with another key than " + text::sanitize(first_key_file) +
-                   ": host tokens of the two cannot be compared (scan every node with the same --job-id or --mask-key)"};
+    // Three ways a node can have been scanned: --no-mask (nothing masked), the default (secrets and
+    // e-mails masked, hosts shown) and --redact (hosts too, keyed). Files are merged only when made the same
+    // way: real names beside tokens would defeat the redacted files' masking, and one host would appear
+    // under two names; a --no-mask file's secrets would reach a report the others kept them out of.
+    const int way = !s.value().masked ? 0 : s.value().redacted ? 2 : 1;
+    static const char* const kWay[] = {"--no-mask", "the default masking (hosts shown)", "--redact"};
+    if (!first_way) {
+      first_way = way;
+      first_way_file = p;
+    } else if (*first_way != way) {
+      return error{shown + " was scanned with " + kWay[way] + " and " + text::sanitize(first_way_file) + " with " + kWay[*first_way] +
+                   ": they cannot be merged (scan every node the same way)"};
     }
-    // Real names beside masked tokens would defeat the masked files' masking, and one host would appear
-    // under two names.
-    if (first_key && !first_unmasked.empty())
-      return error{text::sanitize(first_unmasked) + " was scanned with --no-mask and " + text::sanitize(first_key_file) +
-                   " was masked: they cannot be merged (scan every node the same way)"};
-    if (first_key && first_key->empty() && merged >= 1)
-      return error{"the events files were masked without a shared key: every node numbered its hosts from node-1 (scan with --job-id or --mask-key)"};
+    if (way == 2) {
+      if (!first_key) {
+        first_key = kid;
+        first_key_file = p;
+      } else if (*first_key != kid) {
+        return error{shown + " was masked with another key than " + text::sanitize(first_key_file) +
+                     ": host tokens of the two cannot be compared (scan every node with the same --job-id or --mask-key)"};
+      }
+      if (first_key->empty() && merged >= 1)
+        return error{"the events files were masked without a shared key: every node numbered its hosts from node-1 (scan with --job-id or --mask-key)"};
+    }
     merger.add(std::move(s).value());
     ++merged;
   }

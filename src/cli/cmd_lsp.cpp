@@ -19,7 +19,8 @@ class lsp_command final : public command {
         ->check(CLI::Range(0, 10000));
     sub_->add_option("--max-document-mib", max_document_mib_, "larger documents are not diagnosed in the editor (MiB, 1-4096)")
         ->check(CLI::Range(1, 4096));
-    sub_->add_flag("--no-mask", no_mask_, "do not mask addresses, host names, user names and secrets in messages");
+    sub_->add_flag("--no-mask", no_mask_, "do not mask secrets and e-mail addresses in messages (host names are shown unless --redact)");
+    sub_->add_flag("--redact", redact_, "mask host names, addresses and user names in messages too (the per-user key's pseudonyms, as diagnose --redact)");
     sub_->add_option("--mask-config", mask_config_, "team masking config (YAML: enabled, rules, keep_hosts)");
   }
   bool parsed() const override { return sub_->parsed(); }
@@ -28,12 +29,20 @@ class lsp_command final : public command {
     o.debounce_ms = debounce_ms_;
     o.max_document_bytes = static_cast<std::uint64_t>(max_document_mib_) << 20;
     o.version = FF_VERSION;
-    auto mo = mask_options(mask_config_, {}, no_mask_);
+    auto mo = mask_options(mask_config_, {}, no_mask_, redact_);
     if (!mo) {
       print_error(mo.error().message);
       return kExitUsage;
     }
     o.mask = mo.value();
+    if (o.mask.enabled && o.mask.redact) {
+      auto key = user_redact_key();
+      if (!key) {
+        print_error(key.error().message);
+        return kExitUsage;
+      }
+      o.mask.key = key.value();
+    }
     std::ios::sync_with_stdio(false);
     return lsp::serve(std::cin, std::cout, lib, o);
   }
@@ -43,7 +52,7 @@ class lsp_command final : public command {
   std::string mask_config_;
   int debounce_ms_ = 300;
   unsigned max_document_mib_ = 256;
-  bool stdio_ = false, no_mask_ = false;
+  bool stdio_ = false, no_mask_ = false, redact_ = false;
 };
 
 }  // namespace

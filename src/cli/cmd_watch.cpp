@@ -397,7 +397,8 @@ class watch_command final : public command {
     w->add_option("--run-for", run_for_, "stop after this many seconds (default: until interrupted)");
     w->add_flag("--no-history", no_history_, "do not store alerts in the local history");
     w->add_option("--history", history_path_, "history database");
-    w->add_flag("--no-mask", no_mask_, "do not mask addresses, host names, user names and secrets");
+    w->add_flag("--no-mask", no_mask_, "do not mask secrets and e-mail addresses (host names and addresses are shown unless --redact)");
+    w->add_flag("--redact", redact_, "mask host names, addresses, MACs and user names too, with the per-user key's pseudonyms (the same as diagnose --redact)");
     w->add_option("--mask-rule", mask_rules_, "extra RE2 pattern to mask (repeatable)");
     w->add_option("--mask-config", mask_config_, "team masking config (YAML: enabled, rules, keep_hosts)");
   }
@@ -413,7 +414,7 @@ class watch_command final : public command {
   std::vector<std::string> alert_labels_;
   double run_for_ = 0, am_repeat_ = 60;
   int poll_ms_ = 200;
-  bool from_start_ = false, json_ = false, no_history_ = false, no_mask_ = false;
+  bool from_start_ = false, json_ = false, no_history_ = false, no_mask_ = false, redact_ = false;
 };
 
 // One alert to every sink the user asked for; a failing sink is reported and the others still run.
@@ -449,12 +450,20 @@ int watch_command::run(const kb::library& lib) {
     return kExitUsage;
   }
   opt.silence_s = *sil;
-  auto mo = mask_options(mask_config_, mask_rules_, no_mask_);
+  auto mo = mask_options(mask_config_, mask_rules_, no_mask_, redact_);
   if (!mo) {
     print_error(mo.error().message);
     return kExitUsage;
   }
   opt.pipeline.mask = mo.value();
+  if (opt.pipeline.mask.enabled && opt.pipeline.mask.redact) {  // the same pseudonyms as diagnose --redact
+    auto key = user_redact_key();
+    if (!key) {
+      print_error(key.error().message);
+      return kExitUsage;
+    }
+    opt.pipeline.mask.key = key.value();
+  }
   std::signal(SIGINT, [](int) { g_stop = true; });
   std::signal(SIGTERM, [](int) { g_stop = true; });
   std::signal(SIGPIPE, SIG_IGN);

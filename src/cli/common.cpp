@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include <fcntl.h>
+#include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,7 +29,7 @@ bool use_color(const std::string& mode) {
   return isatty(STDOUT_FILENO) && !(nc && *nc);
 }
 
-result<mask::options> mask_options(std::string config, const std::vector<std::string>& rules, bool no_mask) {
+result<mask::options> mask_options(std::string config, const std::vector<std::string>& rules, bool no_mask, bool redact) {
   mask::options o;
   if (config.empty()) {
     const char* xdg = std::getenv("XDG_CONFIG_HOME");
@@ -47,8 +48,42 @@ result<mask::options> mask_options(std::string config, const std::vector<std::st
     o = mo.value();
   }
   for (const auto& r : rules) o.extra.push_back({"custom", r});
+  if (redact) o.redact = true;
   if (no_mask) o.enabled = false;
   return o;
+}
+
+result<std::string> user_redact_key() {
+  const char* xdg = std::getenv("XDG_CONFIG_HOME");
+  const char* home = std::getenv("HOME");
+  if (!(xdg && *xdg) && !(home && *home)) return error{"--redact: no $XDG_CONFIG_HOME or $HOME for the per-user key (give --mask-key-file)"};
+  const std::string dir = xdg && *xdg ? std::string(xdg) + "/firstfault" : std::string(home) + "/.config/firstfault";
+  const std::string path = dir + "/redact.key";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);  // (an existing one is fine; a failure shows at open)
+  // Created with O_EXCL, so two first runs at once cannot both write: the loser reads the winner's key.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0) {
+    unsigned char raw[32];
+    if (RAND_bytes(raw, sizeof raw) != 1) {
+      ::close(fd);
+      ::unlink(path.c_str());
+      return error{"--redact: no random bytes for the per-user key (OpenSSL RAND_bytes failed)"};
+    }
+    static const char* hex = "0123456789abcdef";
+    std::string line;
+    for (unsigned char c : raw) line += {hex[c >> 4], hex[c & 15]};
+    line += '\n';
+    const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    ::close(fd);
+    if (!ok) {
+      ::unlink(path.c_str());
+      return error{text::sanitize(path) + ": cannot write the per-user redact key"};
+    }
+  } else if (errno != EEXIST) {
+    return error{text::sanitize(path) + ": cannot create the per-user redact key: " + std::strerror(errno)};
+  }
+  return mask_key("", path, "");
 }
 
 result<std::string> mask_key(const std::string& key, const std::string& key_file, const std::string& job_id) {

@@ -30,7 +30,14 @@ bool use_color(const std::string& mode);
 /// Masking for diagnose and watch: the team config (given, or $XDG_CONFIG_HOME/firstfault/mask.yaml /
 /// ~/.config/firstfault/mask.yaml when that file exists), `--mask-rule` patterns, `--no-mask`.
 /// Errors: the config cannot be read or parsed, a rule does not compile (RE2's words).
-result<mask::options> mask_options(std::string config, const std::vector<std::string>& rules, bool no_mask);
+/// `redact`: --redact (identity masking too); a config's `redact: true` turns it on as well.
+result<mask::options> mask_options(std::string config, const std::vector<std::string>& rules, bool no_mask, bool redact = false);
+
+/// The per-user key of --redact without --mask-key/--mask-key-file: the first line of
+/// $XDG_CONFIG_HOME/firstfault/redact.key (else ~/.config/firstfault/redact.key), created on first use with
+/// mode 0600 and 32 random bytes (OpenSSL RAND_bytes) as hex, so a host has the same pseudonym in every
+/// report and in the history. Errors: no home, the file cannot be created or read, randomness failed.
+result<std::string> user_redact_key();
 
 /// The mask key of `scan` and `diagnose --mask-key` (mask::options::key): `key`, or the first line of
 /// `key_file` (a site secret, mode 0600), made per job with `job_id` (mask::job_key). "" when none is given.

@@ -311,7 +311,7 @@ status write(const std::string& path, const pipeline::scanned& s, const kb::libr
   };
   auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   w.line({{"t", "header"}, {"format", kFormat}, {"tool", std::string("firstfault ") + FF_VERSION}, {"kb", lib.content_hash},
-          {"masked", s.masked}, {"key_id", key_id(mask_key)}, {"created", now}});
+          {"masked", s.masked}, {"redacted", s.redacted}, {"key_id", key_id(mask_key)}, {"created", now}});
   for (const auto& n : in.source_names) w.line({{"t", "source"}, {"name", n}});
   for (const auto& i : s.inputs) w.line({{"t", "input"}, {"path", i.path}, {"lines", i.lines}, {"bytes", i.bytes}});
   for (const auto& e : s.errors)
@@ -448,6 +448,8 @@ result<pipeline::scanned> read(const std::string& path, const kb::library& lib, 
         if (format != kFormat) return "format \"" + format + "\" is not " + kFormat;
         header = true;
         s.masked = boolean(j, "masked");
+        // (a file written before --redact existed masked identity whenever it masked)
+        s.redacted = j.contains("redacted") ? boolean(j, "redacted") : s.masked;
         if (str(j, "kb") != lib.content_hash)
           notes.push_back(shown + ": made with another knowledge base (" + str(j, "kb") + "); signatures are matched by name");
         if (key_id_out) *key_id_out = str(j, "key_id");
@@ -684,6 +686,7 @@ struct merger::state {
     out.total_bytes += p.total_bytes;
     out.any_readable |= p.any_readable;
     out.masked &= p.masked;
+    out.redacted &= p.redacted;
     for (const auto& [k, v] : p.mask_counts) out.mask_counts[k] += v;
     in.benign_lines += pin.benign_lines;
     for (auto& f : pin.findings) findings.add(in.findings, std::move(f));
@@ -750,7 +753,10 @@ void merger::add(pipeline::scanned part) {
     s_->first = std::move(part);
     return;
   }
-  if (s_->parts == 2) s_->fold(s_->first);
+  if (s_->parts == 2) {
+    s_->out.redacted = s_->first.redacted;  // (the fold ANDs each part's in)
+    s_->fold(s_->first);
+  }
   s_->fold(part);
 }
 

@@ -1,12 +1,12 @@
 // Masking of identifying values and secrets (see firstfault/mask.hpp). Every pattern is RE2.
-// Token formats are facts from their issuers: Hugging Face hf_, GitHub ghp_/github_pat_
-// (https://github.blog/2021-04-05-behind-githubs-new-authentication-token-formats/), AWS AKIA/ASIA access
-// key ids (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html), Slack xox[abprs]-
-// (https://api.slack.com/authentication/token-types), W&B 40-hex API keys, JWT header.payload.signature.
+// The secret formats of issuers (token prefixes and lengths, command-line password flags, headers) are data:
+// kb/_tables/secret_formats.tsv, compiled into the binary with the knowledge base, one row per format with
+// the page that documents it and a made-up sample the unit tests mask.
 #include "firstfault/mask.hpp"
 
 #include "firstfault/limits.hpp"
 
+#include "kb/embedded.hpp"
 #include "secret_keys.hpp"
 
 #include <openssl/evp.h>
@@ -19,6 +19,7 @@
 #include <cstring>
 #include <array>
 #include <bitset>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -43,17 +44,8 @@ constexpr const char* kBracketHostPort = R"(\[([A-Za-z][\w.-]*[\w])\]:\d{2,5}(?:
 
 // Order matters: secrets before the generic identity rules that could eat part of them.
 const rule_def kRules[] = {
-    {"url_credentials", "cred", true, R"(\b[a-zA-Z][a-zA-Z0-9+.-]*://([^\s/:@]+:[^\s/@]+)@)"},
-    {"bearer_token", "bearer", true, R"((?i)\bBearer\s+([A-Za-z0-9._~+/=-]{8,}))"},
-    {"authorization", "auth", true, R"((?i)\bauthorization\\?["']?\s*[:=]\s*\\?["']?(?:(?:basic|bearer|digest|negotiate|token|aws4-hmac-sha256)\s+)?([^\s"',;\\]+))"},
-    {"jwt", "jwt", true, R"(\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"},
-    {"hf_token", "hf-token", true, R"(\bhf_[A-Za-z0-9]{30,})"},
-    {"github_token", "github-token", true, R"(\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{20,}))"},
-    {"aws_access_key", "aws-key", true, R"(\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b)"},
-    {"aws_secret_key", "aws-secret", true, R"((?i)aws_secret_access_key["']?\s*[=:]\s*["']?([A-Za-z0-9/+=]{40}))"},
-    {"wandb_key", "wandb-key", true, R"((?i)(?:wandb_api_key|wandb[ _-]?(?:api[ _-]?)?key|wandb login(?: --relogin)?)["']?\s*[=: ]\s*["']?((?:local-)?[0-9a-f]{40}))"},
-    {"openai_key", "api-key", true, R"(\bsk-(?:proj-|svcacct-|ant-)?[A-Za-z0-9_-]{20,})"},
-    {"slack_token", "slack-token", true, R"(\b(?:xox[abprs]-[A-Za-z0-9-]{10,}|hooks\.slack\.com/services/[A-Za-z0-9/]+))"},
+    // the secret formats of kb/_tables/secret_formats.tsv, in the file's order (secret_formats())
+    {"secret_formats", "", true, nullptr},
     // key = value in every quoting, built from the key-word table in secret_keys.hpp
     {"secret_assignment", "secret", true, nullptr},
     {"email", "email", false, R"(\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b)"},
@@ -80,6 +72,12 @@ const rule_def kRules[] = {
     {"hostname", "node", false, R"(\bpods?/([a-z0-9][a-z0-9.-]*[a-z0-9]))"},
     {"hostname", "node", false, R"((?i)\b((?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:com|net|org|io|edu|gov|ai|internal|local|lan|cluster|corp|cloud|compute))\b)"},
     {"home_user", "user", false, R"((?:/home/|/Users/|/scratch/|/gpfs/home/)([^/\s:'"]+))"},
+    // GPU UUIDs (nvidia-smi -L, NVML, DCGM), serial numbers beside their name (nvidia-smi -q "Serial Number",
+    // "serial=..."), cloud account ids in ARNs (arn:aws:iam::123456789012:role/x) and beside their name
+    {"gpu_uuid", "gpu", false, R"((?i)\b(?:GPU|MIG)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b)"},
+    {"serial", "serial", false, R"((?i)\bserial(?:[ _-]?(?:number|no))?\s*[:=]\s*([A-Za-z0-9-]{6,40}))"},
+    {"account_id", "account", false, R"(\barn:aws[\w-]*:[\w-]*:[\w-]*:(\d{12}):)"},
+    {"account_id", "account", false, R"((?i)\b(?:account[ _-]?id|aws_account_id|subscription[ _-]?id|project[ _-]?number)["']?\s*[:=]\s*["']?([\w-]{6,64}))"},
     // user names beside their keyword: USER=alice, 'user': 'svc', SLURM_JOB_USER=bob, UserId=bob(1001)
     // (Slurm's scontrol), "for user alice", and user@host of ssh/scp (an email was masked before this)
     {"user_assignment", "user", false,
@@ -106,6 +104,7 @@ std::vector<std::string> secret_key_rules() {
       "(?i)" + key + sep + R"((?:[bBrRuU]{0,2}\\?'([^'\\\n]{1,256})\\?'))",  // 'a value' / b'a value'
       "(?i)" + key + sep + "(?:[bBrRuU]{0,2}" + q + ")?" + bare,
       "(?i)--" + key + R"((?:\s+|=))" + bare,                        // --password X
+      "(?i)" + key + R"(\s+\.{3,}\s+)" + bare,                      // DeepSpeed's config print: key ...... v
   };
 }
 
@@ -167,6 +166,35 @@ std::vector<std::string> expand_hostlist(std::string_view list, std::size_t max)
 }
 
 }  // namespace
+
+const std::vector<secret_format>& secret_formats() {
+  static const std::vector<secret_format> rows = [] {
+    std::vector<secret_format> out;
+    std::string_view text;
+    for (std::size_t i = 0; i < kb::detail::kEmbeddedCount; ++i)
+      if (std::string_view(kb::detail::kEmbedded[i].name) == "_tables/secret_formats.tsv") text = kb::detail::kEmbedded[i].text;
+    bool header = true;
+    while (!text.empty()) {
+      const auto nl = text.find('\n');
+      std::string_view line = text.substr(0, nl);
+      text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (line.empty() || line[0] == '#') continue;
+      std::vector<std::string> cells;
+      for (std::size_t from = 0;;) {
+        const auto tab = line.find('\t', from);
+        cells.emplace_back(line.substr(from, tab == std::string_view::npos ? std::string_view::npos : tab - from));
+        if (tab == std::string_view::npos) break;
+        from = tab + 1;
+      }
+      if (std::exchange(header, false)) continue;  // name issuer token regex source sample
+      if (cells.size() != 6) continue;  // (kb lint refuses such a row: the library loads the table too)
+      out.push_back({cells[0], cells[1], cells[2], cells[3], cells[4], cells[5]});
+    }
+    return out;
+  }();
+  return rows;
+}
 
 std::string relax_counted_repeats(std::string_view re, bool* changed, int keep_up_to) {
   *changed = false;
@@ -265,7 +293,13 @@ struct compiled_rules {
   std::string bad_rule;
 };
 
-std::shared_ptr<const compiled_rules> compile_rules(const std::vector<custom_rule>& extra) {
+// The identity rules: left out unless --redact.
+bool identity_kind(std::string_view kind) {
+  return kind == "mac" || kind == "ipv6" || kind == "ipv4" || kind == "hostname" || kind == "home_user" ||
+         kind == "gpu_uuid" || kind == "serial" || kind == "account_id" || kind.rfind("user_", 0) == 0;
+}
+
+std::shared_ptr<const compiled_rules> compile_rules(const std::vector<custom_rule>& extra, bool identity) {
   auto c = std::make_shared<compiled_rules>();
   re2::RE2::Options ro;
   ro.set_log_errors(false);
@@ -299,7 +333,9 @@ std::shared_ptr<const compiled_rules> compile_rules(const std::vector<custom_rul
     r.compiled = std::move(re);
   };
   for (const auto& r : kRules) {
+    if (!identity && identity_kind(r.kind)) continue;
     if (r.regex) add(r.kind, r.token, r.secret, r.regex, false);
+    else if (std::string_view(r.kind) == "secret_formats") for (const auto& f : secret_formats()) add(f.name, f.token, true, f.regex, false);
     else for (const auto& g : secret_key_rules()) add(r.kind, r.token, r.secret, g, false);
   }
   for (const auto& x : extra) {
@@ -362,9 +398,19 @@ struct masker::impl {
     host_max = std::max(host_max, host.size());
   }
   std::set<std::string> produced;  // every replacement token handed out
-  bool in_key_block = false;
-  int key_block_lines = 0;
-  bool secret_at_eol = false;  // the last line ended inside a secret: its next line may continue the value
+  // The state one line leaves for the next of its stream (reset_stream() clears it; apply_detached()
+  // neither reads nor changes it).
+  struct stream_state {
+    bool in_key_block = false;
+    int key_block_lines = 0;
+    bool secret_at_eol = false;  // the last line ended inside a secret: its next line may continue the value
+    bool value_next = false;     // the last line ended in a secret's name or flag (--password, -p): the
+                                 // next line's first word is its value
+    int nest_indent = -1;        // a "credentials:" / "password:" line opened a nested block at this indent
+    int nest_lines = 0;          // lines read in it (the block ends after kMaxNestLines)
+  };
+  static constexpr int kMaxNestLines = 64;
+  stream_state st;
   static constexpr std::size_t kMaxLearned = 100000;  // bound memory on hostile input
   // Every replacement kept for consistency costs about 200 bytes (value, token, reverse entry): 100,000 of
   // them stay near 20 MiB. Past the bound, new values are still masked, with one shared token per kind
@@ -505,11 +551,17 @@ void masker::words_that_may_be_learnt_hosts(std::string_view text, std::vector<s
 
 masker::masker(options opt) : opt_(std::move(opt)), impl_(std::make_unique<impl>()) {
   impl_->key = opt_.key;
+  const bool identity = opt_.redact;
   if (opt_.extra.empty()) {
-    static const std::shared_ptr<const compiled_rules> builtin = compile_rules({});
-    impl_->compiled = builtin;
+    if (identity) {  // (each set compiled on first use only)
+      static const std::shared_ptr<const compiled_rules> all = compile_rules({}, true);
+      impl_->compiled = all;
+    } else {
+      static const std::shared_ptr<const compiled_rules> secrets = compile_rules({}, false);
+      impl_->compiled = secrets;
+    }
   } else {
-    impl_->compiled = compile_rules(opt_.extra);
+    impl_->compiled = compile_rules(opt_.extra, identity);
   }
   for (auto h : kPublicHosts) impl_->keep.insert(h);
   for (const auto& h : opt_.keep_hosts) impl_->keep.insert(h);
@@ -636,18 +688,29 @@ void prefix_host_spans(std::string_view line, std::vector<std::pair<std::size_t,
   }
 }
 
+namespace {
+std::vector<std::string> context_gate_patterns();
+}  // namespace
+
 std::vector<std::string> gate_patterns(const options& opt) {
-  std::vector<std::string> out = {R"(-----BEGIN)", R"(NODELIST=|NodeList=)"};
+  std::vector<std::string> out = {R"(-----BEGIN)"};
+  if (opt.redact) out.push_back(R"(NODELIST=|NodeList=)");
   static const std::set<std::string> context_free = {"email", "mac", "ipv6", "ipv4", "home_user", "user_assignment", "user_phrase", "user_option", "user_at_host"};
   for (const auto& r : kRules) {
+    if (!r.regex && std::string_view(r.kind) == "secret_formats") {
+      for (const auto& f : secret_formats()) out.push_back(f.regex);
+      continue;
+    }
     if (!r.regex) {
       for (const auto& g : secret_key_rules()) out.push_back(g);
       continue;
     }
+    if (!opt.redact && identity_kind(r.kind)) continue;
     std::string re = r.regex;
     bool fqdn = std::string(r.kind) == "hostname" && re.find("(?:com|net|org") != std::string::npos;
     if (!context_free.count(r.kind) && !fqdn && !is_prefix_host_rule(r) && r.regex != kBracketHostPort) out.push_back(re);
   }
+  for (auto& c : context_gate_patterns()) out.push_back(std::move(c));
   for (const auto& c : opt.extra) out.push_back(c.regex);
   return out;
 }
@@ -671,7 +734,10 @@ bool bracket_host_port_candidate(std::string_view line) {
   return false;
 }
 
-bool masker::line_state_open() const { return impl_->in_key_block || impl_->secret_at_eol; }
+bool masker::line_state_open() const {
+  const auto& st = impl_->st;
+  return st.in_key_block || st.secret_at_eol || st.value_next || st.nest_indent >= 0;
+}
 
 masker::~masker() = default;
 masker::masker(masker&&) noexcept = default;
@@ -684,24 +750,19 @@ status masker::check() const {
 
 std::string masker::apply_detached(std::string_view line) {
   auto& im = *impl_;
-  const bool key = im.in_key_block, eol = im.secret_at_eol;
-  const int key_lines = im.key_block_lines;
+  const auto saved = im.st;
   reset_stream();
   std::string out = apply(line);
-  im.in_key_block = key;
-  im.secret_at_eol = eol;
-  im.key_block_lines = key_lines;
+  im.st = saved;
   return out;
 }
 
 void masker::reset_stream() {
-  impl_->in_key_block = false;
-  impl_->secret_at_eol = false;
-  impl_->key_block_lines = 0;
+  impl_->st = impl::stream_state{};
 }
 
 std::string masker::mask_host(const std::string& host, bool count) {
-  if (!opt_.enabled || host.empty()) return host;
+  if (!masks_identity() || host.empty()) return host;
   auto& im = *impl_;
   std::string lower = host;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -716,6 +777,7 @@ std::string masker::mask_host(const std::string& host, bool count) {
 
 std::string masker::apply_path(std::string_view path) {
   if (!opt_.enabled) return std::string(path);
+  if (!masks_identity()) return apply_detached(path);
   // user names in home directories, with or without a leading slash (archive members have none)
   static const re2::RE2 home(R"((?:^|/)(?:home|Users|scratch|gpfs/home)/([^/\s:'"]+))");
   std::string out(path);
@@ -735,41 +797,269 @@ std::string masker::apply_path(std::string_view path) {
   res.append(out, pos, std::string::npos);
   // host names in file names (node-b.log, job-worker-2.log) were learnt from the path hint already;
   // addresses, e-mail and known hosts anywhere in the path go through the line rules.
-  bool key = impl_->in_key_block;
-  impl_->in_key_block = false;
-  std::string masked = apply(res);
-  impl_->in_key_block = key;
-  return masked;
+  return apply_detached(res);
+}
+
+namespace {
+// A launcher's prefix at a line's start, as the context rules skip it: "0: ", "[1,0]<stdout>:",
+// "[rank3]:", "[default0]:", two of them, after an ISO time.
+constexpr const char* kLauncherPrefix =
+    R"((?:\d{4}-\d\d-\d\d[T ][\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\s+)?(?:(?:\[[^\]\s]{1,40}\](?:<\w{1,10}>)?|\d{1,6}|rank\d{1,6}):[ \t]?){0,2})";
+const re2::RE2& launcher_prefix() {
+  static const re2::RE2 re(kLauncherPrefix);
+  return re;
+}
+// The first word of a line after a launcher prefix: what a wrapped secret or a flag's value continues with.
+const re2::RE2& continuation() {
+  static const re2::RE2 re(std::string("(?:") + kLauncherPrefix + R"()[ \t]*([A-Za-z0-9+/=_.~%!@#$^&*?-]+)(\s|$))");
+  return re;
+}
+// The secret key words (secret_keys.hpp) as an alternation.
+std::string key_word_alternation() {
+  std::string words;
+  for (const char* w : detail::kSecretKeyWords) words += (words.empty() ? "" : "|") + std::string(w);
+  return words;
+}
+// A name that ends in a secret key word (plural too: "secrets", "credentials"), with a format suffix.
+const re2::RE2& secret_name() {
+  static const re2::RE2 re("(?i)(?:" + key_word_alternation() + ")s?(?:[_-](?:json|b64|base64|data|value))?$");
+  return re;
+}
+// The regexps of the context rules in masker::mask_context() that need a gate of their own.
+std::vector<std::string> context_gate_patterns() {
+  const std::string words = key_word_alternation();
+  return {
+      // a nested block under a secret's name ("credentials:", "password: |")
+      "(?i)[\\w.-]*(?:" + words + R"()s?["']?[ \t]*:[ \t]*[|>]?[ \t]*$)",
+      // a secret's flag or name at the end of a line, its value on the next
+      "(?i)--[-\\w.]*(?:" + words + R"()[ \t]*\\?[ \t]*$)",
+      "(?i)[-\\w.]*(?:" + words + R"()=[ \t]*\\?[ \t]*$)",
+      R"((?:sshpass|mysql|docker)[^\n]*\s-p[ \t]*\\?[ \t]*$)",
+      // better_exceptions / loguru variable pointers
+      "\xe2\x94\x94",
+      // a URL-encoded key name
+      R"(%[0-9A-Fa-f]{2}[\w.%-]*(?:[=:]|%3[Dd]))",
+      // a long token beside a secret word (the entropy rule)
+      R"((?i)(?:pass|pwd|secret|token|key|credential|auth|cookie|session|sig|bearer)[^\n]*[A-Za-z0-9+/=_.~-]{20})",
+      R"((?i)[A-Za-z0-9+/=_.~-]{20}[^\n]*(?:pass|pwd|secret|token|key|credential|auth|cookie|session|sig|bearer))",
+  };
+}
+
+// True when a maximal run of letters of `line` (any capitals) is a secret word, or ends in one of the
+// longer ones: "API_KEY", "apiKey", "SecretAccessKey", "X-Auth-Token"; not "tokens" or "tokenizer".
+bool has_secret_word(std::string_view line) {
+  static constexpr std::string_view exact[] = {"pass", "pwd", "key", "auth", "sig", "cookie", "session", "bearer", "secrets"};
+  static constexpr std::string_view suffix[] = {"password", "passwd", "passphrase", "secret", "token", "apikey", "accesskey",
+                                                "secretkey", "privatekey", "credential", "credentials"};
+  char w[64];
+  for (std::size_t i = 0; i < line.size();) {
+    auto letter = [&](std::size_t k) { return ((line[k] | 0x20) >= 'a' && (line[k] | 0x20) <= 'z'); };
+    if (!letter(i)) { ++i; continue; }
+    std::size_t j = i;
+    while (j < line.size() && letter(j)) ++j;
+    const std::size_t n = j - i;
+    if (n >= 3 && n <= sizeof w) {
+      for (std::size_t k = 0; k < n; ++k) w[k] = static_cast<char>(line[i + k] | 0x20);
+      const std::string_view v(w, n);
+      for (auto e : exact)
+        if (v == e) return true;
+      for (auto x : suffix)
+        if (v.size() >= x.size() && v.substr(v.size() - x.size()) == x) return true;
+    }
+    i = j;
+  }
+  return false;
+}
+
+// Shannon entropy of `s` in bits per character.
+double shannon_entropy(std::string_view s) {
+  std::array<int, 256> n{};
+  for (unsigned char c : s) ++n[c];
+  double h = 0;
+  for (int c : n)
+    if (c) {
+      const double p = static_cast<double>(c) / static_cast<double>(s.size());
+      h -= p * std::log2(p);
+    }
+  return h;
+}
+
+// A run of 20 characters or more that looks random (the approach of detect-secrets' and gitleaks' entropy
+// checks): letters and digits mixed, 3.5 bits a character or more; all-hex runs count from 32 characters
+// (W&B keys, hex digests). Dotted lower-case names (hosts, modules) and paths are not taken.
+bool looks_random(std::string_view r) {
+  if (r.size() < 20) return false;
+  bool upper = false, lower = false, digit = false, hex = true;
+  int slashes = 0, dots = 0;
+  for (char c : r) {
+    upper |= c >= 'A' && c <= 'Z';
+    lower |= c >= 'a' && c <= 'z';
+    digit |= c >= '0' && c <= '9';
+    hex &= (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    slashes += c == '/';
+    dots += c == '.';
+  }
+  if (!digit || !(upper || lower)) return false;
+  if (dots && !upper) return false;            // gpu-a17.cluster.example.com, torch.distributed.x
+  if (dots && slashes) return false;           // a path with a file name
+  if (hex) return r.size() >= 32 && shannon_entropy(r) >= 3.0;
+  if (!(upper && lower) && r.size() < 32) return false;
+  return shannon_entropy(r) >= 3.5;
+}
+}  // namespace
+
+void masker::mask_context(std::string& line) {
+  auto& im = *impl_;
+  auto& st = im.st;
+  // replaces line[b, b + n) by a secret token; returns the token's length (0 when nothing was replaced)
+  auto mask_span = [&](std::size_t b, std::size_t n, const char* kind) -> std::size_t {
+    std::string v = line.substr(b, n);
+    if (v.empty() || im.produced.count(v) || v.find('<') != std::string::npos) return 0;
+    bool is_new = false;
+    std::string tok = im.token(kind, "secret", true, v, &is_new);
+    if (im.bound_hit) counts_["over_table_bound"] = 1;
+    line.replace(b, n, tok);
+    ++counts_[kind];
+    return tok.size();
+  };
+  re2::StringPiece g[4];
+  // A URL-encoded key name (pass%77ord=, api%5Fkey=, a key in an encoded query: password%3Dv): decoded
+  // (twice: %2577 is %77 encoded), then asked whether it ends in a secret word.
+  if (line.find('%') != std::string::npos) {
+    static const re2::RE2 enc(R"(([\w.%-]*%[0-9A-Fa-f]{2}[\w.%-]*?)(?:\s*[=:]\s*|%3[Dd]|%3[Aa])([^\s&;,"'<>]+))");
+    auto decode = [](std::string_view k) {
+      std::string out;
+      for (std::size_t i = 0; i < k.size(); ++i) {
+        auto hexv = [](char c) { return c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1; };
+        if (k[i] == '%' && i + 2 < k.size() + 0 && hexv(k[i + 1]) >= 0 && hexv(k[i + 2]) >= 0) {
+          out += static_cast<char>(hexv(k[i + 1]) * 16 + hexv(k[i + 2]));
+          i += 2;
+        } else {
+          out += k[i];
+        }
+      }
+      return out;
+    };
+    for (std::size_t pos = 0; pos < line.size() && enc.Match(line, pos, line.size(), re2::RE2::UNANCHORED, g, 3);) {
+      const std::string key = decode(decode(std::string_view(g[1].data(), g[1].size())));
+      const std::size_t vb = static_cast<std::size_t>(g[2].data() - line.data()), vn = g[2].size();
+      std::size_t next = vb + vn;
+      if (re2::RE2::PartialMatch(key, secret_name())) next = vb + std::max<std::size_t>(mask_span(vb, vn, "encoded_key"), 1);
+      pos = next;
+    }
+  }
+  // better_exceptions / loguru's diagnose: "│     └ 'value'" points at a variable of the line above; a
+  // string value is masked (the variable's name is on a line the masker may not have read).
+  if (line.find("\xe2\x94\x94") != std::string::npos) {
+    static const re2::RE2 ptr(R"(\x{2514}[\x{2500}\s]*((?:[bBrRuUfF]{1,2})?(?:'[^']+'?|"[^"]+"?)))");
+    for (std::size_t pos = 0; pos < line.size() && ptr.Match(line, pos, line.size(), re2::RE2::UNANCHORED, g, 2);) {
+      const std::size_t vb = static_cast<std::size_t>(g[1].data() - line.data());
+      pos = vb + std::max<std::size_t>(mask_span(vb, g[1].size(), "variable_value"), 1);
+    }
+  }
+  // A nested block under a secret's name (YAML config dumps of Hydra, OmegaConf, DeepSpeed):
+  //   credentials:          every line indented deeper is the secret's: "key: v" has v masked, a list
+  //     user: svc            item or a block scalar's line has all of it masked; the first line indented
+  //     key: AbC...          no deeper ends the block (so does a 64th line)
+  // (only inside a block, or on a line whose last character can end a parent: "name:", "name: |")
+  const std::size_t last_nonblank = line.find_last_not_of(" \t");
+  const char tail = last_nonblank == std::string::npos ? '\0' : line[last_nonblank];
+  if (st.nest_indent >= 0 || tail == ':' || tail == '|' || tail == '>' || tail == '-') {
+    static const re2::RE2 kv(std::string("(?:") + kLauncherPrefix + R"()([ \t]*)(?:-[ \t]+)?["']?([\w.-]+)["']?[ \t]*:(?:[ \t]+(.*?))?[ \t]*$)");
+    static const re2::RE2 any(std::string("(?:") + kLauncherPrefix + R"()([ \t]*)(\S.*?)[ \t]*$)");
+    const bool is_kv = kv.Match(line, 0, line.size(), re2::RE2::ANCHOR_BOTH, g, 4);
+    const int indent = is_kv ? static_cast<int>(g[1].size()) : -1;
+    // (decided before a value is masked: the replacement moves the line, and g[] points into it)
+    const bool parent = is_kv && (!g[3].data() || g[3].empty() || g[3] == "|" || g[3] == ">" || g[3] == "|-" || g[3] == ">-") &&
+                        re2::RE2::PartialMatch(re2::StringPiece(g[2].data(), g[2].size()), secret_name());
+    if (st.nest_indent >= 0) {
+      re2::StringPiece a[3];
+      if (is_kv && indent > st.nest_indent) {
+        if (g[3].data() && !g[3].empty()) mask_span(static_cast<std::size_t>(g[3].data() - line.data()), g[3].size(), "nested_secret");
+      } else if (!is_kv && any.Match(line, 0, line.size(), re2::RE2::ANCHOR_BOTH, a, 3) && static_cast<int>(a[1].size()) > st.nest_indent) {
+        mask_span(static_cast<std::size_t>(a[2].data() - line.data()), a[2].size(), "nested_secret");
+      } else if (!is_kv && line.find_first_not_of(" \t") == std::string::npos) {
+        // a blank line does not end the block
+      } else {
+        st.nest_indent = -1;
+      }
+      if (st.nest_indent >= 0 && ++st.nest_lines >= impl::kMaxNestLines) st.nest_indent = -1;
+    }
+    if (parent) {
+      st.nest_indent = indent;
+      st.nest_lines = 0;
+    }
+  }
+  // A long random-looking token anywhere on a line that names a secret word.
+  if (line.size() >= 20 && has_secret_word(line)) {
+    auto value_char = [](char c) {
+      return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || c == '+' || c == '/' || c == '=' ||
+             c == '_' || c == '.' || c == '~' || c == '-';
+    };
+    for (std::size_t i = 0; i < line.size();) {
+      if (!value_char(line[i])) { ++i; continue; }
+      std::size_t j = i;
+      while (j < line.size() && value_char(line[j])) ++j;
+      std::size_t b = i, e = j;
+      while (e > b && (line[e - 1] == '.' || line[e - 1] == '-')) --e;  // a sentence's end
+      const bool in_token = b > 0 && line[b - 1] == '<';
+      if (!in_token && looks_random(std::string_view(line).substr(b, e - b))) {
+        const std::size_t n = mask_span(b, e - b, "high_entropy");
+        i = n ? b + n : j;
+      } else {
+        i = j;
+      }
+    }
+  }
+  // A secret's flag or name ends the line: its value is the next line's first word.
+  if (!line.empty()) {
+    static const re2::RE2 flag_at_end("(?i)(?:--[-\\w.]*(?:" + key_word_alternation() +
+                                      R"()|\b(?:sshpass|mysql\w*|docker\s+login)\b.*\s-p|[-\w.]*(?:)" + key_word_alternation() +
+                                      R"()=)[ \t]*\\?[ \t]*$)");
+    // (the three forms need a '=' at the end, a "--" or a " -p" somewhere: most lines have none)
+    const std::size_t end = line.find_last_not_of(" \t\\");
+    const char last = end == std::string::npos ? '\0' : line[end];
+    if ((last == '=' || line.find("--") != std::string::npos || line.find(" -p") != std::string::npos) &&
+        re2::RE2::PartialMatch(line, flag_at_end))
+      st.value_next = true;
+  }
 }
 
 std::string masker::apply(std::string_view line_in) {
   std::string line(line_in);
   if (!opt_.enabled) return line;
   auto& im = *impl_;
-  // private-key blocks: the BEGIN line, everything up to END, and the END line (at most 200 lines;
-  // the state is reset for every new stream).
-  bool begins = line.find("-----BEGIN") != std::string::npos && line.find("PRIVATE KEY") != std::string::npos;
-  if (im.in_key_block || begins) {
-    bool ends = line.find("-----END") != std::string::npos;
-    if (!im.in_key_block) {
+  auto& st = im.st;
+  // private-key blocks: the BEGIN line, everything up to END, and the END line (at most 200 lines; the
+  // state is reset for every new stream). Any BEGIN but a certificate's or a public key's opens one, so a
+  // header cut by a wrap ("-----BEGIN OPENSSH PRIV" / "ATE KEY-----") still does. The line's launcher
+  // prefix ("0: ", "[1,0]<stdout>:", "[rank3]:") is kept: the rank is still known, the key is not.
+  const bool begins = line.find("-----BEGIN") != std::string::npos && line.find("CERTIFICATE") == std::string::npos &&
+                      line.find("PUBLIC KEY") == std::string::npos;
+  if (st.in_key_block || begins) {
+    const bool ends = line.find("-----END") != std::string::npos;
+    if (!st.in_key_block) {
       ++counts_["private_key"];
-      im.key_block_lines = 0;
+      st.key_block_lines = 0;
     }
-    im.in_key_block = !ends && ++im.key_block_lines < 200;
-    return "<private-key>";
+    st.in_key_block = !ends && ++st.key_block_lines < 200;
+    re2::StringPiece g[1];
+    const bool prefixed = launcher_prefix().Match(line, 0, line.size(), re2::RE2::ANCHOR_START, g, 1);
+    return (prefixed ? std::string(g[0].data(), g[0].size()) : std::string()) + "<private-key>";
   }
   // A secret that ran to the end of the line may go on at the start of the next (a wrapped line): the
-  // leading run of value characters is masked when it makes up the whole line or holds a digit.
-  if (im.secret_at_eol) {
-    im.secret_at_eol = false;
-    static const re2::RE2 cont(R"(^(?:\[[\w.-]+\]:\s*)?([A-Za-z0-9+/=_.~%-]+)(\s*$|\s))");
+  // leading run of value characters is masked when it makes up the whole line or holds a digit. After a
+  // secret's flag or name at the end of a line (--password, sshpass -p, PASSWORD=), the run is its value.
+  if (st.secret_at_eol || st.value_next) {
+    const bool value = std::exchange(st.value_next, false);
+    st.secret_at_eol = false;
     re2::StringPiece g[3];
-    if (cont.Match(line, 0, line.size(), re2::RE2::ANCHOR_START, g, 3)) {
+    if (continuation().Match(line, 0, line.size(), re2::RE2::ANCHOR_START, g, 3)) {
       std::string run(g[1].data(), g[1].size());
       std::size_t after = static_cast<std::size_t>(g[1].data() - line.data()) + g[1].size();
-      bool whole = line.find_first_not_of(" \t", after) == std::string::npos;
+      bool whole = line.find_first_not_of(" \t\\", after) == std::string::npos;
       bool digit = std::any_of(run.begin(), run.end(), [](unsigned char c) { return std::isdigit(c); });
-      if ((whole || digit) && !im.produced.count(run)) {
+      if ((whole || digit || (value && run[0] != '-')) && !im.produced.count(run)) {
         std::size_t b = static_cast<std::size_t>(g[1].data() - line.data());
         std::string tok = "<secret-" + std::to_string(++im.next["secret"]) + ">";
         im.produced.insert(tok);
@@ -779,7 +1069,7 @@ std::string masker::apply(std::string_view line_in) {
     }
   }
   // Slurm host lists name every node of the job, in ranges: learn each name, show the masked list.
-  if (line.find("NODELIST=") != std::string::npos || line.find("NodeList=") != std::string::npos) {
+  if (masks_identity() && (line.find("NODELIST=") != std::string::npos || line.find("NodeList=") != std::string::npos)) {
     static const re2::RE2 nodelist(R"((?:SLURM_(?:JOB_|STEP_)?NODELIST|NodeList)=([A-Za-z][\w.\-\[\],]*))");
     re2::StringPiece g[2];
     std::size_t pos = 0;
@@ -852,7 +1142,7 @@ std::string masker::apply(std::string_view line_in) {
         out += tok;
         ++counts_[r.kind];
       }
-      if (r.secret && !keep && t_begin + target.size() == line.size() && value.size() >= 8) im.secret_at_eol = true;
+      if (r.secret && !keep && t_begin + target.size() == line.size() && value.size() >= 4) st.secret_at_eol = true;
       out.append(line, t_begin + target.size(), m_end - (t_begin + target.size()));
       std::size_t m_begin = static_cast<std::size_t>(g[0].data() - line.data());
       if (m_end == m_begin) {  // an empty match: copy one character and move on
@@ -868,6 +1158,7 @@ std::string masker::apply(std::string_view line_in) {
   // a host learnt on this very line may be mentioned again later in it
   if (learnt_now)
     if (std::size_t n = im.replace_learnt_hosts(line)) counts_["hostname"] += n;
+  mask_context(line);
   return line;
 }
 
@@ -894,6 +1185,7 @@ result<options> load_config(const std::string& path, options base) {
   try {
     YAML::Node d = YAML::LoadFile(path);
     if (d["enabled"]) base.enabled = d["enabled"].as<bool>();
+    if (d["redact"]) base.redact = d["redact"].as<bool>();
     if (d["rules"])
       for (const auto& r : d["rules"]) base.extra.push_back({r["name"] ? r["name"].as<std::string>() : "custom", r["regex"].as<std::string>()});
     if (d["keep_hosts"])

@@ -105,7 +105,7 @@ std::string count_of(std::size_t n, const std::string& noun) {
 // noun. A kind with no noun here (a secret format, a team rule) is named as it is.
 std::string mask_summary(const pipeline::run& r) {
   if (!r.masked) return "masking: off (--no-mask)";
-  if (r.mask_counts.empty()) return "masking: on, nothing to mask";
+  if (r.mask_counts.empty()) return r.redacted ? "masking: on (--redact), nothing to mask" : "masking: on, nothing to mask";
   static const std::map<std::string, std::string> nouns = {
       {"hostname", "host name"},       {"ipv4", "IPv4 address"},      {"ipv6", "IPv6 address"},
       {"mac", "MAC address"},          {"email", "e-mail address"},   {"home_user", "user name"},
@@ -123,7 +123,8 @@ std::string mask_summary(const pipeline::run& r) {
   std::string s = "masked:";
   for (const auto& [noun, n] : by_noun) s += " " + count_of(n, noun) + ",";
   s.pop_back();
-  return s + " (values never shown; --no-mask to turn off)";
+  return s + (r.redacted ? " (values never shown; --redact: hosts, addresses and users too)"
+                         : " (values never shown; host names and addresses are shown: --redact to mask them too)");
 }
 
 }  // namespace
@@ -443,7 +444,7 @@ nlohmann::json to_json(const pipeline::run& r) {
   for (const auto& e : r.errors)
     j["input_errors"].push_back({{"path", e.path}, {"reason", e.reason}, {"skipped", e.fatal_for_input}});
   j["stats"] = {{"lines", r.total_lines}, {"bytes", r.total_bytes}};
-  j["masking"] = {{"enabled", r.masked}, {"counts", r.mask_counts}};
+  j["masking"] = {{"enabled", r.masked}, {"redacted", r.redacted}, {"counts", r.mask_counts}};
   j["recurrences"] = r.recurrences ? nlohmann::json({{"count", *r.recurrences}, {"days", r.recurrence_days}}) : nlohmann::json(nullptr);
   if (!r.timeline.empty()) j["timeline"] = timeline::to_json(r.timeline);  // history draws the picture from it
   return j;

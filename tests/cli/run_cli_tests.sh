@@ -7,6 +7,7 @@ BIN=$1
 T=$2
 CORPUS=$T/corpus
 tmp=$(mktemp -d)
+export XDG_CONFIG_HOME=$tmp/config  # --redact creates its per-user key here, never in the real home
 trap 'rm -rf "$tmp"' EXIT
 export XDG_DATA_HOME=$tmp/data  # never touch the user's history
 fails=0
@@ -30,24 +31,24 @@ check "first batch: its step" has "$out" '"last_step":12'
 check "first batch: no unmasked address" sh -c 'printf "%s" "$1" | grep -qF 10.1.2.3 && exit 1; exit 0' _ "$out"
 
 # A stream's first batch learns an NCCL header's host without masking the line; a pdsh name around the
-# header is a second host, which must still be learnt (and masked where another line names it).
+# header is a second host, which must still be learnt (and masked where another line names it): --redact.
 printf 'worker-b: gpu-a:123:456 [0] NCCL INFO Channel 00/02 : 0 1 2 3\n' >"$tmp/twohost-a.log"
 printf '[rank1]: RuntimeError: connection to worker-b was refused by peer\n' >"$tmp/twohost-b.log"
-run diagnose --no-history --format json "$tmp/twohost-a.log" "$tmp/twohost-b.log"
+run diagnose --redact --no-history --format json "$tmp/twohost-a.log" "$tmp/twohost-b.log"
 check "first batch: a pdsh host around an NCCL header is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qF worker-b && exit 1; exit 0' _ "$out"
 # ... and after the first batch (here: no batch at all), where such a line takes the light path
-run diagnose --no-history --format json --learn-lines 0 "$tmp/twohost-a.log" "$tmp/twohost-b.log"
+run diagnose --redact --no-history --format json --learn-lines 0 "$tmp/twohost-a.log" "$tmp/twohost-b.log"
 check "light path: a pdsh host around an NCCL header is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qF worker-b && exit 1; exit 0' _ "$out"
 printf 'Dec  6 10:00:00 gpu-b kernel: gpu-a:123:456 [0] NCCL INFO Channel 00/02 : 0 1 2 3\n' >"$tmp/twohost-c.log"
 printf '[rank1]: RuntimeError: connection to gpu-b was refused by peer\n' >"$tmp/twohost-d.log"
-run diagnose --no-history --format json --learn-lines 0 "$tmp/twohost-c.log" "$tmp/twohost-d.log"
+run diagnose --redact --no-history --format json --learn-lines 0 "$tmp/twohost-c.log" "$tmp/twohost-d.log"
 check "light path: a syslog host around an NCCL header is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qF gpu-b && exit 1; exit 0' _ "$out"
 # two NCCL headers in a row: the peel keeps the inner host; the outer one must be learnt too (first batch
 # and light path; the line is the first of its shape)
 printf 'node-a:1:2 [0] node-b:3:4 [1] NCCL INFO Channel 00/02 : 0 1 2 3\n' >"$tmp/twohost-e.log"
 printf '[rank1]: RuntimeError: connection to node-a was refused by peer\n' >"$tmp/twohost-f.log"
 for learn in 256 0; do
-  run diagnose --no-history --format json --learn-lines "$learn" "$tmp/twohost-e.log" "$tmp/twohost-f.log"
+  run diagnose --redact --no-history --format json --learn-lines "$learn" "$tmp/twohost-e.log" "$tmp/twohost-f.log"
   check "two NCCL headers (--learn-lines $learn): the outer host is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qF node-a && exit 1; exit 0' _ "$out"
 done
 # failure: exit 1, JSON valid against the schema, right kind and rank
@@ -373,17 +374,37 @@ for args in "list" "list --format json" "show $id" "show $id --format json" "sta
 done
 check "display safety: stored rows are escaped by history list, show and stats" test "$rows_ok" -eq 0
 
-# Planted secrets (tests/mask): no value and no 8-character piece of one in any output, the history
-# database (dumped), watch --json alerts or --exec input.
+# Planted values (tests/mask): no secret or e-mail, and no 8-character piece of one, in any output, the
+# history database (dumped), the events file or the report merged from it, with --exact too; with --redact,
+# no host, address, MAC or user name either, and a host's pseudonym is the same in two runs (the per-user
+# key, created under a temporary $XDG_CONFIG_HOME, mode 0600).
 PL=$T/mask/planted.log
+SECRETS=$T/mask/planted_secrets.txt
+EVERY=$T/mask/planted_secrets.txt,$T/mask/planted_identity.txt
 for f in text json markdown html; do
   "$BIN" diagnose "$PL" --format "$f" --history "$tmp/planted.db" >"$tmp/planted.$f" 2>"$tmp/planted.$f.err"
+  XDG_CONFIG_HOME="$tmp/xdg" "$BIN" diagnose "$PL" --redact --format "$f" --history "$tmp/planted_r.db" >"$tmp/planted_r.$f" 2>"$tmp/planted_r.$f.err"
 done
-check "planted: no piece of a value in text/json/markdown/html/history" \
-  python3 "$T/mask/check_leaks.py" "$T/mask/planted_values.txt" "$tmp/planted.text" "$tmp/planted.json" \
-  "$tmp/planted.markdown" "$tmp/planted.html" "$tmp/planted.db"
+"$BIN" diagnose "$PL" --exact --format json --no-history >"$tmp/planted.exact" 2>/dev/null
+"$BIN" scan "$PL" -o "$tmp/planted.ffev" --quiet 2>/dev/null
+zstd -dcq "$tmp/planted.ffev" >"$tmp/planted.events" 2>/dev/null
+"$BIN" diagnose --events "$tmp/planted.ffev" --format json --no-history >"$tmp/planted.merged" 2>/dev/null
+XDG_CONFIG_HOME="$tmp/xdg" "$BIN" diagnose "$PL" --redact --exact --format json --no-history >"$tmp/planted_r.exact" 2>/dev/null
+XDG_CONFIG_HOME="$tmp/xdg" "$BIN" scan "$PL" --redact -o "$tmp/planted_r.ffev" --quiet 2>/dev/null
+zstd -dcq "$tmp/planted_r.ffev" >"$tmp/planted_r.events" 2>/dev/null
+"$BIN" diagnose --events "$tmp/planted_r.ffev" --format json --no-history >"$tmp/planted_r.merged" 2>/dev/null
+check "planted: no piece of a secret in text/json/markdown/html/history/--exact/events/merged report" \
+  python3 "$T/mask/check_leaks.py" "$SECRETS" "$tmp/planted.text" "$tmp/planted.json" \
+  "$tmp/planted.markdown" "$tmp/planted.html" "$tmp/planted.db" "$tmp/planted.exact" "$tmp/planted.events" "$tmp/planted.merged"
+check "planted: --redact: no piece of a secret, host, address, MAC or user name in any output" \
+  python3 "$T/mask/check_leaks.py" "$EVERY" "$tmp/planted_r.text" "$tmp/planted_r.json" \
+  "$tmp/planted_r.markdown" "$tmp/planted_r.html" "$tmp/planted_r.db" "$tmp/planted_r.exact" "$tmp/planted_r.events" "$tmp/planted_r.merged"
+check "planted: hosts are shown by default (the first failing host is named)" \
+  sh -c "grep -q 'gpu-a17.cluster.example.com' '$tmp/planted.json' && python3 -c 'import json,sys; sys.exit(0 if json.load(open(\"$tmp/planted.json\"))[\"initiating_host\"] == \"gpu-a17.cluster.example.com\" else 1)'"
+check "planted: --redact's per-user key is mode 0600 and a host's pseudonym is the same in two runs" \
+  sh -c "test \"\$(stat -c %a '$tmp/xdg/firstfault/redact.key')\" = 600 && h1=\$(python3 -c 'import json; print(json.load(open(\"$tmp/planted_r.json\"))[\"initiating_host\"])') && h2=\$(python3 -c 'import json; print(json.load(open(\"$tmp/planted_r.exact\"))[\"initiating_host\"])') && test \"\$h1\" = \"\$h2\" && case \$h1 in node-??????????) true;; *) false;; esac"
 "$BIN" diagnose "$PL" --format json --no-mask --no-history >"$tmp/planted.nomask" 2>/dev/null
-check "planted: the leak check can fail (--no-mask leaks)" sh -c "! python3 '$T/mask/check_leaks.py' '$T/mask/planted_values.txt' '$tmp/planted.nomask' >/dev/null"
+check "planted: the leak check can fail (--no-mask leaks)" sh -c "! python3 '$T/mask/check_leaks.py' '$SECRETS' '$tmp/planted.nomask' >/dev/null"
 mkdir -p "$tmp/wjob" && cp "$PL" "$tmp/wjob/rank0.log"
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 MPORT=$(port); HPORT=$(port)
@@ -402,9 +423,20 @@ done
 curl -s "http://127.0.0.1:$MPORT/metrics" >"$tmp/planted.metrics" 2>/dev/null
 kill "$wpid" "$hpid" 2>/dev/null; wait "$wpid" "$hpid" 2>/dev/null
 check "planted: the webhook and the metrics endpoint answered" sh -c "test -s '$tmp/planted.webhook' && grep -q firstfault_ '$tmp/planted.metrics'"
-check "planted: no piece of a value in watch --json alerts, --exec input, webhook bodies or metrics" \
-  python3 "$T/mask/check_leaks.py" "$T/mask/planted_values.txt" "$tmp/planted.watch" "$tmp/planted.exec" \
+check "planted: no piece of a secret in watch --json alerts, --exec input, webhook bodies or metrics" \
+  python3 "$T/mask/check_leaks.py" "$SECRETS" "$tmp/planted.watch" "$tmp/planted.exec" \
   "$tmp/planted.webhook" "$tmp/planted.metrics"
+"$BIN" watch "$tmp/wjob" --redact --from-start --json --poll-ms 50 --run-for 120 --no-history \
+  --exec "cat >> $tmp/planted_r.exec" >"$tmp/planted_r.watch" 2>"$tmp/planted_r.watch.err" &
+wpid=$!
+for _ in $(seq 1 1200); do  # readiness, as above
+  [ -s "$tmp/planted_r.exec" ] && [ -s "$tmp/planted_r.watch" ] && break
+  kill -0 "$wpid" 2>/dev/null || break
+  sleep 0.1
+done
+kill "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null
+check "planted: watch --redact: no piece of a secret, host, address or user in --json alerts or --exec input" \
+  python3 "$T/mask/check_leaks.py" "$EVERY" "$tmp/planted_r.watch" "$tmp/planted_r.exec"
 
 # Reports: over every corpus case, no unfilled {placeholder} and no "(unknown ...)" text in any report field.
 unfilled=0
@@ -643,7 +675,7 @@ run history show "$id" --format json
 check "history show --format json is the stored JSON" sh -c 'printf "%s" "$1" | /usr/bin/python3 -c "import json,sys; sys.exit(0 if json.load(sys.stdin)[\"verdict\"]==\"failure\" else 1)"' _ "$out"
 export XDG_DATA_HOME=$tmp/data
 
-run diagnose "$CORPUS/gh-funasr-2006/logs" --reveal --format json
+run diagnose "$CORPUS/gh-funasr-2006/logs" --redact --reveal --format json
 check "--reveal maps the masked first failing host to its real name, on stderr only" sh -c 'printf "%s" "$1" | grep -qE "^  [^ ]+ = [^ ]+$" && ! printf "%s" "$2" | grep -qF "$(printf "%s" "$1" | sed -n "s/^  [^ ]* = //p" | head -1)"' _ "$err" "$out"
 run diagnose "$CORPUS/run-k_straggler_timeout/logs" --no-history
 check "the report says when torchrun's own Root Cause names another rank" has "$out" "note: torchrun's \"Root Cause (first observed failure)\" names rank 0"

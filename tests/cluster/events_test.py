@@ -156,8 +156,20 @@ def contents(tmp):
         f.write("[default0]:export HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123456789\n")
         f.write("[default0]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free.\n")
         f.write("[default0]:\x1b]0;pwned\x07 title escape\n")
+    # The default: secrets masked, hosts and addresses shown (docs/security.md), no key needed.
+    env = dict(os.environ)
+    env.pop("SLURM_JOB_ID", None)
+    env["XDG_CONFIG_HOME"] = os.path.join(tmp, "xdg")
+    evd = os.path.join(tmp, "default.ffev")
+    r = subprocess.run([BIN, "scan", "-o", evd, log], capture_output=True, text=True, env=env)
+    if r.returncode not in (0, 1):
+        failures.append(f"scan without a key (the default masking) failed: exit {r.returncode}, {r.stderr.strip()}")
+    else:
+        blob = json.dumps(zstd_lines(evd))
+        if "hf_abcdefghijklmnopqrstuvwxyz0123456789" in blob or "gpu-node-17" not in blob:
+            failures.append("the default scan must mask the token and show the host: " + blob[:300])
     ev = os.path.join(tmp, "secret.ffev")
-    r = run(["scan", "--job-id", "4711", "-o", ev, log])
+    r = run(["scan", "--redact", "--job-id", "4711", "-o", ev, log])
     if r.returncode not in (0, 1):
         failures.append(f"scan of a log with secrets failed: {r.stderr}")
         return
@@ -166,8 +178,8 @@ def contents(tmp):
     for raw in ("gpu-node-17", "10.20.30.40", "hf_abcdefghijklmnopqrstuvwxyz0123456789", "\x1b"):
         if raw in blob:
             failures.append(f"the events file holds {raw!r} unmasked")
-    if lines[0].get("t") != "header" or lines[0].get("format") != "firstfault.events/v1":
-        failures.append(f"first record is not a v1 header: {lines[0]}")
+    if lines[0].get("t") != "header" or lines[0].get("format") != "firstfault.events/v1" or lines[0].get("redacted") is not True:
+        failures.append(f"first record is not a v1 header of a redacted scan: {lines[0]}")
     if lines[-1].get("t") != "end" or lines[-1].get("records") != len(lines) - 1:
         failures.append(f"last record is not a counting end record: {lines[-1]}")
     if not any(l.get("t") == "finding" and l.get("sig", "").startswith("cuda_oom") for l in lines):
@@ -177,33 +189,48 @@ def contents(tmp):
         failures.append(f"hosts are not keyed tokens node-<10 hex>: {hosts}")
     # The same host scanned on another "node" with the same job id gets the same token; another job, another.
     ev2 = os.path.join(tmp, "secret2.ffev")
-    run(["scan", "--job-id", "4711", "-o", ev2, log])
+    run(["scan", "--redact", "--job-id", "4711", "-o", ev2, log])
     ev3 = os.path.join(tmp, "secret3.ffev")
-    run(["scan", "--job-id", "4712", "-o", ev3, log])
+    run(["scan", "--redact", "--job-id", "4712", "-o", ev3, log])
     h2 = [l["name"] for l in zstd_lines(ev2) if l.get("t") == "host"]
     h3 = [l["name"] for l in zstd_lines(ev3) if l.get("t") == "host"]
     if h2 != hosts or h3 == hosts:
         failures.append(f"keyed tokens: same job {hosts} vs {h2}; other job {h3}")
-    # Without a key, masking refuses (nodes would all number their hosts from node-1).
-    env = dict(os.environ)
-    env.pop("SLURM_JOB_ID", None)
-    r = subprocess.run([BIN, "scan", "-o", os.path.join(tmp, "nokey.ffev"), log], capture_output=True, text=True, env=env)
-    if r.returncode != 2 or "key" not in r.stderr:
-        failures.append(f"scan without a key: exit {r.returncode}, {r.stderr.strip()}")
+    # --redact without a key or a job id: the per-user key (created 0600), the same in a second scan.
+    evu1, evu2 = os.path.join(tmp, "user1.ffev"), os.path.join(tmp, "user2.ffev")
+    r1 = subprocess.run([BIN, "scan", "--redact", "-o", evu1, log], capture_output=True, text=True, env=env)
+    r2 = subprocess.run([BIN, "scan", "--redact", "-o", evu2, log], capture_output=True, text=True, env=env)
+    keyf = os.path.join(tmp, "xdg", "firstfault", "redact.key")
+    if r1.returncode not in (0, 1) or r2.returncode not in (0, 1) or not os.path.isfile(keyf) or (os.stat(keyf).st_mode & 0o777) != 0o600:
+        failures.append(f"scan --redact without a key: exit {r1.returncode}, {r1.stderr.strip()}; key file {keyf}")
+    else:
+        u1 = [l["name"] for l in zstd_lines(evu1) if l.get("t") == "host"]
+        u2 = [l["name"] for l in zstd_lines(evu2) if l.get("t") == "host"]
+        if not u1 or u1 != u2 or not all(h.startswith("node-") and len(h) == 15 for h in u1):
+            failures.append(f"scan --redact with the per-user key: {u1} vs {u2}")
     env["SLURM_JOB_ID"] = "4711"
     ev4 = os.path.join(tmp, "slurm.ffev")
-    r = subprocess.run([BIN, "scan", "-o", ev4, log], capture_output=True, text=True, env=env)
+    r = subprocess.run([BIN, "scan", "--redact", "-o", ev4, log], capture_output=True, text=True, env=env)
     if r.returncode not in (0, 1) or [l["name"] for l in zstd_lines(ev4) if l.get("t") == "host"] != hosts:
-        failures.append(f"scan under $SLURM_JOB_ID=4711 did not key like --job-id 4711: {r.stderr}")
-    # --host: the node a plain console was read on becomes its inputs' host, masked.
+        failures.append(f"scan --redact under $SLURM_JOB_ID=4711 did not key like --job-id 4711: {r.stderr}")
+    # --host: the node a plain console was read on becomes its inputs' host, shown by default, masked with --redact.
     plain = os.path.join(tmp, "plain.out")
     with open(plain, "w") as f:
         f.write("0: [rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free.\n")
     evh = os.path.join(tmp, "plain.ffev")
-    run(["scan", "--quiet", "--job-id", "4711", "--host", "gpu-node-55", "-o", evh, plain])
+    run(["scan", "--quiet", "--redact", "--job-id", "4711", "--host", "gpu-node-55", "-o", evh, plain])
     rep = json.loads(run(["diagnose", "--no-history", "--format", "json", "--events", evh]).stdout)
     if not (rep.get("initiating_host") or "").startswith("node-") or "gpu-node-55" in json.dumps(zstd_lines(evh)):
         failures.append(f"scan --host: initiating_host {rep.get('initiating_host')!r}, or the raw name is in the events file")
+    evp = os.path.join(tmp, "plain_default.ffev")
+    run(["scan", "--quiet", "--host", "gpu-node-55", "-o", evp, plain])
+    rep = json.loads(run(["diagnose", "--no-history", "--format", "json", "--events", evp]).stdout)
+    if rep.get("initiating_host") != "gpu-node-55":
+        failures.append(f"scan --host by default: initiating_host {rep.get('initiating_host')!r}, not the host given")
+    # A default scan and a redacted one cannot be merged (real names beside pseudonyms).
+    r = run(["diagnose", "--no-history", "--events", evd, ev])
+    if r.returncode != 2 or "cannot be merged" not in r.stderr:
+        failures.append(f"merging a default scan with a redacted one: exit {r.returncode}, {r.stderr.strip()}")
     # Different keys cannot be merged.
     r = run(["diagnose", "--no-history", "--events", ev, ev3])
     if r.returncode != 2 or "another key" not in r.stderr:

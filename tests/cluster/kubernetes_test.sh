@@ -100,14 +100,14 @@ check "split from stdin gives the same files" diff -r -x 'k8s-*.log' "$S" "$tmp/
 "$COLLECT" split -o "$tmp/keep" --keep-prefix --no-mask --print brief --previous "$FX/kubectl-logs-prefix-previous.txt" \
   <"$FX/kubectl-logs-prefix.txt" >"$tmp/keep.brief" 2>/dev/null
 check "split --keep-prefix: the pod is named as the host" grep -q '^failure kind=cuda_oom rank=1 host=llama-ft-worker-0 ' "$tmp/keep.brief"
-"$COLLECT" split -o "$tmp/split-brief" --print brief "$FX/kubectl-logs-prefix.txt" --previous "$FX/kubectl-logs-prefix-previous.txt" \
+"$COLLECT" split -o "$tmp/split-brief" --redact --print brief "$FX/kubectl-logs-prefix.txt" --previous "$FX/kubectl-logs-prefix-previous.txt" \
   >"$tmp/masked.brief" 2>/dev/null
 # No pod, node or address anywhere in the masked reports, the launcher note included (it quotes an exit
 # record's file, which was opened before the pod's name was learnt from a prefix: a leak until the second
 # masking pass covered records too).
 leaks() { grep -hE 'llama-ft-(master|worker)-0|gpu-node|10\.244\.' "$tmp/split-brief/report.txt" "$tmp/split-brief/report.json"; }
 masked() { ! leaks | grep -q .; }
-check "split: reports are masked by default (no pod or node name anywhere)" masked
+check "split --redact: reports are masked (no pod or node name anywhere)" masked
 printf '[pod/../etc] x\n[pod/a/b/c] y\nplain line\n[pod/ok-0/c1] 2024-05-01T10:00:00Z fine\n' |
   "$COLLECT" split -o "$tmp/hostile" --no-diagnose - 2>/dev/null
 check "split: names that are not Kubernetes names never become paths" sh -c \

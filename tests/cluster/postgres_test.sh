@@ -78,14 +78,20 @@ assert (b.get("recurrences") or {}).get("count") == 0, "first report: " + json.d
 assert (c.get("recurrences") or {}).get("count") == 1, "the second machine's report does not count the first: " + json.dumps(c.get("recurrences"))
 EOF
 "$BIN" history stats --by host --history "$URL" >"$tmp/stats.txt"
-grep -Eq '^ *2 +node-' "$tmp/stats.txt" || { cat "$tmp/stats.txt"; fail "history stats --by host does not count the host twice"; }
+grep -Eq '^ *2 +gpu-node-31' "$tmp/stats.txt" || { cat "$tmp/stats.txt"; fail "history stats --by host does not count the host twice"; }
 "$BIN" history stats --by kind --history "$URL" | grep -q "host_oom\|gpu_fell_off_bus" || fail "history stats --by kind"
 id=$("$BIN" history list --history "$URL" --format json --limit 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
 "$BIN" history show "$id" --history "$URL" --format json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["verdict"]=="failure", d' ||
   fail "history show $id"
-# A raw host never reaches the database.
+# The default stores the host as its report shows it (docs/security.md); a --redact report stores only the
+# pseudonym, and its salted key is the real host's: it counts as a third failure of the same node.
 dump=$("${as_pg[@]}" "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U ff -d postgres -Atc "SELECT report_json || inputs || initiating_host FROM diagnoses")
-case "$dump" in *gpu-node-31*) fail "a real host name is stored in PostgreSQL";; esac
+case "$dump" in *gpu-node-31*) ;; *) fail "the default report's host is not in PostgreSQL";; esac
+XDG_CONFIG_HOME="$tmp/cfg" XDG_DATA_HOME="$tmp/home-b" "$BIN" diagnose "$host_log" --redact --quiet --format json --history "$URL" >"$tmp/r.json" || true
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["initiating_host"].startswith("node-") and (d.get("recurrences") or {}).get("count") == 2, d.get("recurrences")' "$tmp/r.json" ||
+  fail "a --redact report does not name a pseudonym or count the node's two earlier failures"
+rdump=$("${as_pg[@]}" "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U ff -d postgres -Atc "SELECT report_json || inputs || coalesce(initiating_host, '') FROM diagnoses ORDER BY id DESC LIMIT 1")
+case "$rdump" in *gpu-node-31*) fail "a --redact report stored a real host name in PostgreSQL";; esac
 
 # Errors: a password never shown; an unreachable database is one line and the report is still printed.
 dead=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

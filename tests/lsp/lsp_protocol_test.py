@@ -302,6 +302,27 @@ class Session(unittest.TestCase):
             self.assertTrue(line.strip(), (u, d))
         self.assertEqual(report["initiating_rank"] if "initiating_rank" in report else v["initiatingRank"], v["initiatingRank"])
 
+    def test_13_planted_values_never_reach_a_reply(self):
+        # tests/mask/planted.log opened as a document and diagnosed as a folder: no planted value, and no
+        # 8-character piece of one, in any message the server sent (diagnostics, verdicts, the folder reply).
+        folder = os.path.join(self.tmp.name, "planted")
+        os.makedirs(folder)
+        shutil.copy(os.path.join(TESTS, "mask", "planted.log"), os.path.join(folder, "rank0.log"))
+        with open(os.path.join(folder, "rank0.log"), encoding="utf-8") as f:
+            text = f.read()
+        uri = uri_of(os.path.join(folder, "rank0.log"))
+        self.c.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "log", "version": 1, "text": text}})
+        d = self.c.diagnostics(uri, 1)
+        r = self.c.request("workspace/executeCommand", {"command": "firstfault.diagnoseFolder", "arguments": [uri_of(folder)]})
+        self.assertNotIn("error", r, r)
+        sent = json.dumps(list(self.c.seen)) + json.dumps(d) + json.dumps(r)
+        with open(os.path.join(TESTS, "mask", "planted_secrets.txt"), encoding="utf-8") as f:
+            values = [l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")]
+        for v in values:
+            for p in ([v] if len(v) <= 8 else [v[i:i + 8] for i in range(len(v) - 7)]):
+                # (json.dumps escapes a backslash or a quote in a value the way the reply does)
+                self.assertNotIn(json.dumps(p)[1:-1], sent, "reply leaks %r of %r" % (p, v))
+
     def test_11_errors_are_answered(self):
         r = self.c.request("textDocument/definition", {"textDocument": {"uri": self.uri}, "position": {"line": 0, "character": 0}})
         self.assertEqual(r["error"]["code"], -32601)

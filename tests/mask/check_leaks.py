@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks that no planted value, and no 8-character piece of one, appears in the given outputs.
 
-Usage: check_leaks.py VALUES_FILE OUTPUT... ; an output ending in .db is an SQLite database and is dumped
+Usage: check_leaks.py VALUES_FILE[,VALUES_FILE...] OUTPUT... ; an output ending in .db is an SQLite database and is dumped
 (every table, every column) first. Exits 1 and names value, piece and output on the first leaks found.
 Pieces are compared case-sensitively; a piece that is also in ALLOWED (text of the tool's own reports,
 e.g. a word of a fix) would be a false alarm, so pieces made only of letters common in prose are skipped.
@@ -25,7 +25,8 @@ def pieces(v, n=8):
 
 
 def main():
-    values = [l.rstrip("\n") for l in open(sys.argv[1], encoding="utf-8") if l.strip() and not l.startswith("#")]
+    values = [l.rstrip("\n") for f in sys.argv[1].split(",") for l in open(f, encoding="utf-8")
+              if l.strip() and not l.startswith("#")]
     leaks = []
     for out in sys.argv[2:]:
         text = dump(out)

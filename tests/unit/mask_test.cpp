@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "firstfault/extract.hpp"
@@ -25,16 +26,36 @@ namespace {
 
 using ff::testing::engine;
 
-std::vector<std::string> planted_values() {
-  std::ifstream in(fs::path(FF_TEST_DATA) / "mask" / "planted_values.txt");
+// The planted secrets and e-mails (masked in every mode), and with `identity` the planted hosts,
+// addresses, MACs and user names too (masked with --redact only).
+std::vector<std::string> planted_values(bool identity = false) {
   std::vector<std::string> out;
-  for (std::string l; std::getline(in, l);)
-    if (!l.empty() && l[0] != '#') out.push_back(l);
+  for (const char* f : {"planted_secrets.txt", "planted_identity.txt"}) {
+    if (!identity && std::string(f) == "planted_identity.txt") break;
+    std::ifstream in(fs::path(FF_TEST_DATA) / "mask" / f);
+    for (std::string l; std::getline(in, l);)
+      if (!l.empty() && l[0] != '#') out.push_back(l);
+  }
   return out;
 }
 
-std::vector<std::string> all_outputs(bool mask) {
+ff::mask::options redact_options() {
+  ff::mask::options o;
+  o.redact = true;
+  o.key = "unit-test-key";
+  return o;
+}
+
+// --redact without a key: hosts numbered in order of appearance (node-1, node-2)
+ff::mask::options identity_options() {
+  ff::mask::options o;
+  o.redact = true;
+  return o;
+}
+
+std::vector<std::string> all_outputs(bool mask, bool redact = false) {
   ff::pipeline::options opt;
+  if (redact) opt.mask = redact_options();
   opt.mask.enabled = mask;
   opt.max_suspicious_shown = 500;
   auto r = ff::pipeline::diagnose({(fs::path(FF_TEST_DATA) / "mask" / "planted.log").string()}, engine(), opt);
@@ -69,9 +90,46 @@ TEST(mask_planted, no_planted_value_appears_in_any_output_format) {
     for (const auto& v : values) EXPECT_EQ(leaked_piece(outs[i], v), "") << names[i] << " leaks a piece of " << v;
 }
 
+TEST(mask_planted, with_redact_no_host_address_or_user_appears_either) {
+  auto values = planted_values(true);
+  ASSERT_GE(values.size(), 150u);
+  const char* names[] = {"text", "json", "markdown", "html"};
+  auto outs = all_outputs(true, true);
+  for (std::size_t i = 0; i < outs.size(); ++i)
+    for (const auto& v : values) EXPECT_EQ(leaked_piece(outs[i], v), "") << names[i] << " leaks a piece of " << v;
+}
+
+TEST(mask_planted, by_default_hosts_are_shown_and_the_xid_host_is_named) {
+  // The default report names the host of the failure (users act on it): identity is shown, secrets not.
+  auto json = all_outputs(true)[1];
+  EXPECT_NE(json.find("dgx-h100-042"), std::string::npos);
+  EXPECT_NE(json.find("10.42.17.3"), std::string::npos);
+  const std::string xid = "Feb 14 05:03:42 dgx-h100-042 kernel: NVRM: Xid (PCI:0000:09:00): 79, pid=0, GPU has fallen off the bus.\n";
+  auto dir = fs::temp_directory_path() / ("ff_xid_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "syslog") << xid;
+  ff::pipeline::options opt;
+  auto r = ff::pipeline::diagnose({(dir / "syslog").string()}, engine(), opt);
+  ASSERT_TRUE(r);
+  EXPECT_NE(ff::report::to_terminal(r.value(), {false}).find("dgx-h100-042"), std::string::npos);
+  ASSERT_TRUE(r.value().diag.initiating_host);
+  EXPECT_EQ(*r.value().diag.initiating_host, "dgx-h100-042");
+  // with --redact the host is a keyed pseudonym, the same in a second run with the same key
+  opt.mask = redact_options();
+  auto r1 = ff::pipeline::diagnose({(dir / "syslog").string()}, engine(), opt);
+  auto r2 = ff::pipeline::diagnose({(dir / "syslog").string()}, engine(), opt);
+  ASSERT_TRUE(r1 && r2 && r1.value().diag.initiating_host && r2.value().diag.initiating_host);
+  EXPECT_EQ(r1.value().diag.initiating_host->rfind("node-", 0), 0u);
+  EXPECT_EQ(*r1.value().diag.initiating_host, *r2.value().diag.initiating_host);
+  EXPECT_EQ(ff::report::to_json(r1.value()).dump().find("dgx-h100-042"), std::string::npos);
+  fs::remove_all(dir);
+}
+
 // Every line, not only those a report shows: masked as read, then the second pass (hosts learnt later).
 TEST(mask_planted, no_planted_value_survives_masking_of_any_line) {
-  ff::mask::masker m({});
+  for (bool redact : {false, true}) {
+  SCOPED_TRACE(redact ? "--redact" : "default");
+  ff::mask::masker m(redact ? redact_options() : ff::mask::options{});
   std::vector<std::string> masked;
   for (const auto& l : planted_lines()) masked.push_back(m.apply(l));
   std::string all;
@@ -79,9 +137,10 @@ TEST(mask_planted, no_planted_value_survives_masking_of_any_line) {
     m.rescan(l);
     all += l + "\n";
   }
-  for (const auto& v : planted_values()) {
+  for (const auto& v : planted_values(redact)) {
     auto p = leaked_piece(all, v);
     EXPECT_EQ(p, "") << "a piece of " << v << " survives: " << p << " in " << all.substr(all.find(p) > 60 ? all.find(p) - 60 : 0, 120);
+  }
   }
 }
 
@@ -90,11 +149,13 @@ TEST(mask_planted, without_masking_the_values_do_reach_the_report) {  // so the 
   auto json = all_outputs(false)[1];
   std::size_t seen = 0;
   for (const auto& v : values) seen += !leaked_piece(json, v).empty();
-  EXPECT_GE(seen * 10, values.size() * 8) << seen << " of " << values.size();
+  // (not all: config-dump, netrc and key-block lines hold no error word, so they are no suspicious line)
+  EXPECT_GE(seen * 10, values.size() * 6) << seen << " of " << values.size();
 }
 
 TEST(mask_planted, report_counts_every_kind_but_never_a_value) {
   ff::pipeline::options opt;
+  opt.mask = redact_options();
   auto r = ff::pipeline::diagnose({(fs::path(FF_TEST_DATA) / "mask" / "planted.log").string()}, engine(), opt);
   ASSERT_TRUE(r);
   const auto& c = r.value().mask_counts;
@@ -105,7 +166,7 @@ TEST(mask_planted, report_counts_every_kind_but_never_a_value) {
 }
 
 TEST(masker, replacement_is_consistent_within_a_run) {
-  ff::mask::masker m({});
+  ff::mask::masker m(identity_options());
   auto a = m.apply("gpu-n17:123:456 [0] NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>");
   auto b = m.apply("gpu-n18:77:78 [1] NCCL WARN Connection closed by 10.1.2.3<5>");
   auto c = m.apply("ERROR: gpu-n17 dropped 10.9.9.9");
@@ -115,7 +176,7 @@ TEST(masker, replacement_is_consistent_within_a_run) {
 }
 
 TEST(masker, leaves_ordinary_log_text_alone) {
-  ff::mask::masker m({});
+  ff::mask::masker m(identity_options());
   for (const char* line : {
            "terminate called after throwing an instance of 'c10::Error'",
            "[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout",
@@ -187,7 +248,7 @@ TEST(masker_syntaxes, each_quoting_masks_the_value) {
            {"passphrase: correct-horse", "correct-horse", "passphrase: "},
            {"config: {\"token\": \"two words here\"}", "words", "token"},
        }) {
-    ff::mask::masker m({});
+    ff::mask::masker m(identity_options());
     auto out = m.apply(c.line);
     EXPECT_EQ(out.find(c.value), std::string::npos) << c.line << " -> " << out;
     EXPECT_NE(out.find(c.kept), std::string::npos) << c.line << " -> " << out;
@@ -195,7 +256,7 @@ TEST(masker_syntaxes, each_quoting_masks_the_value) {
 }
 
 TEST(masker_syntaxes, a_secret_wrapped_onto_the_next_line_is_masked_there_too) {
-  ff::mask::masker m({});
+  ff::mask::masker m(identity_options());
   m.apply("ERROR: api_key=Wr4pK3yQz9Xc2Vb7Nm1LkJh5Gf8Ds6Aq0Pw3");
   EXPECT_EQ(m.apply("Ez7Rt2Yu9Io4").find("Ez7Rt2"), std::string::npos);
   m.apply("ERROR: api_key=Wr4pK3yQz9Xc2Vb7Nm1LkJh5Gf8Ds6Aq0Pw3");
@@ -203,7 +264,7 @@ TEST(masker_syntaxes, a_secret_wrapped_onto_the_next_line_is_masked_there_too) {
 }
 
 TEST(masker_hosts, learnt_from_nodelists_master_addr_c10d_and_pods_even_when_named_earlier) {
-  ff::mask::masker m({});
+  ff::mask::masker m(identity_options());
   std::string early = m.apply("ERROR: hcl-gx003 and trainhead-b9 and llm-pod-w2 lost");
   auto list = m.apply("SLURM_JOB_NODELIST=hcl-gx[001-004],hcl-mst07");
   EXPECT_EQ(list.find("hcl-"), std::string::npos) << list;
@@ -216,26 +277,26 @@ TEST(masker_hosts, learnt_from_nodelists_master_addr_c10d_and_pods_even_when_nam
 }
 
 TEST(masker_hosts, a_launcher_tag_before_a_time_is_not_a_host_port) {
-  ff::mask::masker m({});
+  ff::mask::masker m(identity_options());
   const char* line = "[default1]:2026-12-01 09:59:13,455 INFO rank 1 step 4 loss=0.1643";
   EXPECT_EQ(m.apply(line), line);
 }
 
 TEST(masker_addresses, short_ipv6_and_dash_macs) {
-  ff::mask::masker m({});
+  ff::mask::masker m(identity_options());
   auto out = m.apply("peer fd00::a3 via fd12:3456::1 ether 3c-ec-ef-12-ab-9d; c10::Error at::Tensor");
   for (const char* v : {"fd00::a3", "3456::1", "3c-ec-ef"}) EXPECT_EQ(out.find(v), std::string::npos) << out;
   EXPECT_NE(out.find("c10::Error at::Tensor"), std::string::npos) << out;
 }
 
 TEST(masker_review, env_style_and_flag_secrets) {
-  ff::mask::masker m({});
+  ff::mask::masker m(identity_options());
   auto out = m.apply("DB_PASSWORD=hunter22 HF_TOKEN=abc GITHUB_TOKEN=xyz9 --password hunter33 password=ab1");
   for (const char* v : {"hunter22", "abc", "xyz9", "hunter33", "ab1"}) EXPECT_EQ(out.find(v), std::string::npos) << v << " in " << out;
 }
 
 TEST(masker_review, a_host_learnt_on_a_line_is_masked_later_in_the_same_line) {
-  ff::mask::masker m({});
+  ff::mask::masker m(identity_options());
   auto out = m.apply("host: gpu-alpha-17 started; later gpu-alpha-17 failed");
   EXPECT_EQ(out.find("gpu-alpha-17"), std::string::npos) << out;
 }
@@ -243,7 +304,7 @@ TEST(masker_review, a_host_learnt_on_a_line_is_masked_later_in_the_same_line) {
 // A custom rule set too large for RE2::Set's program budget does not compile as a set; every rule is then
 // asked alone (before, the uncompiled set was matched: a crash).
 TEST(masker_review, a_rule_set_too_large_to_compile_still_masks) {
-  ff::mask::options o;
+  ff::mask::options o; o.redact = true;
   ff::testing::lcg next(3);
   std::string last;
   for (int i = 0; i < 4000; ++i) {
@@ -261,7 +322,7 @@ TEST(masker_review, a_rule_set_too_large_to_compile_still_masks) {
 
 // Host names are case-insensitive: once learnt, a host is masked in other capitals too.
 TEST(masker_review, a_learnt_host_is_masked_in_any_capitals) {
-  ff::mask::masker m({});
+  ff::mask::masker m(identity_options());
   m.apply("gpu-a:123:456 [0] NCCL INFO Channel 00/02 : 0 1");
   for (const char* l : {"connection to Gpu-A refused", "GPU-A: link down", "peer gpu-a lost"}) {
     const std::string out = m.apply(l);
@@ -272,21 +333,21 @@ TEST(masker_review, a_learnt_host_is_masked_in_any_capitals) {
 }
 
 TEST(masker_review, the_word_host_is_never_learnt_as_a_host) {
-  ff::mask::masker m({});
+  ff::mask::masker m(identity_options());
   m.apply("host: hxq000001 up");
   auto out = m.apply("host: hxq000002 up again");
   EXPECT_EQ(out.find("hxq000002"), std::string::npos) << out;
 }
 
 TEST(masker_review, private_key_state_ends_with_the_stream) {
-  ff::mask::masker m({});
+  ff::mask::masker m(identity_options());
   m.apply("echo \"-----BEGIN OPENSSH PRIVATE KEY-----\" > ~/.ssh/id");
   m.reset_stream();
   EXPECT_EQ(m.apply("torch.OutOfMemoryError: CUDA out of memory."), "torch.OutOfMemoryError: CUDA out of memory.");
 }
 
 TEST(masker_review, many_learnt_hosts_stay_linear) {
-  ff::mask::masker m({});
+  ff::mask::masker m(identity_options());
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < 20000; ++i) m.apply("x host: h" + std::to_string(i) + "x ok");
   auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -299,7 +360,9 @@ TEST(masker_review, hosts_found_by_prefixes_and_paths_are_masked) {
   fs::create_directories(dir / "home" / "alice");
   std::ofstream(dir / "home" / "alice" / "worker-bob7.log")
       << "[pod/llama-secretjob-worker-3/trainer] ERROR boom\n2025-02-14T05:03:41Z 3node7 kernel: ERROR x\n";
-  auto r = ff::pipeline::diagnose({dir.string()}, engine(), {});
+  ff::pipeline::options opt;
+  opt.mask = identity_options();
+  auto r = ff::pipeline::diagnose({dir.string()}, engine(), opt);
   ASSERT_TRUE(r);
   auto json = ff::report::to_json(r.value()).dump();
   for (const char* v : {"alice", "worker-bob7", "llama-secretjob-worker-3", "3node7"})
@@ -482,7 +545,7 @@ TEST(mask_gate, light_path_checks_are_digit_blind) {
 // Keyed tokens (scan on many nodes): the same value gives the same token on every masker with the key, another
 // key another token; secrets stay numbered (a hash of a secret with a guessable key could be brute-forced).
 TEST(mask_keyed, same_key_same_token_other_key_other_token_secrets_numbered) {
-  ff::mask::options o;
+  ff::mask::options o; o.redact = true;
   o.key = ff::mask::job_key("site-secret", "4711");
   ff::mask::masker a(o), b(o);
   std::string ta = a.mask_host("gpu-node-17");
@@ -546,7 +609,7 @@ TEST(mask_set, relax_counted_repeats) {
 // words a shape can hold (any digits) cover every learnt host found in any line of that shape, and the
 // peeled host itself, in any capitals, does not count.
 TEST(mask_learnt, prefix_words_that_may_be_hosts_cover_every_digit_redraw) {
-  ff::mask::masker m({});
+  ff::mask::masker m(identity_options());
   std::vector<std::pair<std::size_t, std::size_t>> words;
   m.words_that_may_be_learnt_hosts("[rank3]:2026-11-30 ", words);
   EXPECT_TRUE(words.empty());  // nothing learnt yet
@@ -574,5 +637,69 @@ TEST(mask_learnt, prefix_words_that_may_be_hosts_cover_every_digit_redraw) {
     const bool any_word = std::any_of(words.begin(), words.end(), [&](const auto& p) { return m.names_other_learnt_host(std::string_view(redrawn).substr(p.first, p.second), ""); });
     EXPECT_EQ(any_word, m.names_other_learnt_host(redrawn, "")) << text << " | " << redrawn;
     if (words.empty()) EXPECT_FALSE(m.names_other_learnt_host(redrawn, "")) << text << " | " << redrawn;
+  }
+}
+
+namespace {
+// The value a row's sample holds: its regexp's group 1, or the whole match when it has no group.
+std::string sample_value(const ff::mask::secret_format& f) {
+  re2::RE2 re(f.regex);
+  re2::StringPiece g[2];
+  const int n = std::min(1, re.NumberOfCapturingGroups());
+  if (!re.Match(f.sample, 0, f.sample.size(), re2::RE2::UNANCHORED, g, n + 1)) return "";
+  return n == 1 && g[1].data() ? std::string(g[1].data(), g[1].size()) : std::string(g[0].data(), g[0].size());
+}
+}  // namespace
+
+TEST(mask_formats, every_row_compiles_cites_a_source_and_matches_its_sample) {
+  const auto& rows = ff::mask::secret_formats();
+  ASSERT_GE(rows.size(), 40u);
+  std::set<std::string> names;
+  for (const auto& f : rows) {
+    SCOPED_TRACE(f.name);
+    EXPECT_TRUE(names.insert(f.name).second) << "duplicate name";
+    re2::RE2 re(f.regex);
+    EXPECT_TRUE(re.ok()) << re.error();
+    EXPECT_LE(re.NumberOfCapturingGroups(), 1);
+    EXPECT_EQ(f.source.rfind("https://", 0), 0u) << "source must be an https URL";
+    EXPECT_FALSE(f.issuer.empty());
+    EXPECT_FALSE(f.token.empty());
+    EXPECT_GE(sample_value(f).size(), 8u) << "the sample must hold a value of 8 characters or more: " << f.sample;
+  }
+}
+
+TEST(mask_formats, every_sample_is_masked_with_masking_on_and_kept_with_it_off) {
+  for (const auto& f : ff::mask::secret_formats()) {
+    SCOPED_TRACE(f.name + ": " + f.sample);
+    const std::string v = sample_value(f);
+    ff::mask::masker m(ff::mask::options{});
+    const std::string out = m.apply(f.sample);
+    EXPECT_EQ(leaked_piece(out, v), "") << out;
+    EXPECT_EQ(m.apply_detached(f.sample), out);  // the same decision off the stream's order
+    ff::mask::options off;
+    off.enabled = false;
+    EXPECT_EQ(ff::mask::masker(off).apply(f.sample), f.sample);
+  }
+}
+
+TEST(mask_formats, every_sample_line_is_read_in_full_by_the_gate) {
+  // A row's sample must hit the scan gate (or the line takes the light path unmasked): diagnose each
+  // sample as a one-line log and look for the value in every output.
+  for (const auto& f : ff::mask::secret_formats()) {
+    SCOPED_TRACE(f.name);
+    auto dir = fs::temp_directory_path() / ("ff_fmt_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const auto path = dir / "sample.log";
+    {
+      std::ofstream o(path);
+      o << "ERROR: step 1 failed\n" << f.sample << "\nRuntimeError: " << f.sample << "\n";
+    }
+    ff::pipeline::options opt;
+    opt.max_suspicious_shown = 500;
+    auto r = ff::pipeline::diagnose({path.string()}, engine(), opt);
+    ASSERT_TRUE(r);
+    const std::string all = ff::report::to_json(r.value()).dump() + ff::report::to_terminal(r.value(), {true});
+    EXPECT_EQ(leaked_piece(all, sample_value(f)), "");
+    fs::remove_all(dir);
   }
 }
