@@ -115,7 +115,7 @@ nlohmann::json verdict_params(const pipeline::run& r, const std::string& uri);
 std::string fix_text(const correlate::diagnosis& d);
 
 /// The most a hover holds, in bytes of UTF-8 (so in characters too): a tooltip, not the whole entry, which
-/// runs to 4,000-12,000 characters and is one code action ("explain") away.
+/// runs to 2,100-17,700 characters and is one code action ("explain") away.
 inline constexpr std::size_t kMaxHoverChars = 2000;
 /// Fix lines a hover shows; the rest are counted ("3 more in the entry").
 inline constexpr std::size_t kHoverFixLines = 3;
