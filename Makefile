@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 # Unity builds (8 sources per compiler run): a clean build of the tree takes about 60% of the time.
 UNITY = -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8
 
-.PHONY: all deps build demo install test test-sanitize fuzz-smoke fuzz clean bench bench-quick bench-events bench-faults score vsix
+.PHONY: all deps build demo install test test-sanitize fuzz-smoke fuzz clean bench bench-quick bench-events bench-faults score vsix test-vscode
 
 all: build
 
@@ -83,6 +83,13 @@ vsix: deps
 	cd editors/vscode && npm run --silent compile && \
 	  npx --no-install vsce package --no-update-package-json --no-git-tag-version --no-rewrite-relative-links --out $(VSIX) </dev/null
 	python3 -m zipfile -l $(VSIX)
+
+# The extension in a real VS Code: code-server on 127.0.0.1 driven by playwright-core in Debian's chromium
+# (docs/editors.md, "Tests"). Not in `make test`: tests/vscode/install.sh adds ~800 MB and 4-10 minutes of
+# native builds the first time; the test itself takes under a minute.
+test-vscode: build vsix
+	tests/vscode/install.sh
+	tests/vscode/run.sh $(BUILD)/firstfault $(VSIX) tests $(BUILD)/vscode-artifacts
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD) build-asan build-fuzz  # the last two: trees of older versions

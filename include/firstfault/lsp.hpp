@@ -13,7 +13,8 @@
 //    every diagnostic's `data` is {"role": "root"|"collateral"|"suspicious", "signature", "kind"};
 //  - sends the custom notification `firstfault/verdict` {uri, verdict, kind, title, initiatingRank,
 //    initiatingHost} after each diagnosis (the VS Code extension's status bar shows it);
-//  - hover on a diagnosed line: the signature's encyclopedia entry (Markdown, as `kb export --format markdown`);
+//  - hover on a diagnosed line: at most kMaxHoverChars of Markdown (hover_markdown()): the verdict, the root
+//    cause in a sentence, the first lines of the fix, and a link to the full entry;
 //  - code actions on a diagnosed line: "Explain" (firstfault.explain [signature]) and "Copy fix"
 //    (firstfault.copyFix [uri]);
 //  - workspace/executeCommand:
@@ -112,5 +113,31 @@ nlohmann::json verdict_params(const pipeline::run& r, const std::string& uri);
 
 /// The fix, verify and confirm lines of a diagnosis as one text to paste (empty without a root cause).
 std::string fix_text(const correlate::diagnosis& d);
+
+/// The most a hover holds, in bytes of UTF-8 (so in characters too): a tooltip, not the whole entry, which
+/// runs to 2,100-17,700 characters and is one code action ("explain") away.
+inline constexpr std::size_t kMaxHoverChars = 2000;
+/// Fix lines a hover shows; the rest are counted ("3 more in the entry").
+inline constexpr std::size_t kHoverFixLines = 3;
+/// Where built-in entries are read in full: their source in the project's repository (`builtin:cuda/x.yaml`
+/// -> kEntryBaseUrl + "cuda/x.yaml"). Entries from a --kb directory link to their file instead.
+inline constexpr std::string_view kEntryBaseUrl = "https://github.com/firstfault/firstfault/blob/main/kb/";
+
+/// The link to a signature's full entry (kEntryBaseUrl for built-in ones, a file: URI for --kb ones).
+std::string entry_url(const kb::signature& s);
+
+/// What a document's diagnosis says about its root cause, kept for the hover of its root-cause lines.
+struct root_facts {
+  std::string summary;            ///< the root cause in a sentence, its placeholders filled
+  std::vector<std::string> fix;   ///< the fix lines, filled
+};
+root_facts facts_of(const correlate::diagnosis& d);
+
+/// The hover of a diagnosed line: the diagnostic's verdict line; for the root cause, `root`'s sentence and
+/// its first kHoverFixLines fix lines (the signature's own when `root` is null); for collateral, what the line
+/// is and that the fix is the root cause's; then a link to the full entry and the `firstfault explain NAME`
+/// command. `sig` is the diagnostic's signature (null when it has none: the message alone). Never over
+/// kMaxHoverChars: long pieces are cut at a character boundary with an ellipsis, the link always stays.
+std::string hover_markdown(const nlohmann::json& diagnostic, const kb::signature* sig, const root_facts* root);
 
 }  // namespace ff::lsp

@@ -1,6 +1,7 @@
-// The pure parts of the language server (lsp.hpp): framing, URIs, line widths, and a run's diagnostics.
+// The pure parts of the language server (lsp.hpp): framing, URIs, line widths, a run's diagnostics, hovers.
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <istream>
 #include <set>
 
@@ -307,6 +308,87 @@ std::string fix_text(const correlate::diagnosis& d) {
   section("where the verify commands need values", d.verify_where);
   section("confirm", d.confirm);
   return out;
+}
+
+namespace {
+// Log-derived or free text in Markdown prose: no code spans, links, images or HTML come out of it.
+std::string md_plain(std::string_view s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '\n' || c == '\r') o += ' ';
+    else if (c == '`') o += '\'';
+    else if (c == '<') o += "&lt;";
+    else if (c == '[' || c == ']' || c == '*' || c == '_' || c == '!' || c == '#') {
+      o += '\\';
+      o += c;
+    } else o += c;
+  }
+  return o;
+}
+
+// At most n bytes of s, cut at a character boundary with an ellipsis when it was longer.
+std::string clip(std::string_view s, std::size_t n) {
+  if (s.size() <= n) return std::string(s);
+  std::string_view cut = text::prefix_utf8(s, n > 3 ? n - 3 : 0);
+  while (!cut.empty() && cut.back() == '\\') cut.remove_suffix(1);  // never leave an escape dangling
+  return std::string(cut) + "\u2026";
+}
+
+std::string first_sentence(std::string_view s) {
+  auto dot = s.find(". ");
+  return std::string(dot == std::string_view::npos ? s : s.substr(0, dot + 1));
+}
+}  // namespace
+
+std::string entry_url(const kb::signature& s) {
+  constexpr std::string_view kBuiltin = "builtin:";
+  if (s.file.rfind(kBuiltin, 0) == 0) return std::string(kEntryBaseUrl) + s.file.substr(kBuiltin.size());
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(s.file, ec);
+  return path_to_uri(ec ? s.file : abs.lexically_normal().string());
+}
+
+root_facts facts_of(const correlate::diagnosis& d) {
+  root_facts f;
+  f.summary = d.summary;
+  f.fix = d.fix;
+  return f;
+}
+
+std::string hover_markdown(const nlohmann::json& diagnostic, const kb::signature* sig, const root_facts* root) {
+  // The link goes first into the budget, so that whatever is cut it stays.
+  std::string tail;
+  if (sig) {
+    tail = "\n\n[Full entry: " + md_plain(clip(sig->title, 200)) + "](" + clip(entry_url(*sig), 600) + ") \u00b7 `firstfault explain " +
+           clip(sig->name, 100) + "`";
+  }
+  const std::size_t budget = kMaxHoverChars - tail.size();
+  std::string md;
+  bool full = false;
+  auto add = [&](const std::string& piece) {  // whole pieces while they fit, then one cut piece, then nothing
+    if (full) return;
+    if (md.size() + piece.size() <= budget) return void(md += piece);
+    md += clip(piece, budget - md.size());
+    full = true;
+  };
+  std::string message = diagnostic.value("message", "");
+  std::string verdict = message.substr(0, message.find('\n'));  // the fix line that follows is shown below
+  add("**" + md_plain(clip(verdict, 400)) + "**");
+  const std::string role = diagnostic.value("data", nlohmann::json::object()).value("role", "");
+  if (sig && role == "root") {
+    std::string why = root && !root->summary.empty() ? root->summary : sig->root_cause;
+    if (!why.empty()) add("\n\n" + md_plain(clip(why, 500)));
+    const auto& fix = root && !root->fix.empty() ? root->fix : sig->fix;
+    if (!fix.empty()) {
+      add("\n\n**Fix**");
+      for (std::size_t i = 0; i < fix.size() && i < kHoverFixLines; ++i) add("\n- " + md_plain(clip(fix[i], 300)));
+      if (fix.size() > kHoverFixLines) add(fmt::format("\n- ({} more in the entry)", fix.size() - kHoverFixLines));
+    }
+  } else if (sig && role == "collateral") {
+    add("\n\n" + md_plain(clip(first_sentence(sig->description), 500)));
+    add("\n\nThis line follows from the root cause: fix that, not this.");
+  }
+  return md + tail;
 }
 
 }  // namespace ff::lsp

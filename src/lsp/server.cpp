@@ -57,6 +57,7 @@ struct job_result {
   std::map<std::string, std::vector<json>> diagnostics;  // by URI
   json verdict, report;
   std::string fix;
+  root_facts root;  // for the hover of the root cause's lines
 };
 
 struct event {
@@ -324,6 +325,7 @@ class session {
     r.diagnostics = to_diagnostics(res, uri_of, width);
     r.verdict = verdict_params(res, j.uri);
     r.fix = fix_text(res.diag);
+    r.root = facts_of(res.diag);
     if (j.kind == job::what::folder) {
       r.report = report::to_json(res);
       for (const auto& [masked, raw] : raw_of) {  // every file read gets its diagnostics, none clears old ones
@@ -367,7 +369,10 @@ class session {
       folder_requests_.erase(j.request_id.dump());
       if (r->cancelled) return reply_error(j.request_id, kRequestCancelled, "cancelled");
       if (!r->error.empty()) return reply_error(j.request_id, kInternalError, r->error);
-      for (auto& [uri, diags] : r->diagnostics) publish(uri, std::move(diags), std::nullopt);
+      for (auto& [uri, diags] : r->diagnostics) {
+        roots_[uri] = r->root;
+        publish(uri, std::move(diags), std::nullopt);
+      }
       fixes_[j.uri] = r->fix;
       notify("firstfault/verdict", r->verdict);
       return reply(j.request_id, r->report);
@@ -378,6 +383,7 @@ class session {
     auto mine = std::move(r->diagnostics[j.uri]);
     publish(j.uri, std::move(mine), j.version);
     fixes_[j.uri] = r->fix;
+    roots_[j.uri] = std::move(r->root);
     if (!r->verdict.is_null()) notify("firstfault/verdict", r->verdict);
   }
 
@@ -483,6 +489,7 @@ class session {
       docs_.erase(uri);
       due_.erase(uri);
       fixes_.erase(uri);
+      roots_.erase(uri);
       if (auto r = running_.find(uri); r != running_.end()) r->second->store(true);
       if (published_.count(uri)) publish(uri, {}, std::nullopt);
       published_.erase(uri);
@@ -527,8 +534,8 @@ class session {
     std::int64_t line = params.at("position").at("line").get<std::int64_t>();
     for (const json* d : diagnostics_on(uri, line, line)) {
       std::string sig = d->value("data", json::object()).value("signature", "");
-      std::string md = sig.empty() ? "" : entry_markdown(sig);
-      if (md.empty()) md = "**firstfault**: " + d->value("message", "");
+      auto root = roots_.find(uri);
+      std::string md = hover_markdown(*d, sig.empty() ? nullptr : lib_.find(sig), root == roots_.end() ? nullptr : &root->second);
       return reply(id, {{"contents", {{"kind", "markdown"}, {"value", md}}}, {"range", d->at("range")}});
     }
     reply(id, nullptr);
@@ -637,6 +644,7 @@ class session {
   std::map<std::string, std::shared_ptr<std::atomic<bool>>> folder_requests_;
   std::map<std::string, std::vector<json>> published_;
   std::map<std::string, std::string> fixes_;
+  std::map<std::string, root_facts> roots_;  // uri -> its diagnosis' root cause, for hovers
   std::map<std::string, std::string> pages_;
   std::optional<normalize::prefix_catalog> sniff_prefixes_;
   bool initialized_ = false, shutdown_ = false, literal_actions_ = false;

@@ -21,6 +21,8 @@ BIN = sys.argv[1]
 TESTS = sys.argv[2]
 OOM = os.path.join(TESTS, "corpus", "gh-funasr-2006", "logs", "pasted.log")
 PER_RANK = os.path.join(TESTS, "corpus", "run-c_rank_exception", "logs")
+MAX_HOVER = 2000  # characters (lsp.hpp kMaxHoverChars)
+ENTRY_BASE = "https://github.com/firstfault/firstfault/blob/main/kb/"  # lsp.hpp kEntryBaseUrl
 WAIT = 240  # seconds: the first diagnosis may compile the knowledge base on a loaded machine
 
 
@@ -204,13 +206,20 @@ class Session(unittest.TestCase):
         self.assertEqual(v["kind"], "cuda_oom")
         self.assertEqual(v["initiatingRank"], 2)
 
-    def test_05_hover_shows_the_encyclopedia_entry_and_nothing_elsewhere(self):
+    def test_05_hover_is_the_verdict_the_fix_and_a_link_and_nothing_elsewhere(self):
         oom = self.line_index("CUDA out of memory")
         r = self.c.request("textDocument/hover", {"textDocument": {"uri": self.uri}, "position": {"line": oom, "character": 5}})
         md = r["result"]["contents"]["value"]
         self.assertEqual(r["result"]["contents"]["kind"], "markdown")
-        self.assertTrue(md.startswith("#"), md[:200])
+        self.assertTrue(md.startswith("**root cause: "), md[:200])
+        self.assertIn("rank 2", md)
         self.assertIn("out of memory", md.lower())
+        self.assertIn("\n**Fix**\n- ", md)
+        self.assertLessEqual(len(md), MAX_HOVER)
+        sig = self.first["diagnostics"][0]["data"]["signature"]
+        self.assertIn("](%s" % ENTRY_BASE, md)
+        self.assertIn("/%s.yaml)" % sig, md)
+        self.assertIn("`firstfault explain %s`" % sig, md)
         quiet = self.line_index("train, rank: 4")
         r = self.c.request("textDocument/hover", {"textDocument": {"uri": self.uri}, "position": {"line": quiet, "character": 0}})
         self.assertIsNone(r["result"])
@@ -322,6 +331,37 @@ class Session(unittest.TestCase):
             for p in ([v] if len(v) <= 8 else [v[i:i + 8] for i in range(len(v) - 7)]):
                 # (json.dumps escapes a backslash or a quote in a value the way the reply does)
                 self.assertNotIn(json.dumps(p)[1:-1], sent, "reply leaks %r of %r" % (p, v))
+
+    def test_10b_every_hover_over_the_corpus_is_short_and_links_its_entry(self):
+        # Each corpus case's logs diagnosed as a folder; every line with a signature's diagnostic hovered.
+        cases = sorted(d for d in os.listdir(os.path.join(TESTS, "corpus"))
+                       if os.path.isdir(os.path.join(TESTS, "corpus", d, "logs")))
+        self.assertGreater(len(cases), 100)
+        hovered, longest = 0, (0, "")
+        for case in cases:
+            folder = os.path.join(TESTS, "corpus", case, "logs")
+            prefix = uri_of(folder) + "/"
+            start = len(self.c.seen)
+            r = self.c.request("workspace/executeCommand", {"command": "firstfault.diagnoseFolder", "arguments": [uri_of(folder)]})
+            self.assertNotIn("error", r, (case, r))
+            published = {}
+            for m in self.c.seen[start:]:
+                if m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"].startswith(prefix):
+                    published[m["params"]["uri"]] = m["params"]["diagnostics"]
+            for u, ds in published.items():
+                for line in sorted({d["range"]["start"]["line"] for d in ds if d.get("data", {}).get("signature")}):
+                    h = self.c.request("textDocument/hover", {"textDocument": {"uri": u}, "position": {"line": line, "character": 0}})
+                    md = h["result"]["contents"]["value"]
+                    hovered += 1
+                    longest = max(longest, (len(md), case))
+                    self.assertLessEqual(len(md), MAX_HOVER, (case, u, line, md[:300]))
+                    if not md.startswith("**looks wrong"):
+                        self.assertIn("](%s" % ENTRY_BASE, md, (case, md))
+                        self.assertIn("`firstfault explain ", md, (case, md))
+                    self.assertNotIn("](#", md, (case, md))  # no anchors into a page the editor does not show
+                    self.assertNotIn("](../", md, (case, md))
+        self.assertGreater(hovered, 100)
+        print("hovers over the corpus: %d, the longest %d characters (%s)" % (hovered, longest[0], longest[1]), file=sys.stderr)
 
     def test_11_errors_are_answered(self):
         r = self.c.request("textDocument/definition", {"textDocument": {"uri": self.uri}, "position": {"line": 0, "character": 0}})

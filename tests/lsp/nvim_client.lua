@@ -1,10 +1,13 @@
--- A real editor as the client: headless Neovim (Debian 12's 0.7) starts `firstfault lsp` with its built-in
--- LSP client, opens a real corpus log, and checks what vim.diagnostic.get() holds. Run by nvim_test.sh:
---   FF_BIN=... FF_LOG=... nvim --headless --clean -u NONE -c "luafile nvim_client.lua"
+-- A real editor as the client: headless Neovim (Debian 12's 0.7) with the init.lua that docs/editors.md
+-- documents, a real corpus log opened by name. This script starts nothing: it checks that the documented
+-- setup gave the buffer the `log` filetype and attached one `firstfault` client, then what vim.diagnostic.get()
+-- holds, the hover, an edit, a second log sharing the client, and the server's exit. Run by nvim_test.sh:
+--   FF_SECOND_LOG=... nvim --headless FILE.log -c "luafile nvim_client.lua"   (with the snippet as init.lua)
 -- Exits 0 when every check passes, 1 with the failures on stderr otherwise. Every wait is vim.wait() on a
 -- condition, bounded by a deadline.
-local bin, log = os.getenv("FF_BIN"), os.getenv("FF_LOG")
+local second_log = os.getenv("FF_SECOND_LOG")
 local wait_ms = 240000
+local attach_ms = 20000
 local failures = {}
 local function check(ok, what)
   if not ok then table.insert(failures, what) end
@@ -14,21 +17,32 @@ local function finish()
   if #failures == 0 then io.stdout:write("nvim client: every check passed\n") end
   vim.cmd(#failures == 0 and "qall!" or "cquit 1")
 end
+-- The firstfault clients attached to a buffer.
+local function firstfault_clients(buf)
+  local out = {}
+  for _, c in pairs(vim.lsp.buf_get_clients(buf)) do
+    if c.name == "firstfault" then table.insert(out, c) end
+  end
+  return out
+end
 
 local ok, err = pcall(function()
-  vim.cmd("edit " .. vim.fn.fnameescape(log))
   local buf = vim.api.nvim_get_current_buf()
+  check(vim.bo[buf].filetype == "log", "the documented setup gave the log the filetype log (got '" .. vim.bo[buf].filetype .. "')")
+  local attached = vim.wait(attach_ms, function() return #firstfault_clients(buf) > 0 end, 20)
+  check(attached, "the documented setup attached a firstfault client within " .. attach_ms .. " ms")
+  if not attached then return end
+  check(#firstfault_clients(buf) == 1, "exactly one firstfault client on the buffer")
+  local client = firstfault_clients(buf)[1]
+  local client_id = client.id
   local exited = nil
-  local client_id = vim.lsp.start_client({
-    name = "firstfault",
-    cmd = { bin, "lsp" },
-    root_dir = vim.fn.fnamemodify(log, ":h"),
-    on_exit = function(code) exited = code end,
-    -- Any client-side protocol error (an answer to no request, a duplicated answer, a bad frame) fails the test.
-    on_error = function(code, e) table.insert(failures, "client error " .. tostring(vim.lsp.client_errors[code] or code) .. ": " .. vim.inspect(e)) end,
-  })
-  check(client_id ~= nil, "start_client returned a client id")
-  vim.lsp.buf_attach_client(buf, client_id)
+  -- The client reads config.on_exit when the server exits: the exit status is observable without owning the start.
+  client.config.on_exit = function(code) exited = code end
+  -- Any client-side protocol error from here on (an answer to no request, a duplicated answer, a bad frame)
+  -- fails the test.
+  client.config.on_error = function(code, e)
+    table.insert(failures, "client error " .. tostring(vim.lsp.client_errors[code] or code) .. ": " .. vim.inspect(e))
+  end
 
   local got = vim.wait(wait_ms, function() return #vim.diagnostic.get(buf) > 0 end, 50)
   check(got, "diagnostics arrived within " .. wait_ms .. " ms")
@@ -73,6 +87,13 @@ local ok, err = pcall(function()
     return false
   end, 50)
   check(moved, "after an edit the Error moved to line " .. tostring((oom or 0) + 3))
+
+  -- A second log shares the server (the snippet starts one for every log buffer, not one each).
+  vim.cmd("edit " .. vim.fn.fnameescape(second_log))
+  local buf2 = vim.api.nvim_get_current_buf()
+  check(vim.wait(attach_ms, function() return #firstfault_clients(buf2) > 0 end, 20), "the second log got a client")
+  local c2 = firstfault_clients(buf2)[1]
+  check(c2 ~= nil and c2.id == client_id, "the second log shares the first log's client")
 
   vim.lsp.stop_client(client_id)
   local stopped = vim.wait(wait_ms, function() return exited ~= nil end, 50)

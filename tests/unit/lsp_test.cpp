@@ -3,6 +3,7 @@
 // and headless Neovim against the binary).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -216,3 +217,45 @@ TEST(lsp_lines, an_index_of_the_line_starts_measures_every_line_as_line_length_d
 }
 
 }  // namespace
+
+// The hover of every built-in signature, as a root cause and as collateral, with a verdict line, a root-cause
+// sentence and fix lines far longer than any real one: never over kMaxHoverChars, and the link to the full
+// entry is always there, cut or not.
+TEST(lsp_hover, every_signature_gives_a_short_hover_that_links_its_entry) {
+  const auto& lib = ff::testing::builtin();
+  ASSERT_GT(lib.signatures.size(), 100u);
+  const std::string huge(5000, '_');  // each one escaped to two characters: the budget, not the pieces' caps, decides
+  const ff::lsp::root_facts long_facts{"rank 3 " + huge, {"first " + huge, "second", "third", "fourth"}};
+  std::size_t longest = 0;
+  for (const auto& s : lib.signatures) {
+    const std::string url = ff::lsp::entry_url(s);
+    EXPECT_EQ(url.rfind(std::string(ff::lsp::kEntryBaseUrl), 0), 0u) << s.name << ": " << url;
+    EXPECT_EQ(url.find('#'), std::string::npos) << url;
+    for (const char* role : {"root", "collateral"}) {
+      for (const ff::lsp::root_facts* facts : {static_cast<const ff::lsp::root_facts*>(nullptr), &long_facts}) {
+        nlohmann::json d{{"message", std::string(role) + ": " + s.title + " " + huge + "\nfix: " + huge},
+                         {"data", {{"role", role}, {"signature", s.name}, {"kind", s.kind}}}};
+        std::string md = ff::lsp::hover_markdown(d, &s, facts);
+        longest = std::max(longest, md.size());
+        EXPECT_LE(md.size(), ff::lsp::kMaxHoverChars) << s.name << " " << role;
+        EXPECT_NE(md.find("](" + url + ")"), std::string::npos) << s.name << " " << role;
+        EXPECT_NE(md.find("`firstfault explain " + s.name + "`"), std::string::npos) << s.name;
+      }
+    }
+  }
+  EXPECT_GT(longest, ff::lsp::kMaxHoverChars - 200);  // the bound was reached, so it was tested
+  // With real facts, the root cause's hover has the sentence and the first fix lines, and counts the rest.
+  const auto* oom = lib.find("cuda_oom");
+  ASSERT_NE(oom, nullptr);
+  ff::lsp::root_facts facts{"Rank 2 ran out of GPU memory.", {"one", "two", "three", "four", "five"}};
+  nlohmann::json d{{"message", "root cause: " + oom->title + " [cuda_oom] on rank 2\nfix: one"},
+                   {"data", {{"role", "root"}, {"signature", "cuda_oom"}, {"kind", "cuda_oom"}}}};
+  std::string md = ff::lsp::hover_markdown(d, oom, &facts);
+  EXPECT_EQ(md.rfind("**root cause: ", 0), 0u) << md;
+  EXPECT_NE(md.find("Rank 2 ran out of GPU memory."), std::string::npos) << md;
+  EXPECT_NE(md.find("\n- one\n- two\n- three\n- (2 more in the entry)"), std::string::npos) << md;
+  EXPECT_EQ(md.find("four"), std::string::npos) << md;
+  // No signature (a suspicious line): the message alone.
+  nlohmann::json w{{"message", "looks wrong, and no signature explains it"}, {"data", {{"role", "suspicious"}, {"signature", ""}, {"kind", ""}}}};
+  EXPECT_EQ(ff::lsp::hover_markdown(w, nullptr, nullptr), "**looks wrong, and no signature explains it**");
+}
