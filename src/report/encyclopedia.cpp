@@ -260,13 +260,21 @@ page nccl_page(const site& site_) {
       "died or the network failed), 7 in progress. The WARN line printed just before it says which fault it is. "
       "NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS are diagnostics that make those lines appear; they never fix anything.");
   if (f == format::html) {
-    w.out += "<div class=\"table-box\"><table id=\"nccl\"><tr><th>Entry</th><th>Role</th><th>Kind</th><th>What it really indicates</th><th>Variables that tell it apart</th></tr>\n";
+    // The long words of this table are variable and kind names (TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC, 32
+    // characters): a line may break after each _ or =, or their five columns are wider than a 1,400 px window.
+    auto breakable = [](const std::string& text) {
+      std::string o;
+      for (char c : esc(text)) o += c == '_' || c == '=' ? std::string(1, c) + "<wbr>" : std::string(1, c);
+      return o;
+    };
+    w.out += "<div class=\"table-box\"><table id=\"nccl\" class=\"cards\"><tr><th>Entry</th><th>Role</th><th>Kind</th><th>What it really indicates</th><th>Variables that tell it apart</th></tr>\n";
     for (const auto* s : sigs) {
       if (!is_nccl(*s)) continue;
       std::string vars;
-      for (const auto& v : env_vars(*s)) vars += (vars.empty() ? "" : ", ") + std::string("<code>") + v + "</code>";
-      w.out += "<tr><td>" + w.link(entry_href(*s, ""), s->title) + "</td><td>" + esc(std::string(kb::to_string(s->role))) + "</td><td>" + esc(s->kind) +
-               "</td><td>" + esc(first_sentence(s->description)) + "</td><td>" + vars + "</td></tr>\n";
+      for (const auto& v : env_vars(*s)) vars += (vars.empty() ? "" : ", ") + std::string("<code>") + breakable(v) + "</code>";
+      w.out += "<tr><td><a href=\"" + esc(entry_href(*s, "")) + "\">" + breakable(s->title) + "</a></td><td data-label=\"role\">" +
+               esc(std::string(kb::to_string(s->role))) + "</td><td data-label=\"kind\">" + breakable(s->kind) + "</td><td>" +
+               breakable(first_sentence(s->description)) + "</td><td data-label=\"variables\">" + vars + "</td></tr>\n";
     }
     w.out += "</table></div>\n";
   } else {

@@ -164,7 +164,11 @@ const std::string& html_css() {
       ".drop-say{position:absolute;top:1rem;left:1rem;right:1rem;text-align:center;pointer-events:none}"
       ".err{background:#fdecea;border:1px solid #f5c2c0;padding:.5rem;border-radius:4px}"
       ".ctx .hit{background:#fff3c4;display:block}.ctx .ln{color:var(--muted);display:inline-block;min-width:4rem;user-select:none}"
-      "@media (max-width:40rem){.facts{grid-template-columns:minmax(0,1fr);gap:0}.facts dd{margin-bottom:.5rem}h1{font-size:1.3rem}}";
+      "@media (max-width:40rem){.facts{grid-template-columns:minmax(0,1fr);gap:0}.facts dd{margin-bottom:.5rem}h1{font-size:1.3rem}"
+      // a table of class cards becomes one box per row, each cell on its line after its column's name (data-label)
+      "table.cards,table.cards tbody,table.cards tr,table.cards td{display:block;width:100%}table.cards tr:first-child{display:none}"
+      "table.cards tr{border:1px solid var(--line);border-radius:4px;margin:0 0 .7rem;padding:.3rem .6rem}"
+      "table.cards td{border:0;padding:.1rem 0}table.cards td[data-label]::before{content:attr(data-label) \": \";color:var(--muted)}}";
   return css;
 }
 
@@ -219,10 +223,10 @@ std::string to_html_body(const pipeline::run& r, const html_options& opt) {
   }
   if (!d.collateral.empty()) {
     o += "<h2>Collateral</h2><p class=\"muted\">Errors on the other ranks that followed from the root cause.</p>"
-         "<div class=\"table-box\"><table id=\"collateral\"><tr><th>ranks</th><th>error</th><th>lines</th><th>why it is collateral</th><th>example</th></tr>\n";
+         "<div class=\"table-box\"><table id=\"collateral\" class=\"cards\"><tr><th>ranks</th><th>error</th><th>lines</th><th>why it is collateral</th><th>example</th></tr>\n";
     for (const auto& g : d.collateral)
-      o += "<tr><td>" + esc(g.ranks.empty() ? "-" : text::rank_ranges(g.ranks)) + "</td><td>" + esc(g.title) + "</td><td>" +
-           std::to_string(g.count) + "</td><td>" + esc(g.explanation) + "</td><td>" +
+      o += "<tr><td data-label=\"ranks\">" + esc(g.ranks.empty() ? "-" : text::rank_ranges(g.ranks)) + "</td><td>" + esc(g.title) +
+           "</td><td data-label=\"lines\">" + std::to_string(g.count) + "</td><td>" + esc(g.explanation) + "</td><td>" +
            link_or_text(opt, g.example.source, g.example.line_no, g.example.source + ":" + std::to_string(g.example.line_no)) +
            "<br><code>" + esc(clip(g.example.text, 300)) + "</code></td></tr>\n";
     o += "</table></div>\n";

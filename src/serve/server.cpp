@@ -783,9 +783,11 @@ struct server::impl {
     if (!h) return send_error(res, nonce, 500, "history: " + h.error().message);
     auto rows = h.value().list(100);
     if (!rows) return send_error(res, nonce, 500, "history: " + rows.error().message);
-    std::string body = "<h1>History</h1><div class=\"table-box\"><table id=\"history\"><tr><th>id</th><th>when (UTC)</th><th>from</th><th>verdict</th><th>kind</th><th>rank</th><th>host</th><th>inputs</th></tr>";
+    std::string body = "<h1>History</h1><div class=\"table-box\"><table id=\"history\" class=\"cards\"><tr><th>id</th><th>when (UTC)</th><th>from</th><th>verdict</th><th>kind</th><th>rank</th><th>host</th><th>inputs</th></tr>";
     for (const auto& e : rows.value())
-      body += fmt::format("<tr><td><a href=\"/history/{0}\">{0}</a></td><td>{1}</td><td>{2}</td><td>{3}</td><td><code>{4}</code></td><td>{5}</td><td>{6}</td><td>{7}</td></tr>",
+      body += fmt::format("<tr><td><a href=\"/history/{0}\">{0}</a></td><td data-label=\"when\">{1}</td><td data-label=\"from\">{2}</td>"
+                          "<td data-label=\"verdict\">{3}</td><td data-label=\"kind\"><code>{4}</code></td><td data-label=\"rank\">{5}</td>"
+                          "<td data-label=\"host\">{6}</td><td data-label=\"inputs\">{7}</td></tr>",
                           e.id, esc_row(history::format_utc(e.created_at)), esc_row(e.source), esc_row(e.verdict), esc_row(e.kind),
                           e.initiating_rank ? std::to_string(*e.initiating_rank) : "-", esc_row(e.initiating_host),
                           esc_row(history::summarize_inputs(e.inputs, 60)));
