@@ -383,7 +383,7 @@ class Serve(unittest.TestCase):
         self.assertIn(('<style nonce="%s">' % nonce).encode(), page)
         self.assertEqual(page.count(b"<style"), 1, "one stylesheet: the page's")
         self.assertIn(b'<nav class="top">', page)
-        self.assertIn(b'href="../index.html"', page)  # the entry's own links stay relative
+        self.assertIn(b'href="../entries/', page)  # the entry's own links stay relative to it
         r, body = self.request("GET", "/api/kb/cuda_oom")
         self.assertEqual(json.loads(body)["kind"], "cuda_oom")
         r, _ = self.request("GET", "/kb/../../etc/passwd")
