@@ -165,6 +165,7 @@ const std::string& html_css() {
       ".err{background:#fdecea;border:1px solid #f5c2c0;padding:.5rem;border-radius:4px}"
       ".ctx .hit{background:#fff3c4;display:block}.ctx .ln{color:var(--muted);display:inline-block;min-width:4rem;user-select:none}"
       "@media (max-width:40rem){.facts{grid-template-columns:minmax(0,1fr);gap:0}.facts dd{margin-bottom:.5rem}h1{font-size:1.3rem}"
+      ".ctx .ln{min-width:2.8rem}"
       // a table of class cards becomes one box per row, each cell on its line after its column's name (data-label)
       "table.cards,table.cards tbody,table.cards tr,table.cards td{display:block;width:100%}table.cards tr:first-child{display:none}"
       "table.cards tr{border:1px solid var(--line);border-radius:4px;margin:0 0 .7rem;padding:.3rem .6rem}"
