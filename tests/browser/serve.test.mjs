@@ -158,6 +158,8 @@ test('drop files onto the files box, on its label: they are chosen and diagnosed
   const [x, y] = await centre(page, 'label:has(#files) .drop-say');  // the words laid over the box take no pointer
   await dropFiles(page, files, x, y);
   assert.deepEqual(await chosen(page, '#files'), ['console.log']);
+  // it is the input that takes the drop: the folder box next to it still has nothing
+  assert.equal(await page.$eval('#dir', (e) => e.files.length), 0);
   await page.screenshot({ path: path.join(ART, 'start-files-dropped.png') });
   await Promise.all([page.waitForURL(/\/report\/[0-9a-f]+$/), page.click('#submit')]);
   assert.equal(await page.textContent('#initiating-rank'), '3');
