@@ -260,9 +260,10 @@ struct server::impl {
   }
 
   // ---- the form ---------------------------------------------------------------------------------------
-  // The start page: a sample to try, then the form. The two file inputs are the drop zones: Chromium and
-  // Firefox take files dropped onto an <input type=file> (a folder onto the one with webkitdirectory) with no
-  // script, so each input is drawn as a large dashed box with its label laid over it (.drop, html_css()).
+  // The start page: a sample to try, then the form. The two file inputs are the drop zones: the browser fills
+  // an <input type=file> from files dropped on it, and the webkitdirectory one from a dropped folder, with no
+  // script (tests/browser checks it in Chromium), so each input is drawn as a large dashed box with its words
+  // laid over it, where they take no pointer (.drop, html_css()).
   std::string form_page() const {
     return fmt::format(
         "<h1>Why did the run die?</h1>\n<p>Paste a log, or drop the job's files (per-rank logs, the launcher console, dmesg), a "
@@ -658,7 +659,9 @@ struct server::impl {
     if (sink.csrf.size() != csrf.size() || CRYPTO_memcmp(sink.csrf.data(), csrf.data(), csrf.size()) != 0)
       return send_error(res, nonce, 403, "the form's CSRF token is missing or stale: reload the page");
     if (sink.sample == "1") {  // the bundled sample (sample.hpp), never a path from the client
-      std::ofstream f(fs::path(tmp.path) / kSampleName, std::ios::binary);
+      fs::path p = fs::path(tmp.path) / kSampleName;
+      if (std::error_code ec; fs::exists(p, ec)) p += ".sample";  // an upload of that name stays as it is
+      std::ofstream f(p, std::ios::binary);
       if (!(f << kSampleLog)) return send_error(res, nonce, 500, "cannot write the sample log to a temporary directory");
       ++sink.files;
     }
