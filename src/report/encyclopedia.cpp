@@ -1,5 +1,6 @@
 // The encyclopedia: the knowledge base as HTML or Markdown pages.
 #include "firstfault/encyclopedia.hpp"
+#include "firstfault/report.hpp"
 #include "firstfault/text.hpp"
 
 #include <re2/re2.h>
@@ -64,6 +65,8 @@ bool is_nccl(const kb::signature& s) {
 struct writer {
   format f;
   std::string out;
+  std::string title;
+  std::size_t body_at = 0;  // where the body starts in `out` (HTML)
   std::string ext() const { return f == format::html ? ".html" : ".md"; }
   void h(int level, const std::string& text, const std::string& id = "") {
     if (f == format::html)
@@ -93,19 +96,28 @@ struct writer {
   void pre(const std::string& text, const std::string& lang = "") {
     out += f == format::html ? "<pre>" + esc(text) + "</pre>\n" : "```" + lang + "\n" + text + "\n```\n\n";
   }
-  void begin(const std::string& title, const std::string& root) {
-    if (f == format::html)
-      out += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + esc(title) +
-             " - firstfault encyclopedia</title>\n<style>body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;"
-             "padding:0 1rem;line-height:1.5;color:#222}pre{background:#f4f4f4;padding:.6rem;overflow-x:auto;white-space:pre-wrap}"
-             "code{background:#f4f4f4}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem;vertical-align:top}"
-             ".meta{color:#666}nav a{margin-right:1rem}</style></head><body>\n<nav>" +
-             link(root + "index.html", "Index") + link(root + "nccl.html", "NCCL errors") + "</nav>\n";
-    else
+  // The page's head and navigation; the body starts after them (page::body).
+  void begin(const std::string& title_, const std::string& root) {
+    title = title_;
+    if (f == format::html) {
+      out += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">"
+             "<title>" + esc(title) + " - firstfault encyclopedia</title>\n<style>" + report::html_css() + "</style></head><body>\n"
+             "<nav class=\"top\"><b>firstfault encyclopedia</b>" + link(root + "index.html", "Index") + link(root + "nccl.html", "NCCL errors") +
+             "</nav>\n";
+      body_at = out.size();
+    } else {
       out += link(root + "index.md", "Index") + " · " + link(root + "nccl.md", "NCCL errors") + "\n\n";
+    }
   }
-  void end() {
-    if (f == format::html) out += "</body></html>\n";
+  page finish(std::string path) {
+    page p{std::move(path), {}, {}, {}};
+    if (f == format::html) {
+      p.title = title;
+      p.body = out.substr(body_at);
+      out += "</body></html>\n";
+    }
+    p.content = std::move(out);
+    return p;
   }
 };
 
@@ -133,7 +145,7 @@ page entry_page(const site& site_, const kb::signature& s) {
   writer w{f, {}};
   w.begin(s.title, "../");
   w.h(1, s.title);
-  w.raw_p("<span class=\"meta\">" + esc(s.name) + " &middot; kind " + esc(s.kind) + " (" + esc(s.category) + ") &middot; " +
+  w.raw_p("<span class=\"muted\">" + esc(s.name) + " &middot; kind " + esc(s.kind) + " (" + esc(s.category) + ") &middot; " +
               esc(std::string(kb::to_string(s.role))) + (s.is_cause() ? " &middot; priority " + std::to_string(s.priority) : "") + " &middot; level " +
               esc(s.level) + " &middot; status " + esc(s.status) + "</span>",
           "`" + s.name + "` · kind `" + s.kind + "` (" + s.category + ") · " + std::string(kb::to_string(s.role)) +
@@ -203,8 +215,7 @@ page entry_page(const site& site_, const kb::signature& s) {
   std::vector<std::string> refs;
   for (const auto& r : s.references) refs.push_back(f == format::html ? "<a href=\"" + esc(r) + "\">" + esc(r) + "</a>" : r);
   w.list(refs, false, f == format::html);
-  w.end();
-  return {"entries/" + s.name + site_.ext, std::move(w.out)};
+  return w.finish("entries/" + s.name + site_.ext);
 }
 
 // The index: every entry by category, severity, system and tag.
@@ -224,7 +235,7 @@ page index_page(const site& site_) {
     for (const auto& [k, list] : groups) {
       w.h(3, k + " (" + std::to_string(list.size()) + ")", id + "-" + slug(k));
       std::vector<std::string> items;
-      for (const auto* s : list) items.push_back(w.link(entry_href(*s, ""), s->title) + (f == format::html ? " <span class=\"meta\">" + esc(std::string(kb::to_string(s->role))) + "</span>" : " *" + std::string(kb::to_string(s->role)) + "*"));
+      for (const auto* s : list) items.push_back(w.link(entry_href(*s, ""), s->title) + (f == format::html ? " <span class=\"muted\">" + esc(std::string(kb::to_string(s->role))) + "</span>" : " *" + std::string(kb::to_string(s->role)) + "*"));
       w.list(items, false, f == format::html);
     }
   };
@@ -232,8 +243,7 @@ page index_page(const site& site_) {
   section("By severity", "severity", [](const kb::signature& s) { return std::vector<std::string>{s.level}; });
   section("By system", "system", [](const kb::signature& s) { return s.systems; });
   section("By tag", "tag", [](const kb::signature& s) { return s.tags; });
-  w.end();
-  return {"index" + site_.ext, std::move(w.out)};
+  return w.finish("index" + site_.ext);
 }
 
 // The NCCL hub: every NCCL entry side by side, with what it indicates and the variables that tell it apart.
@@ -250,15 +260,23 @@ page nccl_page(const site& site_) {
       "died or the network failed), 7 in progress. The WARN line printed just before it says which fault it is. "
       "NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS are diagnostics that make those lines appear; they never fix anything.");
   if (f == format::html) {
-    w.out += "<table><tr><th>Entry</th><th>Role</th><th>Kind</th><th>What it really indicates</th><th>Variables that tell it apart</th></tr>\n";
+    // The long words of this table are variable and kind names (TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC, 32
+    // characters): a line may break after each _ or =, or their five columns are wider than a 1,400 px window.
+    auto breakable = [](const std::string& text) {
+      std::string o;
+      for (char c : esc(text)) o += c == '_' || c == '=' ? std::string(1, c) + "<wbr>" : std::string(1, c);
+      return o;
+    };
+    w.out += "<div class=\"table-box\"><table id=\"nccl\" class=\"cards\"><tr><th>Entry</th><th>Role</th><th>Kind</th><th>What it really indicates</th><th>Variables that tell it apart</th></tr>\n";
     for (const auto* s : sigs) {
       if (!is_nccl(*s)) continue;
       std::string vars;
-      for (const auto& v : env_vars(*s)) vars += (vars.empty() ? "" : ", ") + std::string("<code>") + v + "</code>";
-      w.out += "<tr><td>" + w.link(entry_href(*s, ""), s->title) + "</td><td>" + esc(std::string(kb::to_string(s->role))) + "</td><td>" + esc(s->kind) +
-               "</td><td>" + esc(first_sentence(s->description)) + "</td><td>" + vars + "</td></tr>\n";
+      for (const auto& v : env_vars(*s)) vars += (vars.empty() ? "" : ", ") + std::string("<code>") + breakable(v) + "</code>";
+      w.out += "<tr><td><a href=\"" + esc(entry_href(*s, "")) + "\">" + breakable(s->title) + "</a></td><td data-label=\"role\">" +
+               esc(std::string(kb::to_string(s->role))) + "</td><td data-label=\"kind\">" + breakable(s->kind) + "</td><td>" +
+               breakable(first_sentence(s->description)) + "</td><td data-label=\"variables\">" + vars + "</td></tr>\n";
     }
-    w.out += "</table>\n";
+    w.out += "</table></div>\n";
   } else {
     w.out += "| Entry | Role | Kind | What it really indicates | Variables that tell it apart |\n|---|---|---|---|---|\n";
     for (const auto* s : sigs) {
@@ -270,8 +288,7 @@ page nccl_page(const site& site_) {
       w.out += "| " + w.link(entry_href(*s, ""), s->title) + " | " + std::string(kb::to_string(s->role)) + " | " + s->kind + " | " + what + " | " + vars + " |\n";
     }
   }
-  w.end();
-  return {"nccl" + site_.ext, std::move(w.out)};
+  return w.finish("nccl" + site_.ext);
 }
 
 }  // namespace

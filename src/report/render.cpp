@@ -129,22 +129,48 @@ std::string mask_summary(const pipeline::run& r) {
 
 }  // namespace
 
+// The stylesheet of every HTML page: the report, the web page and the encyclopedia. It holds down to a
+// 400 px window with nothing wider than the window: long words (log lines, paths) break anywhere, tables
+// scroll in their own box (.table-box), the timeline in its own (.timeline-box), the navigation wraps,
+// form controls take the width they are given, and below 40rem the facts list has one column.
 const std::string& html_css() {
   static const std::string css =
-      ":root{--fg:#1d2330;--muted:#5a6272;--line:#d8dce3;--bg2:#f5f6f8;--red:#c0161b;--amber:#9a5b00}"
-      "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;color:var(--fg);max-width:78rem;margin:1.5rem auto;padding:0 1rem;line-height:1.45}"
+      ":root{--fg:#1d2330;--muted:#5a6272;--line:#d8dce3;--bg2:#f5f6f8;--red:#c0161b;--amber:#9a5b00;--link:#1a4f9c}"
+      "*,*::before,*::after{box-sizing:border-box}"
+      "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;color:var(--fg);max-width:78rem;margin:1rem auto 1.5rem;padding:0 1rem;"
+      "line-height:1.45;overflow-wrap:anywhere}"
       "h1{font-size:1.5rem;margin:.2rem 0}h2{font-size:1.1rem;margin:1.6rem 0 .5rem;border-bottom:1px solid var(--line);padding-bottom:.2rem}"
+      "h3{font-size:1rem;margin:1.2rem 0 .3rem}"
       "pre,code{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:.85rem}"
-      "pre{background:var(--bg2);padding:.6rem;white-space:pre-wrap;word-break:break-word;border-radius:4px}"
-      "table{border-collapse:collapse;width:100%}td,th{border:1px solid var(--line);padding:.3rem .5rem;text-align:left;vertical-align:top}"
+      "pre{background:var(--bg2);padding:.6rem;white-space:pre-wrap;border-radius:4px;max-width:100%}"
+      "img,svg{max-width:100%}.timeline-box svg{max-width:none}"
+      ".table-box{overflow-x:auto;max-width:100%;margin:.5rem 0}"
+      "table{border-collapse:collapse;width:100%;overflow-wrap:break-word}td,th{border:1px solid var(--line);padding:.3rem .5rem;text-align:left;vertical-align:top}"
       "th{background:var(--bg2)}.verdict{display:inline-block;padding:.15rem .6rem;border-radius:3px;font-weight:600;color:#fff}"
       ".v-failure{background:var(--red)}.v-undetermined{background:#b7791f}.v-healthy{background:#2f7d32}"
-      ".facts{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:.8rem 0}.facts dt{color:var(--muted)}.facts dd{margin:0}"
+      ".facts{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.2rem 1rem;margin:.8rem 0}.facts dt{color:var(--muted)}.facts dd{margin:0}"
       ".timeline-box{overflow-x:auto;border:1px solid var(--line);border-radius:4px;padding:.4rem;background:#fff}"
-      ".ev-line{display:block;margin-bottom:.4rem}.muted{color:var(--muted)}a{color:#1a4f9c}"
-      "nav.top a{margin-right:1rem}form textarea{width:100%;min-height:14rem;font-family:ui-monospace,monospace}"
+      ".ev-line{display:block;margin-bottom:.4rem}.muted{color:var(--muted)}a{color:var(--link)}"
+      "nav.top{display:flex;flex-wrap:wrap;gap:.2rem 1.2rem;align-items:baseline;padding:0 0 .6rem;margin-bottom:1rem;border-bottom:1px solid var(--line)}"
+      "input,button,textarea{font:inherit;max-width:100%}"
+      "form textarea{display:block;width:100%;min-height:14rem;font-family:ui-monospace,monospace;font-size:.85rem}"
+      "button{padding:.4rem 1.1rem;border:1px solid var(--link);border-radius:4px;background:var(--link);color:#fff;cursor:pointer}"
+      "button.quiet{background:#fff;color:var(--link)}"
+      ".search{display:flex;flex-wrap:wrap;gap:.5rem;margin:.5rem 0 1rem}.search input{flex:1 1 12rem;min-width:0;padding:.35rem .5rem}"
+      ".drops{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(17rem,100%),1fr));gap:1rem;margin:1rem 0}"
+      ".drop{position:relative;display:block}"
+      ".drop input{display:block;width:100%;min-height:8.5rem;padding:4.4rem 1rem 1rem;border:2px dashed #8a94a6;border-radius:6px;"
+      "background:var(--bg2);color:var(--muted);text-align:center;cursor:pointer}"
+      ".drop input:hover,.drop input:focus-visible{border-color:var(--link);background:#eef3fb}"
+      ".drop-say{position:absolute;top:1rem;left:1rem;right:1rem;text-align:center;pointer-events:none}"
       ".err{background:#fdecea;border:1px solid #f5c2c0;padding:.5rem;border-radius:4px}"
-      ".ctx .hit{background:#fff3c4;display:block}.ctx .ln{color:var(--muted);display:inline-block;min-width:4rem;user-select:none}";
+      ".ctx .hit{background:#fff3c4;display:block}.ctx .ln{color:var(--muted);display:inline-block;min-width:4rem;user-select:none}"
+      "@media (max-width:40rem){.facts{grid-template-columns:minmax(0,1fr);gap:0}.facts dd{margin-bottom:.5rem}h1{font-size:1.3rem}"
+      ".ctx .ln{min-width:2.8rem}"
+      // a table of class cards becomes one box per row, each cell on its line after its column's name (data-label)
+      "table.cards,table.cards tbody,table.cards tr,table.cards td{display:block;width:100%}table.cards tr:first-child{display:none}"
+      "table.cards tr{border:1px solid var(--line);border-radius:4px;margin:0 0 .7rem;padding:.3rem .6rem}"
+      "table.cards td{border:0;padding:.1rem 0}table.cards td[data-label]::before{content:attr(data-label) \": \";color:var(--muted)}}";
   return css;
 }
 
@@ -201,13 +227,13 @@ std::string to_html_body(const pipeline::run& r, const html_options& opt) {
   }
   if (!d.collateral.empty()) {
     o += "<h2>Collateral</h2><p class=\"muted\">Errors on the other ranks that followed from the root cause.</p>"
-         "<table id=\"collateral\"><tr><th>ranks</th><th>error</th><th>lines</th><th>why it is collateral</th><th>example</th></tr>\n";
+         "<div class=\"table-box\"><table id=\"collateral\" class=\"cards\"><tr><th>ranks</th><th>error</th><th>lines</th><th>why it is collateral</th><th>example</th></tr>\n";
     for (const auto& g : d.collateral)
-      o += "<tr><td>" + esc(g.ranks.empty() ? "-" : text::rank_ranges(g.ranks)) + "</td><td>" + esc(g.title) + "</td><td>" +
-           std::to_string(g.count) + "</td><td>" + esc(g.explanation) + "</td><td>" +
+      o += "<tr><td data-label=\"ranks\">" + esc(g.ranks.empty() ? "-" : text::rank_ranges(g.ranks)) + "</td><td>" + esc(g.title) +
+           "</td><td data-label=\"lines\">" + std::to_string(g.count) + "</td><td>" + esc(g.explanation) + "</td><td>" +
            link_or_text(opt, g.example.source, g.example.line_no, g.example.source + ":" + std::to_string(g.example.line_no)) +
            "<br><code>" + esc(clip(g.example.text, 300)) + "</code></td></tr>\n";
-    o += "</table>\n";
+    o += "</table></div>\n";
   }
   if (d.verdict == correlate::verdict::failure) {
     o += html_list("Fix", "fix", d.fix, false);

@@ -12,6 +12,7 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +39,7 @@
 #include "firstfault/text.hpp"
 #include "firstfault/timeline.hpp"
 #include "guard.hpp"
+#include "sample.hpp"
 
 namespace fs = std::filesystem;
 
@@ -123,6 +125,34 @@ constexpr std::size_t kMaxExcerptLineBytes = 2000;  // a viewer line is cut here
 // dozen lines after the fault are usually within a few thousand lines; past this the viewer stops.
 constexpr std::uint64_t kRankLookahead = 200000;
 
+// The page's icon, as a 32x32 Windows icon (one 32-bit BMP image): three lanes of the timeline on a dark
+// square and the root cause's red diamond on the middle one. Drawn here, so no file ships with the binary.
+const std::string& favicon() {
+  static const std::string ico = [] {
+    constexpr int kSide = 32;
+    std::string o;
+    auto u16 = [&o](unsigned v) { o += static_cast<char>(v & 0xff), o += static_cast<char>(v >> 8 & 0xff); };
+    auto u32 = [&](unsigned v) { u16(v & 0xffff), u16(v >> 16); };
+    const unsigned pixels = kSide * kSide * 4, mask = kSide * kSide / 8, image = 40 + pixels + mask;
+    u16(0), u16(1), u16(1);  // ICONDIR: an icon, one image
+    o += static_cast<char>(kSide), o += static_cast<char>(kSide), o += '\0', o += '\0';
+    u16(1), u16(32), u32(image), u32(6 + 16);  // the rest of ICONDIRENTRY: planes, bits, size, offset
+    u32(40), u32(kSide), u32(2 * kSide), u16(1), u16(32), u32(0), u32(pixels + mask), u32(0), u32(0), u32(0), u32(0);  // BITMAPINFOHEADER
+    for (int y = kSide - 1; y >= 0; --y)  // rows bottom-up, BGRA
+      for (int x = 0; x < kSide; ++x) {
+        const int cx = std::min(x, kSide - 1 - x), cy = std::min(y, kSide - 1 - y);
+        const bool square = cx >= 1 && cy >= 1 && cx + cy >= 5;  // rounded corners
+        const bool diamond = std::abs(x - 19) + std::abs(y - 16) <= 6;
+        const bool lane = (y == 8 || y == 9 || y == 16 || y == 17 || y == 23 || y == 24) && x >= 6 && x <= 25;
+        const std::uint32_t rgba = !square ? 0x00000000u : diamond ? 0xc0161bffu : lane ? 0xc9d1deffu : 0x1d2330ffu;
+        for (int shift : {8, 16, 24, 0}) o += static_cast<char>(rgba >> shift & 0xff);
+      }
+    o.append(mask, '\0');  // the AND mask: unused with an alpha channel
+    return o;
+  }();
+  return ico;
+}
+
 }  // namespace
 
 std::string new_token() { return random_hex(24); }
@@ -166,7 +196,7 @@ struct server::impl {
   std::string engine_error;
   guarded_server http{limits_of(opt)};
   std::string csrf = random_hex(16);
-  std::map<std::string, std::string> kb_pages;  // encyclopedia path -> HTML
+  std::map<std::string, encyclopedia::page> kb_pages;  // encyclopedia path -> page (framed by page())
   std::mutex diagnose_mu;                        // one diagnosis at a time (CPU and memory stay bounded)
   std::mutex reports_mu;
   std::deque<stored_report> reports;
@@ -192,7 +222,10 @@ struct server::impl {
     auto e = pipeline::engine::build(lib);
     if (e) eng.emplace(std::move(e.value()));
     else engine_error = e.error().message;
-    for (auto& p : encyclopedia::render_site(lib, encyclopedia::format::html)) kb_pages[p.path] = std::move(p.content);
+    for (auto& p : encyclopedia::render_site(lib, encyclopedia::format::html)) {
+      p.content.clear();  // the exported page: this server frames the body with its own head and navigation
+      kb_pages[p.path] = std::move(p);
+    }
   }
 
   // ---- page frame -------------------------------------------------------------------------------------
@@ -227,18 +260,29 @@ struct server::impl {
   }
 
   // ---- the form ---------------------------------------------------------------------------------------
+  // The start page: a sample to try, then the form. The two file inputs are the drop zones: the browser fills
+  // an <input type=file> from files dropped on it, and the webkitdirectory one from a dropped folder, with no
+  // script (tests/browser checks it in Chromium), so each input is drawn as a large dashed box with its words
+  // laid over it, where they take no pointer (.drop, html_css()).
   std::string form_page() const {
     return fmt::format(
-        "<h1>Why did the run die?</h1>\n<p>Paste a log, or choose the job's files (per-rank logs, the launcher console, dmesg), a "
-        "directory, or a <code>.tar.gz</code>/<code>.zip</code> bundle. Nothing leaves this machine; uploads are deleted when the "
+        "<h1>Why did the run die?</h1>\n<p>Paste a log, or drop the job's files (per-rank logs, the launcher console, dmesg), a "
+        "folder, or a <code>.tar.gz</code>/<code>.zip</code> bundle. Nothing leaves this machine; uploads are deleted when the "
         "diagnosis is done, and what is kept is masked.</p>\n"
+        "<form method=\"post\" action=\"/diagnose\" enctype=\"multipart/form-data\" id=\"sample-form\">"
+        "<input type=\"hidden\" name=\"csrf\" value=\"{0}\"><input type=\"hidden\" name=\"sample\" value=\"1\">"
+        "<p>No log at hand? <button type=\"submit\" class=\"quiet\" id=\"sample\">Try a sample log</button> "
+        "<span class=\"muted\">an 8-GPU job from a public bug report, whose loudest lines are NCCL timeouts</span></p></form>\n"
         "<form method=\"post\" action=\"/diagnose\" enctype=\"multipart/form-data\" id=\"diagnose-form\">"
-        "<input type=\"hidden\" name=\"csrf\" value=\"{}\">"
-        "<p><label for=\"log\">Log text</label><br><textarea id=\"log\" name=\"log\" spellcheck=\"false\" "
+        "<input type=\"hidden\" name=\"csrf\" value=\"{0}\">"
+        "<p><label for=\"log\">Log text</label><textarea id=\"log\" name=\"log\" spellcheck=\"false\" "
         "placeholder=\"[rank3]: torch.OutOfMemoryError: CUDA out of memory ...\"></textarea></p>"
-        "<p><label>Files or bundle <input type=\"file\" id=\"files\" name=\"files\" multiple></label></p>"
-        "<p><label>A directory <input type=\"file\" id=\"dir\" name=\"files\" webkitdirectory multiple></label></p>"
-        "<p><button type=\"submit\" id=\"submit\">Diagnose</button> <span class=\"muted\">at most {} MiB</span></p></form>\n",
+        "<div class=\"drops\">"
+        "<label class=\"drop\"><span class=\"drop-say\"><b>Files or a bundle</b><br>drop them here, or click to choose</span>"
+        "<input type=\"file\" id=\"files\" name=\"files\" multiple></label>"
+        "<label class=\"drop\"><span class=\"drop-say\"><b>A folder</b><br>drop it here, or click to choose</span>"
+        "<input type=\"file\" id=\"dir\" name=\"files\" webkitdirectory multiple></label></div>"
+        "<p><button type=\"submit\" id=\"submit\">Diagnose</button> <span class=\"muted\">at most {1} MiB</span></p></form>\n",
         csrf, opt.max_upload_bytes >> 20);
   }
 
@@ -314,6 +358,7 @@ struct server::impl {
     if (!allowed_hosts.empty() && std::find(allowed_hosts.begin(), allowed_hosts.end(), host) == allowed_hosts.end())
       return std::make_pair(421, "this server answers only for " + allowed_hosts.front());
     if (auto why = refuse_framing(req)) return why;
+    if (req.path == "/favicon.ico" && (req.method == "GET" || req.method == "HEAD")) return std::nullopt;  // no token (docs/security.md)
     std::string auth = req.get_header_value("Authorization");
     bool ok = (auth.size() > 7 && strncasecmp(auth.c_str(), "Bearer ", 7) == 0 && token_ok(std::string_view(auth).substr(7))) ||
               token_ok(cookie_of(req));
@@ -344,15 +389,16 @@ struct server::impl {
   // ---- diagnosis --------------------------------------------------------------------------------------
   // A request's body written to files in a private directory as it arrives, never held in memory: the form's
   // "log" field as pasted.log, every file part under its name made safe (safe_relative_path), a plain body as
-  // pasted.log; the "csrf" field is kept (at most 64 bytes). Counts the uploaded bytes: past `max` it stops.
+  // pasted.log; the "csrf" field is kept (at most 64 bytes), and so is "sample" (at most 8 bytes: "1" asks
+  // for the sample log). Counts the uploaded bytes: past `max` it stops.
   struct upload_sink {
     static constexpr std::size_t kMaxFiles = 4096;
     std::string dir;
     std::uint64_t max = 0, total = 0;
     bool over = false, too_many = false, write_failed = false;
     std::size_t files = 0;
-    std::string csrf;
-    enum class into { nothing, csrf, file } to = into::nothing;
+    std::string csrf, sample;
+    enum class into { nothing, csrf, sample, file } to = into::nothing;
     std::string name;  // the part's safe relative name; the file is made at its first byte (empty parts make none)
     std::ofstream out;
 
@@ -360,6 +406,7 @@ struct server::impl {
       out.close();
       name.clear();
       if (part.name == "csrf") to = into::csrf;
+      else if (part.name == "sample" && part.filename.empty()) to = into::sample;
       else if ((part.name == "log" && part.filename.empty()) || part.name == "files" || !part.filename.empty()) {
         to = into::file;
         name = part.name == "log" && part.filename.empty() ? "pasted.log" : safe_relative_path(part.filename);
@@ -375,6 +422,7 @@ struct server::impl {
       total += n;
       if (total > max) return !(over = true);
       if (to == into::csrf) csrf.append(data, std::min<std::size_t>(n, 64 - std::min<std::size_t>(64, csrf.size())));
+      if (to == into::sample) sample.append(data, std::min<std::size_t>(n, 8 - std::min<std::size_t>(8, sample.size())));
       if (to != into::file) return true;
       if (!out.is_open()) {
         if (files >= kMaxFiles) return !(too_many = true);
@@ -575,6 +623,9 @@ struct server::impl {
       res.set_content(j.dump(), "application/json");
     });
     http.Get(R"(/api/kb/([A-Za-z0-9_.-]+))", [this](const httplib::Request& req, httplib::Response& res) { api_kb_entry(req, res); });
+    // The browser asks for the icon without the token (before the cookie is set, or from another tab): it is
+    // the same picture for everyone and says nothing about the server, so it is the one route without one.
+    http.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.set_content(favicon(), "image/x-icon"); });
     http.Get("/history", [this](const httplib::Request& req, httplib::Response& res) { history_list(req, res); });
     http.Get(R"(/history/(\d+))", [this](const httplib::Request& req, httplib::Response& res) { history_show(req, res); });
   }
@@ -607,6 +658,13 @@ struct server::impl {
     if (auto why = receive(req, reader, sink)) return send_error(res, nonce, why->first, why->second);
     if (sink.csrf.size() != csrf.size() || CRYPTO_memcmp(sink.csrf.data(), csrf.data(), csrf.size()) != 0)
       return send_error(res, nonce, 403, "the form's CSRF token is missing or stale: reload the page");
+    if (sink.sample == "1") {  // the bundled sample (sample.hpp), never a path from the client
+      fs::path p = fs::path(tmp.path) / kSampleName;
+      if (std::error_code ec; fs::exists(p, ec)) p += ".sample";  // an upload of that name stays as it is
+      std::ofstream f(p, std::ios::binary);
+      if (!(f << kSampleLog)) return send_error(res, nonce, 500, "cannot write the sample log to a temporary directory");
+      ++sink.files;
+    }
     stored_report rep;
     pipeline::run run;
     if (auto e = diagnose(tmp.path, sink.files, rep, run); !e.empty()) return send_error(res, nonce, 400, e);
@@ -682,28 +740,24 @@ struct server::impl {
     send_page(res, nonce, src, body);
   }
 
+  static std::string search_form(const std::string& q) {
+    return "<form method=\"get\" action=\"/kb/search\" class=\"search\"><input name=\"q\" value=\"" + esc(q) +
+           "\" placeholder=\"search the encyclopedia\" aria-label=\"search the encyclopedia\"><button>search</button></form>";
+  }
+
   void kb_page(const httplib::Request& req, httplib::Response& res) {
     std::string path = req.matches[1];
     if (path.empty()) path = "index.html";
     auto it = kb_pages.find(path);
     if (it == kb_pages.end()) return send_error(res, nonce_of(req), 404, "no such encyclopedia page");
-    std::string html = it->second;  // the exported site's pages, with this response's nonce on their styles
-    const std::string tag = "<style>";
-    for (std::size_t p = html.find(tag); p != std::string::npos; p = html.find(tag, p + 1))
-      html.replace(p, tag.size(), "<style nonce=\"" + nonce_of(req) + "\">");
-    const std::string body = "<body>";
-    if (auto p = html.find(body); p != std::string::npos)
-      html.insert(p + body.size(), nav() + "<form method=\"get\" action=\"/kb/search\"><input name=\"q\" placeholder=\"search the encyclopedia\"> "
-                                          "<button>search</button></form>");
-    res.set_content(html, "text/html; charset=utf-8");
+    send_page(res, nonce_of(req), it->second.title, search_form("") + it->second.body);
   }
 
   void kb_search(const httplib::Request& req, httplib::Response& res) {
     std::string q = req.get_param_value("q");
     if (q.size() > 200) q.resize(200);
     auto hits = kb::search(lib, q);
-    std::string body = "<h1>Encyclopedia: " + esc(q) + "</h1><form method=\"get\" action=\"/kb/search\"><input name=\"q\" value=\"" + esc(q) +
-                       "\"> <button>search</button></form><ul id=\"results\">";
+    std::string body = "<h1>Encyclopedia: " + esc(q) + "</h1>" + search_form(q) + "<ul id=\"results\">";
     for (const auto* s : hits)
       body += "<li><a href=\"/kb/entries/" + esc(s->name) + ".html\">" + esc(s->title) + "</a> <code>" + esc(s->kind) + "</code></li>";
     body += "</ul>";
@@ -732,13 +786,15 @@ struct server::impl {
     if (!h) return send_error(res, nonce, 500, "history: " + h.error().message);
     auto rows = h.value().list(100);
     if (!rows) return send_error(res, nonce, 500, "history: " + rows.error().message);
-    std::string body = "<h1>History</h1><table id=\"history\"><tr><th>id</th><th>when (UTC)</th><th>from</th><th>verdict</th><th>kind</th><th>rank</th><th>host</th><th>inputs</th></tr>";
+    std::string body = "<h1>History</h1><div class=\"table-box\"><table id=\"history\" class=\"cards\"><tr><th>id</th><th>when (UTC)</th><th>from</th><th>verdict</th><th>kind</th><th>rank</th><th>host</th><th>inputs</th></tr>";
     for (const auto& e : rows.value())
-      body += fmt::format("<tr><td><a href=\"/history/{0}\">{0}</a></td><td>{1}</td><td>{2}</td><td>{3}</td><td><code>{4}</code></td><td>{5}</td><td>{6}</td><td>{7}</td></tr>",
+      body += fmt::format("<tr><td><a href=\"/history/{0}\">{0}</a></td><td data-label=\"when\">{1}</td><td data-label=\"from\">{2}</td>"
+                          "<td data-label=\"verdict\">{3}</td><td data-label=\"kind\"><code>{4}</code></td><td data-label=\"rank\">{5}</td>"
+                          "<td data-label=\"host\">{6}</td><td data-label=\"inputs\">{7}</td></tr>",
                           e.id, esc_row(history::format_utc(e.created_at)), esc_row(e.source), esc_row(e.verdict), esc_row(e.kind),
                           e.initiating_rank ? std::to_string(*e.initiating_rank) : "-", esc_row(e.initiating_host),
                           esc_row(history::summarize_inputs(e.inputs, 60)));
-    body += "</table>";
+    body += "</table></div>";
     send_page(res, nonce, "history", body);
   }
 

@@ -1,18 +1,19 @@
 // firstfault serve: a local web page for pasting or uploading logs (cpp-httplib).
 //
 // Pages (all HTML is made here; no script, no external asset):
-//   GET  /                    paste a log, or choose files, a directory's files or a .tar.gz/.zip bundle
-//   POST /diagnose            (form, multipart) -> 303 to /report/ID
+//   GET  /                    paste a log, or drop (or choose) files, a folder or a .tar.gz/.zip bundle; try the sample
+//   POST /diagnose            (form, multipart; sample=1: the bundled sample log, sample.hpp) -> 303 to /report/ID
 //   GET  /report/ID           the report (report::to_html_body) with the per-rank timeline
 //   GET  /report/ID/log?src=S&line=N   the lines around line N of input S (masked), the evidence marked
 //   GET  /kb/..., /kb/search?q=       the encyclopedia (encyclopedia::render_site) and its search
 //   GET  /history, /history/ID        the local history (history::store)
 //   POST /api/diagnose        body: a log (text) or multipart files -> the CLI's JSON report (same schema)
 //   GET  /api/kb, /api/kb/NAME        the entries as JSON
+//   GET  /favicon.ico         the page's icon: the one route served without the token (it says nothing)
 //
 // Security (the inputs are untrusted logs, the page may be open next to anything else in the browser, and
 // other users of the machine can reach a loopback port):
-//  - every request needs the server's token (new_token(): 24 bytes from RAND_bytes, or --token-file / --token /
+//  - every request but GET /favicon.ico needs the server's token (new_token(): 24 bytes from RAND_bytes, or --token-file / --token /
 //    FIRSTFAULT_TOKEN): "Authorization: Bearer T", the cookie firstfault_token_PORT (HttpOnly, SameSite=Strict)
 //    that a valid ?token=T sets, or ?token=T itself; a GET with ?token=T is redirected to the same URL without
 //    it. Without a valid token: 403. Compared in constant time (SHA-256 digests, CRYPTO_memcmp);

@@ -1,6 +1,7 @@
-// firstfault serve in a real headless Chromium: paste a real multi-rank log, upload a bundle, follow the
-// evidence link into the log viewer, open an encyclopedia entry, check the CSP header and that the page
-// runs under it without violations, and draw the timeline of an 8-, a 16- and a 512-rank job (screenshots kept).
+// firstfault serve in a real headless Chromium: paste a real multi-rank log, upload a bundle, drop files and a
+// folder onto the form, try the sample log, follow the evidence link into the log viewer, open an encyclopedia
+// entry, check the CSP header and that the page runs under it without violations, check that every page fits
+// a 400 px and a 1,400 px window, and draw the timeline of an 8-, a 16- and a 512-rank job (screenshots kept).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
@@ -56,8 +57,8 @@ function at(p) {
   return u.href;
 }
 
-async function newPage() {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+async function newPage(width = 1280) {
+  const page = await browser.newPage({ viewport: { width, height: 1000 } });
   page.on('console', (m) => { if (/Content Security Policy/i.test(m.text())) cspErrors.push(m.text()); });
   return page;
 }
@@ -124,6 +125,112 @@ test('an empty submission is a clear error, not a report', async () => {
   await page.waitForSelector('#error');
   assert.match(await page.textContent('#error'), /nothing to diagnose/);
   await page.close();
+});
+
+// Drags `files` (paths on this machine) onto the point (x, y) of the page and drops them there, as the
+// browser does for a drag from the desktop (DevTools' Input.dispatchDragEvent: the page sees a trusted drag,
+// and what takes the drop is the browser's own handling of the element under the point, no script).
+async function dropFiles(page, files, x, y) {
+  const cdp = await page.context().newCDPSession(page);
+  const data = { items: [], files, dragOperationsMask: 1 };  // 1: copy
+  for (const type of ['dragEnter', 'dragOver', 'drop']) await cdp.send('Input.dispatchDragEvent', { type, x, y, data });
+  await cdp.detach();
+}
+
+async function centre(page, selector) {
+  const b = await page.locator(selector).first().boundingBox();
+  return [b.x + b.width / 2, b.y + b.height / 2];
+}
+
+async function chosen(page, selector, min = 1) {
+  for (const until = Date.now() + 10000; Date.now() < until;) {  // a dropped folder is listed asynchronously
+    const names = await page.$eval(selector, (e) => [...e.files].map((f) => f.webkitRelativePath || f.name));
+    if (names.length >= min) return names.sort();
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return [];
+}
+
+test('drop files onto the files box, on its label: they are chosen and diagnosed', async () => {
+  const page = await newPage();
+  await page.goto(at('/'));
+  const files = ['console.log'].map((f) => path.join(CASE, f));
+  const [x, y] = await centre(page, 'label:has(#files) .drop-say');  // the words laid over the box take no pointer
+  await dropFiles(page, files, x, y);
+  assert.deepEqual(await chosen(page, '#files'), ['console.log']);
+  // it is the input that takes the drop: the folder box next to it still has nothing
+  assert.equal(await page.$eval('#dir', (e) => e.files.length), 0);
+  await page.screenshot({ path: path.join(ART, 'start-files-dropped.png') });
+  await Promise.all([page.waitForURL(/\/report\/[0-9a-f]+$/), page.click('#submit')]);
+  assert.equal(await page.textContent('#initiating-rank'), '3');
+  await page.close();
+});
+
+test('drop a folder onto the folder box: its files are chosen with their paths and diagnosed', async () => {
+  const folder = path.join(work, 'job');
+  execFileSync('cp', ['-r', CASE, folder]);
+  const expected = execFileSync('find', ['.', '-type', 'f'], { cwd: folder, encoding: 'utf8' }).trim().split('\n')
+    .map((f) => 'job/' + f.slice(2)).sort();
+  const page = await newPage();
+  await page.goto(at('/'));
+  await dropFiles(page, [folder], ...(await centre(page, '#dir')));
+  assert.deepEqual(await chosen(page, '#dir', expected.length), expected);
+  await Promise.all([page.waitForURL(/\/report\/[0-9a-f]+$/), page.click('#submit')]);
+  assert.equal(await page.textContent('#kind'), 'uneven_batches_collective_hang');
+  assert.equal(await page.textContent('#initiating-rank'), '3');
+  await page.close();
+});
+
+test('the sample log: one click gives a report naming cuda_oom on rank 2', async () => {
+  const page = await newPage();
+  await page.goto(at('/'));
+  await Promise.all([page.waitForURL(/\/report\/[0-9a-f]+$/), page.click('#sample')]);
+  assert.equal(await page.textContent('#verdict'), 'failure');
+  assert.equal(await page.textContent('#kind'), 'cuda_oom');
+  assert.equal(await page.textContent('#initiating-rank'), '2');
+  await page.close();
+});
+
+test('the favicon: an image, without the token', async () => {
+  const ctx = await browser.newContext();  // no cookie
+  const r = await ctx.request.get(new URL('/favicon.ico', url).href);
+  assert.equal(r.status(), 200);
+  assert.match(r.headers()['content-type'], /^image\//);
+  assert.deepEqual([...(await r.body()).subarray(0, 4)], [0, 0, 1, 0], 'an ICO header');
+  await ctx.close();
+});
+
+// Every page at 400 and 1,400 px: nothing wider than the window (the body never scrolls sideways; a wide
+// table or the timeline scrolls in its own box), and at 1,400 px no table is cut off in its box.
+test('every page fits a 400 px and a 1,400 px window', { timeout: 120000 }, async () => {
+  const first = await newPage();
+  await first.goto(at('/'));
+  await Promise.all([first.waitForURL(/\/report\/[0-9a-f]+$/), first.click('#sample')]);
+  const report = new URL(first.url()).pathname;
+  const viewer = new URL(await first.locator('#evidence a.loc').first().getAttribute('href'), url);
+  await first.close();
+  const pages = [['start', '/'], ['report', report], ['log-viewer', viewer.pathname + viewer.search], ['kb-index', '/kb/index.html'],
+    ['kb-entry', '/kb/entries/nccl_shm_dev_shm_full.html'], ['kb-nccl', '/kb/nccl.html'], ['kb-search', '/kb/search?q=nccl'],
+    ['history', '/history']];
+  const widths = {};
+  for (const width of [400, 1400]) {
+    const page = await newPage(width);
+    for (const [name, where] of pages) {
+      await page.goto(at(where));
+      const [scroll, inner] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+      widths[`${name}@${width}`] = scroll;
+      assert.ok(scroll <= inner, `${name} at ${width} px is ${scroll} px wide`);
+      // the app's frame on every page, the encyclopedia's included
+      assert.ok(await page.$('nav.top a[href="/history"]'), `${name} has the app's navigation`);
+      if (width === 1400) {
+        const cut = await page.$$eval('.table-box', (bs) => bs.filter((b) => b.scrollWidth > b.clientWidth).length);
+        assert.equal(cut, 0, `${name}: a table is cut off at 1,400 px`);
+      }
+      await page.screenshot({ path: path.join(ART, `${name}-${width}.png`), fullPage: true });
+    }
+    await page.close();
+  }
+  console.log('scrollWidth per page:', JSON.stringify(widths));
 });
 
 test('encyclopedia: search and open an entry', async () => {

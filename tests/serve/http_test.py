@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """HTTP tests of `firstfault serve` on loopback: the access token (403 without it on every route; Bearer,
 ?token= then cookie, --token-file), the API and the form, the security headers, the CSRF and origin checks,
-oversized, chunked and malformed uploads (413 with the server's peak RSS bounded), slow clients (ten
+the sample log, the icon without the token, oversized, chunked and malformed uploads (413 with the server's peak RSS bounded), slow clients (ten
 byte-a-second connections do not delay a normal request; a per-address cap), the log viewer masking a
 private-key block, concurrent requests, a non-loopback bind refused. Usage: http_test.py BIN TESTS_DIR.
 Starts the servers itself (readiness: --ready-file, which holds the URL with the token)."""
@@ -340,6 +340,37 @@ class Serve(unittest.TestCase):
             for out in (viewer, every, page, js):
                 self.assertNotIn(b"FAKEKEYBODYLINE", out, "prefix %r" % prefix)
 
+    def test_favicon_is_served_without_the_token(self):
+        r, ico = self.request("GET", "/favicon.ico", auth=False)
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.getheader("Content-Type"), "image/x-icon")
+        self.assertEqual(ico[:6], b"\x00\x00\x01\x00\x01\x00")  # an icon with one image
+        self.assertEqual(len(ico), 6 + 16 + 40 + 32 * 32 * 4 + 32 * 32 // 8)
+        # the exemption is for that GET alone: the Host check stands, and any other method needs the token
+        r, _ = self.request("GET", "/favicon.ico", headers={"Host": "evil.example:%d" % self.port}, auth=False)
+        self.assertEqual(r.status, 421)
+        r, _ = self.request("POST", "/favicon.ico", body=b"x", auth=False)
+        self.assertEqual(r.status, 403)
+        r, _ = self.request("GET", "/favicon.ico/../", auth=False)
+        self.assertEqual(r.status, 403)
+
+    def test_sample_log(self):
+        body, headers = self.multipart({"csrf": self.csrf(), "sample": "1"}, [])
+        r, _ = self.request("POST", "/diagnose", body=body, headers=headers)
+        self.assertEqual(r.status, 303)
+        r, page = self.request("GET", r.getheader("Location"))
+        self.assertIn(b'id="kind">cuda_oom<', page)
+        self.assertIn(b'id="initiating-rank">2<', page)
+        self.assertIn(b"oom_among_timeouts.log", page)
+        # the field names no file: any other value is no sample, and the form needs its CSRF token
+        body, headers = self.multipart({"csrf": self.csrf(), "sample": "../../../etc/passwd"}, [])
+        r, page = self.request("POST", "/diagnose", body=body, headers=headers)
+        self.assertEqual(r.status, 400)
+        self.assertIn(b"nothing to diagnose", page)
+        body, headers = self.multipart({"sample": "1"}, [])
+        r, _ = self.request("POST", "/diagnose", body=body, headers=headers)
+        self.assertEqual(r.status, 403)
+
     def test_kb_and_history(self):
         r, page = self.request("GET", "/kb/index.html")
         self.assertEqual(r.status, 200)
@@ -350,6 +381,9 @@ class Serve(unittest.TestCase):
         csp = r.getheader("Content-Security-Policy")
         nonce = re.search(r"'nonce-([0-9a-f]+)'", csp).group(1)
         self.assertIn(('<style nonce="%s">' % nonce).encode(), page)
+        self.assertEqual(page.count(b"<style"), 1, "one stylesheet: the page's")
+        self.assertIn(b'<nav class="top">', page)
+        self.assertIn(b'href="../entries/', page)  # the entry's own links stay relative to it
         r, body = self.request("GET", "/api/kb/cuda_oom")
         self.assertEqual(json.loads(body)["kind"], "cuda_oom")
         r, _ = self.request("GET", "/kb/../../etc/passwd")

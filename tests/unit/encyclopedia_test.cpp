@@ -18,6 +18,12 @@ TEST(encyclopedia, html_site_has_every_entry_and_no_broken_link) {
   for (const auto& p : pages) {
     EXPECT_EQ(p.content.find("http://cdn"), std::string::npos) << p.path;  // no external assets
     EXPECT_EQ(p.content.find("<script"), std::string::npos) << p.path;
+    // the body that firstfault serve frames with its own head and navigation: the page's, without the site's
+    EXPECT_FALSE(p.title.empty()) << p.path;
+    EXPECT_NE(p.content.find(p.body), std::string::npos) << p.path;
+    EXPECT_EQ(p.body.find("<nav"), std::string::npos) << p.path;
+    EXPECT_EQ(p.body.find("</body>"), std::string::npos) << p.path;
+    EXPECT_NE(p.body.find("<h1>"), std::string::npos) << p.path;
     if (p.path.rfind("entries/", 0) != 0) continue;
     for (const char* section : {"What it is", "What you will observe", "Symptoms and what they mean", "How to confirm",
                                 "Root cause", "Fix", "Verification", "How it scales from 1 to 1,000 GPUs",
