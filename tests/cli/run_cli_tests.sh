@@ -73,6 +73,7 @@ check "an unknown option before the command is still refused" test "$rc" -eq 2
 printf 'NCCL INFO Bootstrap : Using eth0:10.1.2.3<0>\n' >"$tmp/one-line.log"
 run diagnose --no-history "$tmp/one-line.log"
 check "one line, one input, in the singular" has "$out" "read 1 line (45 bytes) from 1 input"
+run diagnose --no-history --redact "$tmp/one-line.log"
 check "mask counts in words" has "$out" "masked: 1 IPv4 address ("
 
 # a note is shown once on a terminal (the text report ends with it), and on stderr when stdout is a file
