@@ -318,15 +318,21 @@ def informative(t: str) -> bool:
 # --------------------------------------------------------------------------------------------------
 # C and C++: calls with a format string, TORCH_CHECK-like macros, glog streams
 # --------------------------------------------------------------------------------------------------
+def quoted_end(src: str, i: int) -> int:
+    """The index of the quote that closes the C string or char literal opened at src[i] (len(src) if none)."""
+    q, j, n = src[i], i + 1, len(src)
+    while j < n and src[j] != q:
+        j += 2 if src[j] == "\\" else 1
+    return j
+
+
 def c_strip_comments(src: str) -> str:
     """Comments become spaces (newlines kept, so line numbers stay); string literals untouched."""
     out, i, n = [], 0, len(src)
     while i < n:
         c = src[i]
         if c == '"' or c == "'":
-            j = i + 1
-            while j < n and src[j] != c:
-                j += 2 if src[j] == "\\" else 1
+            j = quoted_end(src, i)
             out.append(src[i:j + 1])
             i = j + 1
         elif src.startswith("//", i):
@@ -358,10 +364,7 @@ def split_args(src: str, open_paren: int) -> tuple[list[str], int]:
     while i < n:
         c = src[i]
         if c == '"' or c == "'":
-            j = i + 1
-            while j < n and src[j] != c:
-                j += 2 if src[j] == "\\" else 1
-            i = j + 1
+            i = quoted_end(src, i) + 1
             continue
         if c in "([{":
             depth += 1
@@ -550,10 +553,7 @@ def split_stream(chain: str) -> list[str]:
     while i < n:
         c = chain[i]
         if c == '"' or c == "'":
-            j = i + 1
-            while j < n and chain[j] != c:
-                j += 2 if chain[j] == "\\" else 1
-            i = j + 1
+            i = quoted_end(chain, i) + 1
             continue
         if c in "([{":
             depth += 1
