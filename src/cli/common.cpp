@@ -1,5 +1,6 @@
 // Shared CLI helpers (common.hpp).
 #include "common.hpp"
+#include "../base/small_file.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -89,24 +90,13 @@ result<std::string> user_redact_key() {
 result<std::string> mask_key(const std::string& key, const std::string& key_file, const std::string& job_id) {
   std::string site = key;
   if (!key_file.empty()) {
-    // A key file is a small regular file (a secret's first line): /dev/zero, a FIFO or a directory is
-    // refused before anything is read, and at most 4 KiB is read.
+    // The key is the file's first line (base::read_small_file: a regular file, at most 4 KiB read).
     std::string shown = text::sanitize(key_file);
-    int fd = ::open(key_file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return error{shown + ": cannot read the mask key file: " + std::strerror(errno)};
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      return error{shown + ": the mask key file is not a regular file"};
-    }
-    char buf[4096];
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    int err = errno;
-    ::close(fd);
-    if (n < 0) return error{shown + ": cannot read the mask key file: " + std::strerror(err)};
-    std::string_view first(buf, static_cast<std::size_t>(n));
+    auto file = base::read_small_file(key_file, "mask key file");
+    if (!file) return file.error();
+    std::string_view first = file.value().head;
     auto nl = first.find('\n');
-    if (nl == std::string_view::npos && st.st_size > static_cast<off_t>(sizeof buf))
+    if (nl == std::string_view::npos && file.value().larger)
       return error{shown + ": the mask key file's first line is longer than 4 KiB"};
     site = std::string(first.substr(0, nl));
     while (!site.empty() && (site.back() == '\r' || site.back() == ' ' || site.back() == '\t')) site.pop_back();

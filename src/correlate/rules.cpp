@@ -71,6 +71,14 @@ timeout_view timeouts(const context& ctx) {
   return v;
 }
 
+// gloo's size check (op.preamble.length <= op.nbytes. GOT vs BUFFER): the bytes that arrived and the bytes
+// of the buffer posted for them, both positive, from torch_gloo_message_size_mismatch's fields.
+std::optional<std::pair<int, int>> gloo_sizes(const finding& f) {
+  auto got = to_int(field(f, "bytes")), buf = to_int(field(f, "buffer_bytes"));
+  if (!got || !buf || *got <= 0 || *buf <= 0) return std::nullopt;
+  return std::make_pair(*got, *buf);
+}
+
 }  // namespace
 
 std::optional<int> rank_resolver::operator()(const std::optional<int>& rank, const std::optional<int>& local) const {
@@ -819,9 +827,9 @@ const std::vector<kind_rule>& kind_rules() {
           const std::string& kind) -> std::optional<std::pair<std::string, std::string>> {
          if (kind != "collective_shape_mismatch") return std::nullopt;
          for (const auto* f : root) {
-           auto got = to_int(field(*f, "bytes")), buf = to_int(field(*f, "buffer_bytes"));
-           if (!got || !buf || *got <= 0 || *buf <= 0 || *got == *buf) continue;
-           int hi = std::max(*got, *buf), lo = std::min(*got, *buf);
+           auto sizes = gloo_sizes(*f);
+           if (!sizes || sizes->first == sizes->second) continue;
+           int hi = std::max(sizes->first, sizes->second), lo = std::min(sizes->first, sizes->second);
            if (hi % lo != 0) continue;
            int ratio = hi / lo;
            if (ratio != 2 && ratio != 4 && ratio != 8) continue;
@@ -843,8 +851,8 @@ const std::vector<kind_rule>& kind_rules() {
           const std::string& kind) -> std::optional<std::pair<std::string, std::string>> {
          if (kind != "collective_shape_mismatch") return std::nullopt;
          for (const auto* f : root) {
-           auto got = to_int(field(*f, "bytes")), buf = to_int(field(*f, "buffer_bytes"));
-           if (!got || !buf || *buf <= 0 || *buf > 8 || *got <= 8 * *buf) continue;
+           auto sizes = gloo_sizes(*f);
+           if (!sizes || sizes->second > 8 || sizes->first <= 8 * sizes->second) continue;
            // One element of any dtype is at most 8 bytes; a message over 8 times larger is not the same
            // tensor in a wider dtype (size_ratio_is_an_element_width) and not a tensor one row longer.
            return std::make_pair(std::string("collective_count_mismatch"),

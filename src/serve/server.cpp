@@ -1,6 +1,7 @@
 // firstfault serve (server.hpp): cpp-httplib routes over the same pipeline, renderers and encyclopedia as
 // the CLI.
 #include "server.hpp"
+#include "../base/small_file.hpp"
 
 #include <fcntl.h>
 #include <httplib.h>
@@ -167,22 +168,11 @@ status check_token(const std::string& token) {
 }
 
 result<std::string> read_token_file(const std::string& path) {
-  // A small regular file: a FIFO, a device or a directory is refused before anything is read; at most 4 KiB.
   const std::string shown = text::sanitize(path);
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return error{shown + ": cannot read the token file: " + std::strerror(errno)};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return error{shown + ": the token file is not a regular file"};
-  }
-  char buf[4096];
-  ssize_t n = ::read(fd, buf, sizeof buf);
-  int err = errno;
-  ::close(fd);
-  if (n < 0) return error{shown + ": cannot read the token file: " + std::strerror(err)};
-  if (st.st_size > static_cast<off_t>(sizeof buf)) return error{shown + ": the token file is larger than 4 KiB"};
-  std::string t(buf, static_cast<std::size_t>(n));
+  auto file = base::read_small_file(path, "token file");
+  if (!file) return file.error();
+  if (file.value().larger) return error{shown + ": the token file is larger than 4 KiB"};
+  std::string t = std::move(file.value().head);
   while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
   if (t.empty()) return error{shown + ": the token file is empty"};
   if (auto st2 = check_token(t); !st2) return error{shown + ": " + st2.error().message};
