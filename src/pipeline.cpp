@@ -817,11 +817,15 @@ void collector::note_exception_facts(stream& st, const line_facts& f, const extr
         }
       x.captured.emplace_back(key, std::string(value));
     };
-    for (std::size_t i = before; i < in.findings.size(); ++i) add(in.findings[i], "user_frame", note.user_frame);
+    for (std::size_t i = before; i < in.findings.size(); ++i) {
+      add(in.findings[i], "user_frame", note.user_frame);
+      add(in.findings[i], "script", note.entry_script);
+    }
     if (st.chain != extract::line_note::chain_kind::none && st.chain_finding < before) {
       auto& first = in.findings[st.chain_finding];
       if (first.rank == f.rank && first.local_rank == f.local_rank) {
         add(first, "user_frame", note.user_frame);
+        add(first, "script", note.entry_script);
         if (st.chain == extract::line_note::chain_kind::original)
           add(first, "final_exception", text::prefix_utf8(f.body, limits::kFindingTextBytes));
       }
@@ -1084,15 +1088,28 @@ std::optional<int> collector::match_line(stream& st, const line_facts& f, char l
   }
   // A work line (a benign signature tagged activity.work: saving a checkpoint, evaluating) is kept as the
   // rank's sign of what it was doing; it explains nothing else on the line ("saving checkpoint failed: ...").
-  auto marked = [&](bool job) {
+  auto marked = [&](bool job, match::fields fields = {}) {
     return correlate::inputs::marked_line{st.display, std::string(text::prefix_utf8(f.body, limits::kLastLineBytes)), f.line_no, f.rank,
-                                          f.local_rank, f.ts, f.ts_inherited, job};
+                                          f.local_rank, f.ts, f.ts_inherited, job, std::move(fields)};
+  };
+  auto fields_of = [&](auto is) {
+    match::fields out;
+    for (const auto& h : hits)
+      if (is(h)) out.insert(out.end(), h.captured.begin(), h.captured.end());
+    return out;
   };
   {
     auto is_work = [&](const match::hit& h) { return sig_of(h).is_benign() && sig_of(h).has_tag("activity.work"); };
     if (std::any_of(hits.begin(), hits.end(), is_work)) {
-      in.keep_work_line(marked(false));
+      in.keep_work_line(marked(false, fields_of(is_work)));
       std::erase_if(hits, is_work);  // with nothing left the line is tested as one no signature matched
+    }
+    // A fact line (a progress line, a checkpoint written) is kept with its fields and, like a work line,
+    // explains nothing else on it (a Megatron iteration line may also be a divergence's evidence).
+    auto is_fact = [&](const match::hit& h) { return sig_of(h).is_benign() && sig_of(h).has_tag("fact.run"); };
+    if (std::any_of(hits.begin(), hits.end(), is_fact)) {
+      in.keep_fact_line(marked(false, fields_of(is_fact)));
+      std::erase_if(hits, is_fact);
     }
   }
   // A benign signature (a message known from healthy runs) explains the whole line; a family or generic one

@@ -206,6 +206,7 @@ struct inputs {
     std::optional<normalize::timestamp> ts;
     bool ts_inherited = false;
     bool job = false;  ///< success_ends: the job or node ended well (outcome.success), not only this rank (outcome.rank_done)
+    match::fields fields;  ///< what the benign signature's `extract` read from the line (fact lines: step, ckpt_path, ...)
   };
   std::vector<marked_line> work_lines;
   /// Lines that say the run, a node's workers or a rank ended well, masked, the first kMaxSuccessEnds: benign
@@ -214,6 +215,15 @@ struct inputs {
   /// finished"). The run ended well when one of the first kind, or one of the second from every rank, was
   /// printed and no worker failed (correlate: survived errors).
   std::vector<marked_line> success_ends;
+  /// Lines that state a fact of the run in fields (benign signatures tagged `fact.run`: a progress line with
+  /// its step, planned steps and time per step; a checkpoint written and its path), masked, the last
+  /// kMaxWorkLines of the run in order. They make a fix concrete (the directory to check, the hours the
+  /// run needed); they decide nothing.
+  std::vector<marked_line> fact_lines;
+  void keep_fact_line(marked_line m) {
+    if (fact_lines.size() >= limits::kMaxWorkLines) fact_lines.erase(fact_lines.begin());
+    fact_lines.push_back(std::move(m));
+  }
   /// The bounds of the two lists: work lines keep the last kMaxWorkLines, success ends the first kMaxSuccessEnds.
   void keep_work_line(marked_line m) {
     if (work_lines.size() >= limits::kMaxWorkLines) work_lines.erase(work_lines.begin());

@@ -69,6 +69,9 @@ struct line_note {
   /// frame of the user's own code above it ("train.py:39 in __getitem__: return ..., rec["label"]"), not a
   /// frame of an installed library (site-packages, dist-packages, the standard library). Empty when none.
   std::string user_frame;
+  /// With user_frame: the path of the script the job ran, as the traceback prints it (the user's frame "in
+  /// <module>", or "in main" under a wrapper), for commands that rerun it. Empty when no such frame was seen.
+  std::string entry_script;
   /// A traceback chained to the exception this stream printed last follows. `original`: a DataLoader worker's
   /// exception re-raised in the main process ("Original Traceback"), whose own exception explains the one
   /// printed; `context`: "During handling of the above exception" or "The above exception was the direct
@@ -99,6 +102,7 @@ class extractor {
   bool chained_ = false;
   // the deepest user frame seen since the last exception line (see line_note::user_frame)
   std::string user_frame_;
+  std::string entry_script_;  // the first user frame at module level or in main() (line_note::entry_script)
   bool want_code_ = false;
   std::string tb_collective_;  // innermost distributed_c10d.py frame of the current traceback  // a "During handling..."/"direct cause" line joined the next traceback
   // C++ frames

@@ -90,6 +90,10 @@ struct signature {
   std::string lookup_table, lookup_field;
   std::string root_cause;
   std::vector<std::string> fix, verify, confirm, prevention, falsepositives;
+  /// `facts:` sentences about this run that make the cause concrete, filled from the run's facts like the
+  /// steps ("{progress.step} of {progress.planned} steps, {progress.step_time} each"); a sentence with a
+  /// placeholder this run has no value for is left out (correlate.cpp, run_value()).
+  std::vector<std::string> facts;
   std::vector<code_fix> fix_code;
   std::vector<example> positive, negative;
   std::vector<std::string> field_order;  ///< top-level keys in file order (for lint)

@@ -54,6 +54,11 @@ std::string fill_template(std::string_view tpl, F&& lookup) {
   return out;
 }
 
+/// A step template as the knowledge base documents it, outside any run: each `{name|fallback}` shows its
+/// fallback ("torchrun --nproc_per_node {nproc|2} {script|train.py}" -> "... 2 train.py"); other text stays.
+std::string with_fallbacks(std::string_view tpl);
+std::vector<std::string> with_fallbacks(const std::vector<std::string>& tpls);
+
 /// Fills a prose template (a root-cause sentence) where some placeholders may have no value in this run.
 /// A placeholder whose value is empty is not shown as "(unknown)": the words that only carry it go with it.
 ///  - inside a parenthesis: the parenthesis goes ("exited (pid {pid})" -> "exited");

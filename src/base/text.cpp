@@ -279,6 +279,29 @@ std::string lower(std::string_view w) {
 
 }  // namespace
 
+std::string with_fallbacks(std::string_view tpl) {
+  std::string out;
+  for (std::size_t i = 0; i < tpl.size(); ++i) {
+    if (tpl[i] == '{')
+      if (auto end = tpl.find('}', i); end != std::string_view::npos) {
+        auto spec = tpl.substr(i + 1, end - i - 1);
+        if (auto bar = spec.find('|'); bar != std::string_view::npos) {
+          out += spec.substr(bar + 1);
+          i = end;
+          continue;
+        }
+      }
+    out += tpl[i];
+  }
+  return out;
+}
+std::vector<std::string> with_fallbacks(const std::vector<std::string>& tpls) {
+  std::vector<std::string> out;
+  out.reserve(tpls.size());
+  for (const auto& t : tpls) out.push_back(with_fallbacks(t));
+  return out;
+}
+
 std::string fill_sentence(std::string_view tpl, const std::function<std::string(const std::string&)>& lookup) {
   static const std::set<std::string> prepositions = {"on", "from", "at", "for", "within", "in", "to", "with", "of",
                                                       "after", "by", "via", "near", "into"};

@@ -30,13 +30,13 @@ void print_signature(const kb::signature& s) {
     std::cout << "\n";
   };
   list("Fingerprints:", s.fingerprints, "");
-  list("Fix:", s.fix, "- ");
+  list("Fix:", text::with_fallbacks(s.fix), "- ");
   for (const auto& c : s.fix_code) {
     std::cout << "  [" << c.stack << "]\n";
     std::istringstream code(c.code);
     for (std::string l; std::getline(code, l);) std::cout << "    " << l << "\n";
   }
-  list("Verify:", s.verify, "$ ");
+  list("Verify:", text::with_fallbacks(s.verify), "$ ");
   list("Confirm:", s.confirm, "[ ] ");
   list("Prevention:", s.prevention, "- ");
   list("False positives:", s.falsepositives, "- ");

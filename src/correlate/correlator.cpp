@@ -14,6 +14,7 @@
 #include "firstfault/correlate_rules.hpp"
 #include "firstfault/limits.hpp"
 #include "firstfault/text.hpp"
+#include "correlate/run_facts.hpp"
 
 namespace ff::correlate {
 
@@ -177,20 +178,26 @@ std::string backend_of(const rules::context& ctx) {
 
 // A fix, verify or confirm step is shown with its placeholders filled; a step that needs a value this run
 // does not have (an Xid with no catalogue row) is left out rather than shown unfilled.
-void fill_steps(diagnosis& d, const std::function<std::string(const std::string&)>& value) {
-  for (auto* list : {&d.fix, &d.verify, &d.confirm}) {
-    std::vector<std::string> out;
-    for (const auto& line : *list) {
-      bool all = true;
-      auto filled = text::fill_template(line, [&](const std::string& name) {
-        auto v = value(name);
-        all = all && !v.empty();
-        return v;
-      });
-      if (all) out.push_back(std::move(filled));
-    }
-    *list = std::move(out);
+// `{name|fallback}` takes the fallback when the run has no value ("torchrun --nproc_per_node {nproc|2}
+// {script|train.py}": the run's own script when a traceback named it, else the common name). Run facts
+// (run_facts.hpp) fill what the line's fields do not.
+std::vector<std::string> fill_list(const std::vector<std::string>& list, const std::function<std::string(const std::string&)>& value) {
+  std::vector<std::string> out;
+  for (const auto& line : list) {
+    bool all = true;
+    auto filled = text::fill_template(line, [&](const std::string& spec) {
+      auto bar = spec.find('|');
+      auto v = value(spec.substr(0, bar));
+      if (v.empty() && bar != std::string::npos) v = spec.substr(bar + 1);
+      all = all && !v.empty();
+      return v;
+    });
+    if (all) out.push_back(std::move(filled));
   }
+  return out;
+}
+void fill_steps(diagnosis& d, const std::function<std::string(const std::string&)>& value) {
+  for (auto* list : {&d.fix, &d.verify, &d.confirm}) *list = fill_list(*list, value);
 }
 
 // The line whose own fields fill the sentence: the lead line, or the first evidence line that has any of
@@ -266,22 +273,26 @@ void explain_root(diagnosis& d, decision& dec, const rules::context& ctx, const 
     if (name == "host") return d.initiating_host.value_or(lead->host.value_or(""));
     if (name == "ts") return format_time(lead->ts);
     if (name.rfind("lookup.", 0) == 0) return key.empty() ? "" : lib.lookup(root_sig, key, name.substr(7));
-    return field(*fields_from, name);
+    if (auto v = field(*fields_from, name); !v.empty()) return v;
+    return run_value(ctx, init_rank ? init_rank : lead->rank, name);
   };
   // A value this run does not have is not shown as "(unknown)": the sentence is said without it.
   d.summary = text::fill_sentence(root_sig.root_cause, value) + summary_suffix;
   if (auto v = field(*lead, "final_exception"); !v.empty() && d.summary.find(v) == std::string::npos)
     d.facts.push_back("the exception behind it: " + v);
   if (auto v = field(*lead, "user_frame"); !v.empty()) d.facts.push_back("raised at " + v);
+  for (auto& f : fill_list(root_sig.facts, value)) d.facts.push_back(std::move(f));
   fill_steps(d, value);
 }
 
 // An inferred verdict with no line of its own: only {rank} can have a value.
-void explain_inferred(diagnosis& d, const decision& dec) {
+void explain_inferred(diagnosis& d, const decision& dec, const rules::context& ctx) {
   auto value = [&](const std::string& name) -> std::string {
-    return name == "rank" && dec.init_rank ? std::to_string(*dec.init_rank) : "";
+    if (name == "rank") return dec.init_rank ? std::to_string(*dec.init_rank) : "";
+    return name == "host" || name == "ts" ? "" : run_value(ctx, dec.init_rank, name);
   };
   d.summary = text::fill_sentence(dec.root_sig->root_cause, value);
+  for (auto& f : fill_list(dec.root_sig->facts, value)) d.facts.push_back(std::move(f));
   fill_steps(d, value);
 }
 
@@ -471,7 +482,7 @@ diagnosis correlate(const inputs& in, const kb::library& lib) {
     for (std::size_t at; (at = c.code.find("{backend}")) != std::string::npos;) c.code.replace(at, 9, backend_of(ctx));
   if (!dec.root_sig) dec.root_findings.clear();
   if (!dec.root_findings.empty()) explain_root(d, dec, ctx, lib);
-  else if (dec.root_sig) explain_inferred(d, dec);
+  else if (dec.root_sig) explain_inferred(d, dec, ctx);
   set_confidence(d, dec);
   group_collateral(d, dec, ctx);
   rank_suspicious(d, in);

@@ -42,6 +42,11 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
     int n = 0;
     want_code_ = false;
     if (re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), frame, &path, &n, &fn) && !library_path(path)) {
+      // The script the job ran: the user's frame at module level ("<module>"), or its main() under a wrapper
+      // (torchelastic's @record); a user frame in another function (a Dataset's __getitem__ under a
+      // DataLoader worker) is a module of the user's, not the entry.
+      if (entry_script_.empty() && (fn == "<module>" || fn == "main") && path.size() < 512 && path.find(' ') == std::string::npos)
+        entry_script_ = path;
       auto slash = path.find_last_of('/');
       user_frame_ = (slash == std::string::npos ? path : path.substr(slash + 1)) + ":" + std::to_string(n) + " in " + fn;
       want_code_ = true;
@@ -53,7 +58,9 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
   }
   if (!user_frame_.empty() && !starts_with(t, "File \"") && looks_like_exception(t)) {
     note.user_frame = user_frame_;
+    note.entry_script = std::move(entry_script_);
     user_frame_.clear();
+    entry_script_.clear();
   }
   // A re-raised worker exception puts the cause after it. Under "During handling of the above exception" and
   // "The above exception was the direct cause" the first exception is the cause and the later one its echo,

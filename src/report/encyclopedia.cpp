@@ -187,13 +187,13 @@ page entry_page(const site& site_, const kb::signature& s) {
   w.h(2, "Root cause", "root-cause");
   w.p(s.root_cause);
   w.h(2, "Fix", "fix");
-  w.list(s.fix);
+  w.list(text::with_fallbacks(s.fix));
   for (const auto& c : s.fix_code) {
     w.p(c.stack + ":");
     w.pre(c.code, c.stack == "shell" || c.stack == "slurm" ? "sh" : "python");
   }
   w.h(2, "Verification", "verify");
-  w.list(s.verify, true);
+  w.list(text::with_fallbacks(s.verify), true);
   if (!s.prevention.empty()) {
     w.h(2, "Prevention", "prevention");
     w.list(s.prevention);

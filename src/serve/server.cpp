@@ -760,7 +760,7 @@ struct server::impl {
     for (const auto& s : lib.signatures)
       if (s.name == name) {
         nlohmann::json j = {{"name", s.name}, {"id", s.id}, {"title", s.title}, {"kind", s.kind}, {"category", s.category},
-                            {"role", role_word(s.role)}, {"root_cause", s.root_cause}, {"fix", s.fix}, {"verify", s.verify},
+                            {"role", role_word(s.role)}, {"root_cause", s.root_cause}, {"fix", text::with_fallbacks(s.fix)}, {"verify", text::with_fallbacks(s.verify)},
                             {"confirm", s.confirm}, {"references", s.references}, {"fingerprints", s.fingerprints}};
         res.set_content(j.dump(2), "application/json");
         return;
