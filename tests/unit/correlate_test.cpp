@@ -296,3 +296,59 @@ TEST(correlate, an_exception_names_the_user_frame_and_the_worker_s_own_exception
   ASSERT_EQ(d.facts.size(), 1u);
   EXPECT_EQ(d.facts[0], "raised at train.py:24 in save_checkpoint: torch.save(state, path)");
 }
+
+// Run facts fill the steps: the checkpoint directory the run wrote to (not $CKPT_DIR), the script a
+// traceback ran and the processes per node (not train.py and 2, the templates' fallbacks).
+TEST(correlate, run_facts_fill_the_verify_commands) {
+  scenario s;
+  std::string log;
+  for (int r = 0; r < 4; ++r) log += "[default" + std::to_string(r) + "]:rank=" + std::to_string(r) + " INFO epoch 0 step 10 loss 0.5\n";
+  log += "[default0]:2026-11-30 02:14:40,828 rank=0 INFO saved checkpoint /scratch/u/ckpt/epoch_001.pt (39.1 KiB)\n"
+         "[default0]:Traceback (most recent call last):\n"
+         "[default0]:  File \"/home/u/proj/train.py\", line 46, in <module>\n"
+         "[default0]:    save_checkpoint(model, opt, epoch)\n"
+         "[default0]:  File \"/usr/lib/python3/dist-packages/torch/serialization.py\", line 650, in _save\n"
+         "[default0]:    zip_file.write_record(name, storage.data_ptr(), num_bytes)\n"
+         "[default0]:OSError: [Errno 28] No space left on device\n";
+  s.file("console.log", log);
+  auto d = s.run();
+  ASSERT_EQ(d.kind, "disk_full_checkpoint");
+  ASSERT_FALSE(d.verify.empty());
+  EXPECT_EQ(d.verify[0].substr(0, d.verify[0].find("  #")), "df -h /scratch/u/ckpt ");
+  // No path in the log: the variable, explained under "where".
+  s.file("console.log", "[default0]:OSError: [Errno 28] No space left on device\n");
+  d = s.run();
+  ASSERT_FALSE(d.verify.empty());
+  EXPECT_EQ(d.verify[0].rfind("df -h $CKPT_DIR", 0), 0u) << d.verify[0];
+
+  s.file("console.log",
+         "[default0]:Traceback (most recent call last):\n"
+         "[default0]:  File \"/home/u/proj/finetune.py\", line 120, in <module>\n"
+         "[default0]:    main()\n"
+         "[default0]:  File \"/home/u/proj/data.py\", line 39, in __getitem__\n"
+         "[default0]:    return rec[\"label\"]\n"
+         "[default0]:KeyError: 'label'\n"
+         "[default1]:step 3\n[default2]:step 3\n");
+  d = s.run();
+  ASSERT_EQ(d.signature, "py_keyerror");
+  bool rerun = false;
+  for (const auto& v : d.verify) rerun = rerun || v.find("torchrun --nproc_per_node 3 /home/u/proj/finetune.py;") != std::string::npos;
+  EXPECT_TRUE(rerun) << (d.verify.empty() ? "" : d.verify[0]);
+}
+
+// A time limit's report says how long the run needed, from the last progress line's own figures.
+TEST(correlate, a_time_limit_says_how_long_the_run_needed) {
+  scenario s;
+  s.file("slurm-1999616.out",
+         " iteration        3/    1000 | elapsed time per iteration (ms): 128642.7 | lm loss: 4.075232E+01 |\n"
+         " iteration        4/    1000 | elapsed time per iteration (ms): 127766.0 | lm loss: 3.899556E+01 |\n"
+         "slurmstepd: error: *** JOB 1999616 ON node-a CANCELLED AT 2021-05-27T21:42:11 DUE TO TIME LIMIT ***\n");
+  auto d = s.run();
+  ASSERT_EQ(d.kind, "job_time_limit");
+  ASSERT_EQ(d.facts.size(), 1u);
+  EXPECT_EQ(d.facts[0], "the last progress line: step 4 of 1000 at 128 s per step; the whole run needs about 35.5 h, and the steps "
+                        "left about 35.3 h more");
+  // No progress line: no fact (never a guess).
+  s.file("slurm-1999616.out", "slurmstepd: error: *** JOB 1999616 ON node-a CANCELLED AT 2021-05-27T21:42:11 DUE TO TIME LIMIT ***\n");
+  EXPECT_TRUE(s.run().facts.empty());
+}

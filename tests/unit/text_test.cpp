@@ -154,3 +154,10 @@ TEST(text, find_line_end_is_the_first_newline_return_or_nul) {
   EXPECT_GT(found, 20000u);
   EXPECT_EQ(ff::text::find_line_end(""), std::string_view::npos);
 }
+
+TEST(text, with_fallbacks_shows_a_template_as_documented) {
+  EXPECT_EQ(ff::text::with_fallbacks("torchrun --nproc_per_node {nproc|2} {script|train.py}; echo exit=$?  # exit=0"),
+            "torchrun --nproc_per_node 2 train.py; echo exit=$?  # exit=0");
+  EXPECT_EQ(ff::text::with_fallbacks("df -h {ckpt_dir|$CKPT_DIR} on {host}"), "df -h $CKPT_DIR on {host}");
+  EXPECT_EQ(ff::text::with_fallbacks("a { b"), "a { b");
+}
