@@ -284,8 +284,11 @@ void merge_findings(context& c, const inputs& in) {
   }
 }
 
-// Year-less stamps (c10 "[E1206 18:44:12...]", glog, syslog) take the year of the run's dated stamps:
-// of the same day in the year before, the same and the next, the one nearest the dated stamps.
+// Year-less stamps (c10 "[E1206 18:44:12...]", glog, syslog) take the year of the run's dated stamps (a
+// launcher's or a logger's full dates, slurmstepd's "CANCELLED AT <ISO time>"): of the same day in the year
+// before, the same and the next, the one nearest the dated stamps. They are then shown with that year; with
+// no dated stamp in the run they stay month and day only (a year from a file's date would be a guess: a
+// copied log's date is the copy's).
 void rebase_yearless(context& c) {
   std::optional<double> ref;
   auto consider = [&](const std::optional<timestamp>& t) {
@@ -308,6 +311,7 @@ void rebase_yearless(context& c) {
       }
     }
     t->seconds = best;
+    t->has_date = true;  // the year is now known: shown as a full date like the dated stamps around it
   };
   for (auto& f : c.fs) rebase(f.ts);
   for (auto& [_, a] : c.activity) rebase(a.last_ts);

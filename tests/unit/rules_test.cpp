@@ -635,7 +635,9 @@ TEST(year_inference, undated_stamps_take_the_runs_year) {
   ASSERT_TRUE(ctx.year);
   EXPECT_EQ(*ctx.year, 2023);
   EXPECT_TRUE(rules::before(ctx.fs[0].ts, ctx.fs[1].ts)) << "the undated OOM is 8 s earlier";
-  EXPECT_FALSE(ctx.fs[0].ts->has_date) << "an inferred year is not shown as the line's own";
+  // Shown with the run's year (issue 46: "years come from context"), not as "06-02 10:00:00".
+  EXPECT_TRUE(ctx.fs[0].ts->has_date);
+  EXPECT_EQ(rules::format_time(ctx.fs[0].ts), "2023-06-02 10:00:00.000");
 }
 
 TEST(year_inference, december_january_rollover) {
