@@ -157,6 +157,8 @@ struct builder {
     int max_global = -1;
     for (const auto& [k, a] : in.activity)
       (k.kind == correlate::rank_key::scope::local ? (void)locals.insert(k.number) : (void)(max_global = std::max(max_global, k.number)));
+    for (const auto& [l, ranks] : in.local_to_rank)
+      if (ranks.size() == 1 && *ranks.begin() == l) locals.insert(l);  // LOCAL_RANK == RANK: torchrun's one-node layout
     for (const auto& f : in.findings) {
       if (f.local_rank && !f.rank) locals.insert(*f.local_rank);
       if (f.rank) max_global = std::max(max_global, *f.rank);
@@ -351,7 +353,18 @@ struct builder {
         r.interesting = false;
   }
 
+  // The one host of a single-node job, when its lines named exactly one (a prefix, a path, the agent's
+  // failure block).
+  std::optional<std::string> single_host() const {
+    if (!single_node) return std::nullopt;
+    std::set<std::string> named(in.hosts.begin(), in.hosts.end());
+    for (const auto& [r, h] : host_of_rank) named.insert(h);
+    named.erase("");
+    return named.size() == 1 ? std::optional<std::string>(*named.begin()) : std::nullopt;
+  }
+
   void make_lanes(std::size_t max_lanes) {
+    const auto only_host = single_host();
     std::map<std::string, std::vector<const row*>> by_host;
     std::vector<std::string> host_order;
     for (auto& [k, r] : rows) {
@@ -360,9 +373,18 @@ struct builder {
         auto it = host_of_rank.find(r.number);
         if (it != host_of_rank.end()) r.host = it->second;
       }
+      // One node, one name: on a single-node job whose lines named one host, a rank that printed none is
+      // on it (not a second group "host not known" beside "localhost").
+      if (r.host.empty() && only_host) r.host = *only_host;
       if (!by_host.count(r.host)) host_order.push_back(r.host);
       by_host[r.host].push_back(&r);
     }
+    if (only_host)
+      if (auto un = node_events.find(""); un != node_events.end()) {
+        auto& into = node_events[*only_host];
+        into.insert(into.end(), un->second.begin(), un->second.end());
+        node_events.erase(un);
+      }
     for (const auto& [h, evs] : node_events)
       if (!by_host.count(h)) {
         host_order.push_back(h);

@@ -189,6 +189,30 @@ TEST(timeline, a_rank_without_a_host_of_its_own_is_drawn_on_the_host_its_failure
   EXPECT_EQ(host_of(0), "?");  // no line and no block names its host
 }
 
+// One node, one name: a single-node job (torchrun's [defaultN]: prefix and the rank agree) whose failure
+// block names its host for some ranks draws every rank on that host, not a second "host not known" group.
+TEST(timeline, a_single_node_job_has_one_host_name) {
+  job j;
+  std::string log;
+  for (int r = 0; r < 3; ++r) log += "[default" + std::to_string(r) + "]:rank=" + std::to_string(r) + " step 1\n";
+  log += "[default2]:" + std::string(kOom) + "\n";
+  auto failure = [](int rank) {
+    return "  time      : 2024-12-06_10:11:05\n  host      : localhost\n  rank      : " + std::to_string(rank) + " (local_rank: " +
+           std::to_string(rank) + ")\n  exitcode  : 1 (pid: 12" + std::to_string(rank) + ")\n  error_file: <N/A>\n";
+  };
+  log += "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+         "============================================================\ntrain.py FAILED\n"
+         "------------------------------------------------------------\nFailures:\n[1]:\n" +
+         failure(1) + "------------------------------------------------------------\nRoot Cause (first observed failure):\n[0]:\n" +
+         failure(0) + "============================================================\n";
+  j.file("console.log", log);
+  auto r = j.run();
+  ASSERT_EQ(r.diag.initiating_rank, 2);
+  ASSERT_EQ(r.timeline.hosts.size(), 1u);
+  EXPECT_EQ(r.timeline.hosts[0].host, "localhost");
+  EXPECT_EQ(ranks_drawn(r.timeline), 3u);
+}
+
 TEST(timeline, the_json_form_draws_the_same_picture) {
   job j;
   j.file("console.log", oom_console(64, 17));
