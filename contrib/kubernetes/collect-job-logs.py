@@ -824,9 +824,10 @@ def main(argv):
     r.add_argument("--print-reports", action="store_true", help="also print each text report on stdout")
     r.add_argument("--cordon", action="store_true",
                    help="cordon the nodes a restart-excluding-hosts action names (an Xid 79, ECC errors, the same "
-                        "failure again on a node: docs/actions.md); needs RBAC to patch nodes")
+                        "failure again on a node: docs/actions.md); implies --keep-prefix (each line names its pod, whose "
+                        "spec.nodeName is the node); needs RBAC to patch nodes")
     r.add_argument("--taint", metavar="KEY=VALUE:EFFECT",
-                   help="taint those nodes, e.g. firstfault.io/action=restart-excluding-hosts:NoSchedule")
+                   help="taint those nodes, e.g. firstfault.io/action=restart-excluding-hosts:NoSchedule (implies --keep-prefix)")
     add_common(r, True)
     args = ap.parse_args(argv)
     if not args.cmd:
@@ -839,6 +840,8 @@ def main(argv):
             ap.error("--kinds: expected pytorchjob and/or jobset, got %s" % args.kinds)
         if not args.namespace and not args.all_namespaces:
             ap.error("report-failed needs -n NAMESPACE or -A")
+        if args.cordon or args.taint:
+            args.keep_prefix = True  # each line names its pod, so the action can name the pod's node
         return report_failed(args)
     if not args.out:
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
