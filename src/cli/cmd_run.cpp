@@ -71,6 +71,7 @@ result<int> run_tee(const std::vector<std::string>& argv, const std::vector<std:
   pid_t pid = ::fork();
   if (pid < 0) return error{std::string("fork: ") + std::strerror(errno)};
   if (pid == 0) {
+    ::signal(SIGPIPE, SIG_DFL);  // ignored here (run_command::run), not in the job: an ignored signal survives exec
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(err[1], STDERR_FILENO);
     for (const auto& e : extra_env) ::putenv(const_cast<char*>(e.c_str()));
@@ -225,6 +226,7 @@ int run_command::run(const kb::library& lib) {
   sa.sa_handler = on_signal;
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);  // a closed terminal or pipe (`| head`) must not end the supervision and orphan the job
   history_session history(history_path_, !no_history_, "the diagnoses are not stored");
   const std::string log_dir = log_dir_of(cmd_);
   std::vector<std::string> cmd = cmd_, excluded;
