@@ -67,8 +67,9 @@ action decide(const correlate::diagnosis& d, std::optional<std::int64_t> recurre
 std::vector<kb::lint_issue> lint(const kb::library& lib);
 
 /// The command of the next attempt for `firstfault run --exclude-template`: `tmpl` split on spaces, each
-/// "{hosts}" replaced by `hosts` joined with commas. When the template's first word is a word of `cmd`
-/// (`srun --exclude={hosts}` for `srun -N4 python train.py`), its other words go right after that word;
+/// "{hosts}" replaced by `hosts` joined with commas. When the template's first word is a word of `cmd`, or
+/// the last part of a path in it (`srun --exclude={hosts}` for `srun -N4 python train.py` or for
+/// `/usr/bin/srun ...`), its other words go right after that word;
 /// otherwise all its words go right after the command's first word. Unchanged when `hosts` is empty.
 std::vector<std::string> excluding(const std::vector<std::string>& cmd, const std::string& tmpl, const std::vector<std::string>& hosts);
 

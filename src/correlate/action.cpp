@@ -229,7 +229,11 @@ std::vector<std::string> excluding(const std::vector<std::string>& cmd, const st
   }
   if (words.empty()) return cmd;
   std::vector<std::string> out = cmd;
-  auto anchor = std::find(out.begin(), out.end(), words.front());
+  auto same_program = [&words](const std::string& w) {  // "srun" is also /usr/bin/srun
+    auto slash = w.rfind('/');
+    return w == words.front() || (slash != std::string::npos && w.compare(slash + 1, std::string::npos, words.front()) == 0);
+  };
+  auto anchor = std::find_if(out.begin(), out.end(), same_program);
   if (anchor != out.end() && words.size() > 1) {
     out.insert(anchor + 1, words.begin() + 1, words.end());
   } else {

@@ -8,9 +8,11 @@ torchrun --tee 3 --log_dir (bench/faults/launch.py runs /usr/bin/torchrun as the
   2. a transient failure: rank 1 stalls at step 2 until the collective times out, but only on the first
      attempt (--fault-once MARKER). The action is restart: `run` must start a second attempt, which succeeds
      (exit 0); no restart fails the test.
+  3. (first, no torch needed) a stand-in srun whose node logs an Xid 79: restart-excluding-hosts puts
+     --exclude=gpu-node-7 into the next attempt through --exclude-template.
 Each attempt's console is captured in OUT/attempt_N/console.log and torchrun's --log_dir is read too.
 
-usage: run_test.py FIRSTFAULT_BIN REPO     (exits 77 when torch or torchrun is missing)
+usage: run_test.py FIRSTFAULT_BIN REPO     (exits 77 after case 3 when torch or torchrun is missing)
 """
 import json
 import os
@@ -25,10 +27,6 @@ TRAIN = os.path.join(REPO, "bench", "faults", "train.py")
 LAUNCH = os.path.join(REPO, "bench", "faults", "launch.py")
 PYTHON = "/usr/bin/python3"
 
-if subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode != 0 or not shutil.which("torchrun"):
-    print("skipped: needs torch and torchrun (scripts/install-deps.sh --bench-faults)")
-    sys.exit(77)
-
 failures = 0
 
 
@@ -37,6 +35,42 @@ def check(what, cond, detail=""):
     print(("  ok   " if cond else "  FAIL ") + what + ("" if cond else f"\n       {detail}"))
     if not cond:
         failures += 1
+
+
+FAKE_SRUN = r"""#!/bin/bash
+# A stand-in for srun: without --exclude=gpu-node-7 the job lands on gpu-node-7, whose GPU falls off the bus.
+echo "srun args: $*; FIRSTFAULT_EXCLUDE_HOSTS=${FIRSTFAULT_EXCLUDE_HOSTS:-}"
+for a in "$@"; do
+  if [ "$a" = "--exclude=gpu-node-7" ]; then echo "step 1 | loss 2.0"; echo "training finished"; exit 0; fi
+done
+echo "Dec  4 10:02:09 gpu-node-7 kernel: NVRM: Xid (PCI:0000:05:00): 79, pid=2231, name=python, GPU has fallen off the bus."
+echo "srun: error: gpu-node-7: task 0: Exited with exit code 1" >&2
+exit 1
+"""
+
+
+def exclusion_case():
+    """restart-excluding-hosts through --exclude-template, with a stand-in launcher (no torch needed)."""
+    print("-- 3. an Xid 79 on gpu-node-7: restart without it (--exclude-template 'srun --exclude={hosts}')")
+    with tempfile.TemporaryDirectory(prefix="ff-run-exclude-") as tmp:
+        srun = os.path.join(tmp, "srun")
+        with open(srun, "w") as f:
+            f.write(FAKE_SRUN)
+        os.chmod(srun, 0o755)
+        out = os.path.join(tmp, "ffrun")
+        p = subprocess.run([FF, "run", "--restarts", "1", "--out", out, "--no-history", "--exclude-template",
+                            "srun --exclude={hosts}", "--", srun, "-N2", "python", "train.py"],
+                           cwd=tmp, capture_output=True, text=True, timeout=120)
+        check("restarted once, then succeeded (exit 0)", p.returncode == 0 and attempts(out) == ["attempt_0", "attempt_1"],
+              f"exit {p.returncode}, attempts {attempts(out)}; stderr: {p.stderr[-800:]}")
+        check("the second attempt ran with --exclude=gpu-node-7 right after the launcher, and the environment variable",
+              f"srun args: --exclude=gpu-node-7 -N2 python train.py; FIRSTFAULT_EXCLUDE_HOSTS=gpu-node-7" in p.stdout, p.stdout[-600:])
+        check("stderr names the action and the host", "action=restart-excluding-hosts:gpu-node-7" in p.stderr, p.stderr[-600:])
+        p = subprocess.run([FF, "run", "--restarts", "1", "--out", out + "2", "--no-history", "--", srun, "-N2", "python", "train.py"],
+                           cwd=tmp, capture_output=True, text=True, timeout=120)
+        check("without --exclude-template it stops (exit 11) instead of restarting on the same node",
+              p.returncode == 11 and attempts(out + "2") == ["attempt_0"] and "needs --exclude-template" in p.stderr,
+              f"exit {p.returncode}; stderr: {p.stderr[-600:]}")
 
 
 def supervise(tmp, fault, step, extra):
@@ -66,6 +100,11 @@ def report_of(stdout):
 def attempts(out):
     return sorted(d for d in os.listdir(out) if d.startswith("attempt_")) if os.path.isdir(out) else []
 
+
+exclusion_case()
+if subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode != 0 or not shutil.which("torchrun"):
+    print("skipped: the torchrun cases need torch and torchrun (scripts/install-deps.sh --bench-faults)")
+    sys.exit(1 if failures else 77)
 
 print("-- 1. a code bug (KeyError on rank 1 at step 3): stop after the first attempt")
 with tempfile.TemporaryDirectory(prefix="ff-run-code-") as tmp:

@@ -171,6 +171,8 @@ TEST(action, exclusion_template_goes_after_its_launcher_word) {
   EXPECT_EQ(action::excluding(cmd, "--exclude={hosts}", {"n2"}),
             (std::vector<std::string>{"srun", "--exclude=n2", "-N4", "python", "train.py"}));
   EXPECT_EQ(action::excluding(cmd, "srun --exclude={hosts}", {}), cmd);
+  EXPECT_EQ(action::excluding({"/usr/bin/srun", "python"}, "srun --exclude={hosts}", {"n3"}),
+            (std::vector<std::string>{"/usr/bin/srun", "--exclude=n3", "python"}));
 }
 
 // docs/actions.md shows the table between two markers exactly as `firstfault kb actions` prints it.
