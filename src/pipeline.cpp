@@ -1626,6 +1626,7 @@ run conclude(scanned s, const kb::library& lib, const options& opt) {
   if (out.diag.initiating_host && opt.host_keyer) out.initiating_host_key = opt.host_keyer(*out.diag.initiating_host);
   if (out.diag.verdict == correlate::verdict::failure && !out.initiating_host_key.empty() && opt.recurrences)
     out.recurrences = opt.recurrences(out.initiating_host_key, out.diag.kind, out.recurrence_days);
+  out.action = action::decide(out.diag, out.recurrences, lib);
   final_notes(out);
   return out;
 }
@@ -1640,6 +1641,7 @@ void finish(collector& col, run& out) {
         col.host_key(masker.masks_identity() ? masker.original(*out.diag.initiating_host) : *out.diag.initiating_host);
   if (out.diag.verdict == correlate::verdict::failure && !out.initiating_host_key.empty())
     out.recurrences = col.recurrences(out.initiating_host_key, out.diag.kind, out.recurrence_days);
+  out.action = action::decide(out.diag, out.recurrences, col.library());
   if (col.reveal() && masker.masks_identity())  // the first failing host first, then every other host seen
     for (const auto& h : col.inputs().hosts) {
       std::string real = masker.original(h);

@@ -59,6 +59,9 @@ ap.add_argument("--timeout", type=float, default=12.0, help="collective timeout 
 ap.add_argument("--ckpt-dir", default="checkpoints")
 ap.add_argument("--ckpt-every", type=int, default=8)
 ap.add_argument("--ctl", default="")
+ap.add_argument("--fault-once", default="",
+                help="a marker file: the faulty rank injects the fault only when it does not exist yet, and creates it "
+                     "(a transient failure that the next attempt does not meet; firstfault run's test)")
 ap.add_argument("--local_rank", "--local-rank", type=int, default=None)  # torch.distributed.launch passes it
 args = ap.parse_args()
 
@@ -70,6 +73,11 @@ if args.local_rank is not None:
 os.environ.setdefault("RANK", str(RANK))
 os.environ.setdefault("WORLD_SIZE", str(WORLD))
 FAULTY = RANK == args.fault_rank
+if FAULTY and args.fault_once:
+    if os.path.exists(args.fault_once):
+        FAULTY = False  # the earlier attempt met the fault; this one runs clean
+    else:
+        open(args.fault_once, "w").close()
 rng = random.Random(args.seed * 1000 + RANK)
 torch.manual_seed(args.seed)
 HOST = socket.gethostname()

@@ -11,7 +11,9 @@ Three subcommands (python3 standard library only; kubectl and firstfault are run
                  firstfault.
   report-failed  the hook a CronJob runs: find PyTorchJobs/JobSets whose Failed condition is true and that
                  carry no firstfault/verdict annotation, collect and diagnose each one into a report
-                 directory, then annotate the job with the one-line verdict.
+                 directory, then annotate the job with the one-line verdict and the report's action
+                 (firstfault/action, firstfault/action-hosts); opt-in, cordon (--cordon) or taint (--taint)
+                 the nodes a restart-excluding-hosts action names (docs/actions.md).
 
 Output directory (collect and split):
 
@@ -56,6 +58,8 @@ RESOURCES = {"pytorchjob": "pytorchjobs.kubeflow.org", "jobset": "jobsets.jobset
 ANN_VERDICT = "firstfault/verdict"
 ANN_REPORT = "firstfault/report"
 ANN_AT = "firstfault/diagnosed-at"
+ANN_ACTION = "firstfault/action"              # the report's action (docs/actions.md): restart, stop-fix-code, ...
+ANN_ACTION_HOSTS = "firstfault/action-hosts"  # the nodes a restart-excluding-hosts action leaves out, comma-separated
 EXIT_USAGE, EXIT_FAILED = 2, 6
 
 # Kubernetes object names: pods are DNS-1123 subdomains, containers DNS-1123 labels. Names from a recorded
@@ -581,6 +585,61 @@ def diagnose(args, job_id, notes):
     return status
 
 
+def job_action(args, out, job_id):
+    """The report's action as (kind, nodes). The hosts of a restart-excluding-hosts action are named by the
+    node each stands for: a pod of the job (its spec.nodeName) or one of the job's nodes; firstfault maps a
+    masked token back through the mask key (diagnose --format action --action-hosts) and drops other names,
+    so a hook never acts on a node the job did not run on. ("", []) when firstfault could not say."""
+    try:
+        with open(os.path.join(out, "k8s", "pods.json"), encoding="utf-8") as f:
+            items = json.load(f).get("items") or []
+    except (OSError, ValueError):
+        items = []
+    node_of = {}
+    for p in items:
+        name, node = (p.get("metadata") or {}).get("name"), (p.get("spec") or {}).get("nodeName")
+        if name and node and safe_pod(name) and safe_pod(node):
+            node_of[name] = node
+    nodes = set(node_of.values())
+    cmd = firstfault_cmd(args) + ["diagnose", "--events", os.path.join(out, "firstfault.ffev"), "--job-id", job_id,
+                                  "--format", "action", "-q", "--no-history"] + mask_args(args)
+    if node_of:
+        cmd += ["--action-hosts", ",".join(sorted(set(node_of) | nodes))]
+    try:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=args.diagnose_timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return "", []
+    line = r.stdout.decode("utf-8", "replace").strip().split("\n")[0]
+    kind, _, hosts = line.partition(" ")
+    picked = []
+    for h in hosts.split(","):
+        n = node_of.get(h) or (h if h in nodes else None)
+        if n and n not in picked:
+            picked.append(n)
+    return kind, picked
+
+
+def act_on_nodes(args, kc, kind, nodes):
+    """--cordon / --taint: the nodes a restart-excluding-hosts action names. Returns the errors."""
+    if kind != "restart-excluding-hosts":
+        return 0
+    errors = 0
+    for node in nodes:
+        steps = []
+        if args.cordon:
+            steps.append(["cordon", node])
+        if args.taint:
+            steps.append(["taint", "nodes", node, args.taint, "--overwrite"])
+        for step in steps:
+            rc, _, err = kc.run(step)
+            if rc != 0:
+                errors += 1
+                print("collect-job-logs: %s: %s" % (" ".join(step), err), file=sys.stderr)
+            else:
+                print("  %s %s (action %s)" % ("cordoned" if step[0] == "cordon" else "tainted", node, kind))
+    return errors
+
+
 def finish(args, notes, ok, job_id):
     if not ok:
         notes.write(os.path.join(args.out, "collect.txt"))
@@ -672,13 +731,16 @@ def report_failed(args):
             print("%s %s/%s: no diagnosis (see %s)" % (kind, ns, name, os.path.join(out, "collect.txt")))
             continue
         print("%s %s/%s: %s" % (kind, ns, name, verdict))
+        act, act_nodes = job_action(args, out, job_id) if status in (0, 1, 3) and job_id else ("", [])
+        errors += act_on_nodes(args, kc, act, act_nodes)
         if args.print_reports:
             with open(os.path.join(out, "report.txt"), encoding="utf-8", errors="replace") as f:
                 sys.stdout.write(f.read())
         if not args.no_annotate:
             rc, _, err = kc.run(["annotate", RESOURCES[kind], name, "-n", ns, "--overwrite",
                                  "%s=%s" % (ANN_VERDICT, verdict), "%s=%s" % (ANN_REPORT, out),
-                                 "%s=%s" % (ANN_AT, now.strftime("%Y-%m-%dT%H:%M:%SZ"))])
+                                 "%s=%s" % (ANN_AT, now.strftime("%Y-%m-%dT%H:%M:%SZ")),
+                                 "%s=%s" % (ANN_ACTION, act or "investigate"), "%s=%s" % (ANN_ACTION_HOSTS, ",".join(act_nodes))])
             if rc != 0:
                 errors += 1
                 print("collect-job-logs: annotate %s/%s: %s" % (ns, name, err), file=sys.stderr)
@@ -760,6 +822,12 @@ def main(argv):
     r.add_argument("--max-age-hours", type=float, default=72, help="skip jobs that failed longer ago (default 72; 0: no limit)")
     r.add_argument("--no-annotate", action="store_true", help="do not annotate the jobs (the report directory still marks them done)")
     r.add_argument("--print-reports", action="store_true", help="also print each text report on stdout")
+    r.add_argument("--cordon", action="store_true",
+                   help="cordon the nodes a restart-excluding-hosts action names (an Xid 79, ECC errors, the same "
+                        "failure again on a node: docs/actions.md); implies --keep-prefix (each line names its pod, whose "
+                        "spec.nodeName is the node); needs RBAC to patch nodes")
+    r.add_argument("--taint", metavar="KEY=VALUE:EFFECT",
+                   help="taint those nodes, e.g. firstfault.io/action=restart-excluding-hosts:NoSchedule (implies --keep-prefix)")
     add_common(r, True)
     args = ap.parse_args(argv)
     if not args.cmd:
@@ -772,6 +840,8 @@ def main(argv):
             ap.error("--kinds: expected pytorchjob and/or jobset, got %s" % args.kinds)
         if not args.namespace and not args.all_namespaces:
             ap.error("report-failed needs -n NAMESPACE or -A")
+        if args.cordon or args.taint:
+            args.keep_prefix = True  # each line names its pod, so the action can name the pod's node
         return report_failed(args)
     if not args.out:
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

@@ -9,8 +9,9 @@
 #   <job StdOut>.firstfault.txt and .json       next to the job's output (FF_REPORT_NEXT_TO_OUTPUT=1), as the
 #                                               job's user when running as root
 #   $FF_REPORT_DIR/<jobid>.firstfault.txt/.json  a copy for the admins (when FF_REPORT_DIR is set)
-# stores the diagnosis in FF_HISTORY, and sets the one-line verdict as the job's AdminComment
-# (FF_ADMIN_COMMENT=1). A job every node saw complete gets nothing.
+# stores the diagnosis in FF_HISTORY, sets the one-line verdict as the job's AdminComment
+# (FF_ADMIN_COMMENT=1), and with FF_DRAIN_ON_ACTION=1 drains the nodes the report's action says to leave out
+# (restart-excluding-hosts; docs/actions.md). A job every node saw complete gets nothing.
 #
 # Always exits 0 (a failing EpilogSlurmctld is only logged by Slurm, but its time is the job's COMPLETING
 # time). Problems go to FF_LOG_FILE (else syslog).
@@ -124,6 +125,7 @@ ctld_main() {
 
   write_reports "$jobid" "$dir" "$work"
   if [ "$FF_ADMIN_COMMENT" = 1 ] && [ -n "$brief" ]; then set_admin_comment "$jobid" "firstfault: $brief"; fi
+  if [ "$FF_DRAIN_ON_ACTION" = 1 ]; then drain_for_action "$jobid" "$brief" "${nodes[@]}" -- "${files[@]}"; fi
   cleanup_spool "$dir"
   return 0
 }
@@ -203,6 +205,37 @@ set_admin_comment() {
     sleep 2
   done
   ff_log "AdminComment: sacctmgr failed ($(printf '%s' "$out" | tr '\n' ' ' | head -c 200))"
+  return 0
+}
+
+# drain_for_action JOBID BRIEF NODE... -- EVENTS...: when the merged diagnosis's action is
+# restart-excluding-hosts, drains each host it names that is a node of the job (`diagnose --format action
+# --action-hosts` maps masked tokens back to node names and drops any other name), with the verdict as the
+# reason. Other actions drain nothing.
+drain_for_action() {
+  local jobid=$1 brief=$2 nodes=() line kind hosts h reason out
+  shift 2
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do nodes+=("$1"); shift; done
+  shift
+  line=$(timeout "$FF_DIAGNOSE_TIMEOUT" "$FF_BIN" diagnose --events "$@" "${FF_MASK_ARGS[@]}" --format action \
+    --action-hosts "$(IFS=,; printf '%s' "${nodes[*]}")" --quiet --no-history 2>/dev/null | head -n 1) || true
+  kind=${line%% *}
+  if [ "$kind" != restart-excluding-hosts ]; then
+    ff_log "action ${kind:-unknown}: no node drained"
+    return 0
+  fi
+  hosts=${line#"$kind"}
+  hosts=${hosts# }
+  if [ -z "$hosts" ]; then ff_log "action $kind names no node of the job: no node drained"; return 0; fi
+  reason=$(ff_sanitize_comment "firstfault job $jobid: $kind: ${brief:-see the report}")
+  for h in ${hosts//,/ }; do
+    if ! [[ $h =~ ^[A-Za-z0-9._-]+$ ]]; then ff_log "not a node name: '$h'"; continue; fi
+    if out=$(timeout 30 scontrol update "NodeName=$h" State=DRAIN "Reason=$reason" 2>&1); then
+      ff_log "drained $h: $reason"
+    else
+      ff_log "could not drain $h: $(printf '%s' "$out" | tr '\n' ' ' | head -c 200)"
+    fi
+  done
   return 0
 }
 

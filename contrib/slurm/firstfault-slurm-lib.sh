@@ -38,7 +38,7 @@ ff_init() {
   : "${FF_REPORT_NEXT_TO_OUTPUT:=1}" "${FF_MASK_KEY_FILE:=}" "${FF_KERNEL_LOG:=0}"
   : "${FF_ADMIN_COMMENT:=1}" "${FF_ADMIN_COMMENT_MAX:=200}" "${FF_USE_SACCT:=auto}"
   : "${FF_WAIT_SECONDS:=120}" "${FF_SCAN_TIMEOUT:=60}" "${FF_DIAGNOSE_TIMEOUT:=60}"
-  : "${FF_KEEP_EVENTS:=0}" "${FF_SPOOL_MAX_AGE_MIN:=1440}" "${FF_CACHE_DIR:=}"
+  : "${FF_KEEP_EVENTS:=0}" "${FF_SPOOL_MAX_AGE_MIN:=1440}" "${FF_CACHE_DIR:=}" "${FF_DRAIN_ON_ACTION:=0}"
   if [ -n "${FF_SLURM_BIN_DIR:-}" ]; then PATH=$FF_SLURM_BIN_DIR:$PATH; fi
   if [ -n "${FF_SLURM_CONF:-}" ]; then export SLURM_CONF=$FF_SLURM_CONF; fi
   if [ -n "$FF_CACHE_DIR" ]; then

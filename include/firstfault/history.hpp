@@ -36,6 +36,8 @@ struct entry {
   std::string initiating_host;      ///< masked name as shown in the report
   std::string host_key;             ///< salted hash of the real host (empty when unknown)
   std::string report_json;          ///< the full masked report
+  std::string action;               ///< the report's action kind (action.hpp: "restart", ...; "" before schema 2)
+  std::string action_hosts;         ///< the hosts it excludes, masked as in the report, comma-separated
 };
 
 struct count_row {
@@ -45,7 +47,7 @@ struct count_row {
 
 class store {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;  ///< 2: the action columns (src/store/migrations.hpp)
   /// Opens (creating directories and the schema) or migrates. Errors: locked, corrupt, unwritable.
   static result<store> open(const std::string& path);
   status add(entry& e);                        ///< fills e.id and e.created_at

@@ -131,6 +131,7 @@ struct table {
   std::string name;
   std::vector<std::string> columns;  ///< column names, the key column first
   std::map<std::string, std::vector<std::string>> rows;  ///< key -> cells (same order as columns)
+  std::vector<std::string> order;  ///< the keys in file order (a rule table is read top to bottom)
   /// The cell of `column` in the row of `key`, or empty.
   std::string get(const std::string& key, const std::string& column) const;
   bool has_column(const std::string& column) const;

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "firstfault/action.hpp"
 #include "firstfault/correlate.hpp"
 #include "firstfault/extract.hpp"
 #include "firstfault/gate.hpp"
@@ -97,6 +98,8 @@ struct run {
   std::optional<std::int64_t> recurrences;        ///< same kind on the same host in the last `recurrence_days`
   int recurrence_days = 7;
   timeline::model timeline;                        ///< the per-rank picture (timeline.hpp), masked like the rest
+  /// What to do next (action.hpp): decided by finish()/conclude() from the diagnosis and `recurrences`.
+  action::action action;
 };
 
 /// The compiled form of a library: the prefix catalogue and the matcher. Build once, diagnose many.

@@ -51,11 +51,15 @@ std::vector<std::string> note_lines(const std::vector<ingest::input_error>& erro
 /// failing rank and host, what decided, root cause, evidence, fix and verify.
 std::string from_stored_json(const nlohmann::json& j);
 
-/// One line for epilogs and tickets: `failure kind=cuda_oom rank=2 host=<host-1> CUDA out of memory`,
-/// `undetermined rank=- host=- ...`, or `healthy 1200 lines from 3 input(s)`; absent fields are "-".
+/// One line for epilogs and tickets: `failure kind=cuda_oom rank=2 host=<host-1> action=stop-fix-config CUDA out
+/// of memory`, `undetermined rank=- host=- action=investigate ...`, or `healthy 1200 lines from 3 input(s)`;
+/// absent fields are "-"; the action's hosts follow a colon, comma-separated (`action=restart-excluding-hosts:n7`).
 std::string to_brief(const pipeline::run& r);
 
 /// Exit status for a run: 0 healthy, 1 failure, 3 undetermined, 2 nothing readable.
 int exit_code(const pipeline::run& r);
+/// Exit status by action (`diagnose --exit-code action`): action::exit_status() of the run's action
+/// (0 none, 10 restart ... 15 investigate), 2 nothing readable.
+int action_exit_code(const pipeline::run& r);
 
 }  // namespace ff::report

@@ -2,6 +2,8 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -25,8 +27,8 @@ class diagnose_command final : public command {
     sub_ = app.add_subcommand("diagnose", "name the root cause and first failing rank in job logs");
     auto* d = sub_;
     d->add_option("paths", paths_, "log files, directories, archives, or - for stdin (none with --journal: the journal alone)");
-    d->add_option("--format,-f", format_, "text | json | markdown | html | brief")
-        ->check(CLI::IsMember({"text", "json", "markdown", "html", "brief"}));
+    d->add_option("--format,-f", format_, "text | json | markdown | html | brief | action (one line: the action and its hosts, for scheduler hooks)")
+        ->check(CLI::IsMember({"text", "json", "markdown", "html", "brief", "action"}));
     d->add_flag("--brief", brief_, "one line: verdict, kind, first failing rank and host, title (same as --format brief)");
     d->add_option("--color", color_, "auto | always | never")->check(CLI::IsMember({"auto", "always", "never"}));
     d->add_option("--max-line-kib", max_line_kib_, "cut lines longer than this (KiB, 1-1048576)")->check(CLI::Range(1, 1048576));
@@ -46,6 +48,16 @@ class diagnose_command final : public command {
         ->check(CLI::Range(0u, 2u));
     d->add_option("--learn-lines", learn_lines_, "lines of each input read first to learn unknown prefixes (testing)")->group("");
     d->add_flag("--timeline", timeline_, "after the text report, a per-rank timeline: one row per rank or group of ranks, the root cause marked");
+    d->add_option("--action-hosts", action_hosts_,
+                  "the real names of the job's nodes (comma-separated or repeated): --format action names the hosts to "
+                  "exclude by these names, a masked token mapped back through the mask key, and leaves out any host not "
+                  "among them (a hook never acts on a node outside the job)")
+        ->delimiter(',');
+    d->add_option("--exit-code", exit_code_,
+                  "verdict: 0 healthy, 1 failure, 3 undetermined, 2 nothing readable | action: 0 none, 10 restart, 11 "
+                  "restart-excluding-hosts, 12 stop-fix-code, 13 stop-fix-config, 14 stop-fix-data, 15 investigate, 2 nothing "
+                  "readable (docs/actions.md)")
+        ->check(CLI::IsMember({"verdict", "action"}));
     d->add_flag("--no-history", no_history_, "do not store this diagnosis in the local history");
     d->add_option("--history", history_path_, "history database (default $XDG_DATA_HOME/firstfault/history.db)");
     d->add_option("--mask-rule", mask_rules_, "extra RE2 pattern to mask (repeatable; group 1 if present)");
@@ -62,9 +74,12 @@ class diagnose_command final : public command {
   void print_report(const pipeline::run& r) const;
   result<pipeline::run> from_events(const kb::library& lib, const pipeline::options& opt) const;
   void print_revealed(const pipeline::run& r) const;
+  std::string action_line(const pipeline::run& r) const;
 
   CLI::App* sub_;
-  std::vector<std::string> paths_, mask_rules_, journal_dirs_;
+  std::vector<std::string> paths_, mask_rules_, journal_dirs_, action_hosts_;
+  mask::options mask_;  // the run's masking, for --action-hosts
+  std::string exit_code_ = "verdict";
   std::string format_ = "text", color_ = "auto", history_path_, mask_config_, key_, key_file_, job_id_;
   std::size_t max_line_kib_ = 1024, learn_lines_ = 256;
   unsigned threads_ = 0;
@@ -134,6 +149,10 @@ int diagnose_command::run(const kb::library& lib) {
     }
     opt.mask.key = mask::job_key(site.value(), job_id_);
   }
+  mask_ = opt.mask;
+  if (opt.mask.enabled && opt.mask.redact && events_ && key_given) {  // the key the nodes' scans masked with
+    if (auto k = mask_key(key_, key_file_, job_id_)) mask_.key = k.value();
+  }
   auto run = events_ ? from_events(lib, opt) : pipeline::diagnose(paths_, lib, opt);
   progress.clear();
   if (!run) {
@@ -150,7 +169,7 @@ int diagnose_command::run(const kb::library& lib) {
   if (!r.any_readable) print_error("nothing readable in the inputs");
   if (reveal_) print_revealed(r);
   if (r.any_readable) history.add(history::entry_of(r, "diagnose"));
-  return report::exit_code(r);
+  return exit_code_ == "action" ? report::action_exit_code(r) : report::exit_code(r);
 }
 
 // Every events file that reads is merged; one that does not is an input error of the run (named, with the
@@ -214,7 +233,8 @@ result<pipeline::run> diagnose_command::from_events(const kb::library& lib, cons
 }
 
 void diagnose_command::print_report(const pipeline::run& r) const {
-  if (format_ == "brief" || brief_) std::cout << report::to_brief(r);
+  if (format_ == "action") std::cout << action_line(r) << "\n";
+  else if (format_ == "brief" || brief_) std::cout << report::to_brief(r);
   else if (format_ == "json") std::cout << report::to_json(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   else if (format_ == "markdown") std::cout << report::to_markdown(r);
   else if (format_ == "html") std::cout << report::to_html(r);
@@ -223,6 +243,34 @@ void diagnose_command::print_report(const pipeline::run& r) const {
     std::cout << report::to_terminal(r, {color});
     if (timeline_ && !r.timeline.empty()) std::cout << "\n" << timeline::to_text(r.timeline, 60, color);
   }
+}
+
+// "restart-excluding-hosts node7,node9" (or "stop-fix-code"): the action and the hosts it leaves out. With
+// --action-hosts, each host is named by the job node it stands for: the same name (any capitals, or the
+// short name of a full one), or the node whose masked token it is under the run's masking; hosts that are
+// none of the nodes are dropped.
+std::string diagnose_command::action_line(const pipeline::run& r) const {
+  std::string o(action::to_string(r.any_readable ? r.action.what : action::kind::investigate));
+  std::vector<std::string> hosts;
+  auto lower = [](std::string s) {
+    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  auto short_of = [](const std::string& h) { return h.substr(0, h.find('.')); };
+  mask::masker tokens(mask_);
+  for (const auto& h : r.action.hosts) {
+    if (action_hosts_.empty()) {
+      hosts.push_back(h);
+      continue;
+    }
+    for (const auto& node : action_hosts_) {
+      bool same = lower(node) == lower(h) || lower(short_of(node)) == lower(short_of(h));
+      if (!same && mask_.enabled && mask_.redact) same = tokens.mask_host(node, false) == h;
+      if (same && std::find(hosts.begin(), hosts.end(), node) == hosts.end()) hosts.push_back(node);
+    }
+  }
+  for (std::size_t i = 0; i < hosts.size(); ++i) o += (i == 0 ? " " : ",") + text::sanitize(hosts[i]);
+  return o;
 }
 
 // stderr, so that no report format (stdout, history) ever carries a real name

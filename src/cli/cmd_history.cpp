@@ -72,16 +72,17 @@ int history_command::list(const history::store& hs) const {
       j.push_back({{"id", e.id}, {"created_at", e.created_at}, {"source", e.source}, {"inputs", e.inputs},
                    {"verdict", e.verdict}, {"signature", e.signature}, {"kind", e.kind},
                    {"initiating_rank", e.initiating_rank ? nlohmann::json(*e.initiating_rank) : nlohmann::json(nullptr)},
-                   {"initiating_host", e.initiating_host}});
+                   {"initiating_host", e.initiating_host}, {"action", e.action}, {"action_hosts", e.action_hosts}});
     std::cout << dump_safe(j) << "\n";
     return 0;
   }
   auto shown = [](const std::string& v) { return v.empty() ? std::string("-") : text::sanitize(v); };
-  std::printf("%-5s %-20s  %-12s %-30s %-6s %-12s %s\n", "ID", "WHEN (UTC)", "VERDICT", "KIND", "RANK", "HOST", "INPUTS");
+  std::printf("%-5s %-20s  %-12s %-30s %-6s %-12s %-23s %s\n", "ID", "WHEN (UTC)", "VERDICT", "KIND", "RANK", "HOST", "ACTION", "INPUTS");
   for (const auto& e : rows.value())  // inputs: the first path and how many more (the full list: --format json)
-    std::printf("%-5lld %-20s  %-12s %-30s %-6s %-12s %s\n", static_cast<long long>(e.id), text::sanitize(history::format_utc(e.created_at)).c_str(),
-                shown(e.verdict).c_str(), shown(e.kind).c_str(), e.initiating_rank ? std::to_string(*e.initiating_rank).c_str() : "-",
-                shown(e.initiating_host).c_str(), text::sanitize(history::summarize_inputs(e.inputs)).c_str());
+    std::printf("%-5lld %-20s  %-12s %-30s %-6s %-12s %-23s %s\n", static_cast<long long>(e.id),
+                text::sanitize(history::format_utc(e.created_at)).c_str(), shown(e.verdict).c_str(), shown(e.kind).c_str(),
+                e.initiating_rank ? std::to_string(*e.initiating_rank).c_str() : "-", shown(e.initiating_host).c_str(),
+                shown(e.action).c_str(), text::sanitize(history::summarize_inputs(e.inputs)).c_str());
   if (rows.value().empty()) std::printf("(no diagnoses stored yet)\n");
   return 0;
 }

@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "firstfault/action.hpp"
 #include "firstfault/catalogue.hpp"
 #include "firstfault/correlate_rules.hpp"
 #include "firstfault/encyclopedia.hpp"
@@ -108,8 +109,9 @@ class kb_command final : public command {
     coverage_->add_option("--catalogue", catalogue_dir_, "directory of catalogues (default: the source tree's kb/_catalogue)");
     coverage_->add_flag("--missed", coverage_missed_, "text: list every classified template the tool does not read as classified");
     coverage_->add_option("--min", coverage_min_, "fail (exit 1) when recognised/classified over all projects is below this fraction");
+    actions_ = sub_->add_subcommand("actions", "print the action rule table (kb/_tables/actions.tsv) as Markdown, as docs/actions.md shows it");
     lint_->add_option("--catalogue", catalogue_dir_, "directory of catalogues for the fingerprint check (default: the source tree's kb/_catalogue)");
-    for (auto* c : {lint_, test_, list_, show_, search_, export_, coverage_})
+    for (auto* c : {lint_, test_, list_, show_, search_, export_, coverage_, actions_})
       c->add_option("--kb", kb_dirs, "extra directory of signature files")->check(CLI::ExistingDirectory);
   }
   bool parsed() const override { return sub_->parsed(); }
@@ -120,6 +122,10 @@ class kb_command final : public command {
     if (search_->parsed()) return search(lib);
     if (show_->parsed()) return show_entry(lib, show_name_);
     if (coverage_->parsed()) return coverage(lib);
+    if (actions_->parsed()) {
+      std::cout << action::table_markdown(lib);
+      return 0;
+    }
     return export_kb(lib);
   }
 
@@ -132,7 +138,7 @@ class kb_command final : public command {
   int export_site(const kb::library& lib) const;
   int coverage(const kb::library& lib) const;
 
-  CLI::App *sub_, *lint_, *test_, *list_, *show_, *search_, *export_, *coverage_;
+  CLI::App *sub_, *lint_, *test_, *list_, *show_, *search_, *export_, *coverage_, *actions_;
   std::string coverage_format_ = "text", catalogue_dir_ = FF_CATALOGUE_DIR;
   bool coverage_missed_ = false;
   double coverage_min_ = 0;
@@ -147,6 +153,7 @@ int kb_command::lint(const kb::library& lib) const {
   for (const auto& r : correlate::rules::inference_rules())
     for (auto p : r.produces) produced.emplace_back(p);
   for (auto& i : kb::lint_inferred(lib, produced)) issues.push_back(std::move(i));
+  for (auto& i : action::lint(lib)) issues.push_back(std::move(i));  // every kind has an action rule
   for (const auto& i : issues) std::printf("%s: %s: %s\n", i.file.c_str(), i.name.c_str(), i.message.c_str());
   // Fingerprints no real line backs (docs/catalogues.md): counted as warnings, not problems, until every
   // signature's project has a catalogue.

@@ -31,5 +31,6 @@ std::unique_ptr<command> add_explain(CLI::App& app);                            
 std::unique_ptr<command> add_serve(CLI::App& app);                                        // cmd_serve.cpp
 std::unique_ptr<command> add_scan(CLI::App& app, std::vector<std::string>& kb_dirs);     // cmd_scan.cpp
 std::unique_ptr<command> add_lsp(CLI::App& app, std::vector<std::string>& kb_dirs);      // cmd_lsp.cpp
+std::unique_ptr<command> add_run(CLI::App& app, std::vector<std::string>& kb_dirs);      // cmd_run.cpp
 
 }  // namespace ff::cli

@@ -94,6 +94,7 @@ int run_main(int argc, char** argv) {
   commands.push_back(ff::cli::add_serve(app));
   commands.push_back(ff::cli::add_lsp(app, kb_dirs));
   commands.push_back(ff::cli::add_scan(app, kb_dirs));
+  commands.push_back(ff::cli::add_run(app, kb_dirs));
   auto* completion = app.add_subcommand("completion", "print a shell completion script (bash, zsh or fish)");
   std::string completion_shell;
   completion->add_option("shell", completion_shell, "bash | zsh | fish")->required()->check(CLI::IsMember({"bash", "zsh", "fish"}));

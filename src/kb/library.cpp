@@ -325,6 +325,7 @@ result<library> library::from_files(const std::vector<std::pair<std::string, std
           return error{name + ":" + std::to_string(line_no) + ": " + std::to_string(cells.size()) + " cells, the header has " +
                        std::to_string(t.columns.size()), errc::knowledge_base};
         auto key = cells[0];
+        t.order.push_back(key);
         if (!t.rows.emplace(key, std::move(cells)).second) return error{name + ":" + std::to_string(line_no) + ": duplicate key " + key, errc::knowledge_base};
       }
       lib.tables[t.name] = std::move(t);

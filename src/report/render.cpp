@@ -1,5 +1,6 @@
 // Terminal, JSON and Markdown renderers.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <functional>
 #include <map>
@@ -37,7 +38,22 @@ struct paint {
 struct head_facts {
   std::string verdict, kind, category, confidence, title, signature, rule, initiating_rule;
   std::string rank, host;  // "" when unknown
+  std::string action;      // action_line() of the report's action; "" when it has none (an old stored report)
 };
+
+// "restart-excluding-hosts (gpu-node-7) - why": the action in one line, for the head of every text form.
+std::string action_line(const std::string& kind, const std::vector<std::string>& hosts, const std::string& why) {
+  std::string o = kind;
+  if (!hosts.empty()) o += " (" + fmt::format("{}", fmt::join(hosts, ", ")) + ")";
+  if (!why.empty()) o += " - " + why;
+  return o;
+}
+std::string action_line(const action::action& a) { return action_line(std::string(action::to_string(a.what)), a.hosts, a.why); }
+
+nlohmann::json action_json(const action::action& a) {
+  return {{"kind", action::to_string(a.what)}, {"hosts", a.hosts}, {"retryable", a.retryable},
+          {"why", a.why},                       {"rule", a.rule},   {"source", a.source}};
+}
 
 void head_lines(const head_facts& h, const paint& p, const std::function<void(const std::string&)>& line) {
   std::string first = h.rank.empty() ? std::string("rank unknown") : p("1;31", "rank " + h.rank);
@@ -46,12 +62,14 @@ void head_lines(const head_facts& h, const paint& p, const std::function<void(co
     line(p("1;33", "verdict: undetermined") + " - something failed, but no signature explains it");
     line("first failing: " + first);
     line("decided by: " + (h.initiating_rule.empty() ? std::string("no rule (see the lines below)") : h.initiating_rule));
+    if (!h.action.empty()) line(p("1", "action: ") + h.action);
     return;
   }
   line(p("1;31", "verdict: failure") + fmt::format("  [{} / {}]  confidence: {}", h.kind, h.category, h.confidence));
   line("first failing: " + first + "  -  " + h.title);
   line("decided by: " + h.signature + (h.rule.empty() ? "" : " (rule " + h.rule + ")") +
        (h.initiating_rule.empty() ? "" : "; rank: " + h.initiating_rule));
+  if (!h.action.empty()) line(p("1", "action: ") + h.action);
 }
 
 std::string where(const correlate::evidence& e) {
@@ -208,6 +226,10 @@ std::string to_html_body(const pipeline::run& r, const html_options& opt) {
     for (const auto& f : d.facts) o += "<br><code>" + esc(clip(f, 400)) + "</code>";
     o += "</dd>";
   }
+  if (d.verdict != correlate::verdict::healthy)
+    o += "<dt>action</dt><dd><b id=\"action\">" + esc(std::string(action::to_string(r.action.what))) + "</b>" +
+         (r.action.hosts.empty() ? "" : " excluding <code id=\"action-hosts\">" + esc(fmt::format("{}", fmt::join(r.action.hosts, " "))) + "</code>") +
+         " <span class=\"muted\">" + esc(r.action.why) + "</span></dd>";
   o += "<dt>first failing rank</dt><dd><b id=\"initiating-rank\">" +
        (d.initiating_rank ? std::to_string(*d.initiating_rank) : std::string("unknown")) + "</b>" +
        (d.initiating_host ? " on host <b>" + esc(*d.initiating_host) + "</b>" : "") + " <span class=\"muted\">(" + esc(d.initiating_rule) + ")</span></dd>";
@@ -319,6 +341,20 @@ std::vector<std::string> note_lines(const std::vector<ingest::input_error>& erro
   return out;
 }
 
+namespace {
+// The action line of a stored report, or "" for one stored before reports had an action.
+std::string stored_action(const nlohmann::json& j) {
+  if (!j.contains("action") || !j["action"].is_object()) return "";
+  const auto& a = j["action"];
+  auto str = [&a](const char* k) { return a.contains(k) && a[k].is_string() ? a[k].get<std::string>() : std::string(); };
+  std::vector<std::string> hosts;
+  if (a.contains("hosts") && a["hosts"].is_array())
+    for (const auto& h : a["hosts"])
+      if (h.is_string()) hosts.push_back(h.get<std::string>());
+  return str("kind").empty() ? "" : action_line(str("kind"), hosts, str("why"));
+}
+}  // namespace
+
 std::string from_stored_json(const nlohmann::json& j) {
   // Reads only what to_json() writes; a field that is missing or of another type is left out.
   auto str = [](const nlohmann::json& o, const char* k) {
@@ -340,7 +376,7 @@ std::string from_stored_json(const nlohmann::json& j) {
   const nlohmann::json rc = j.contains("root_cause") ? j["root_cause"] : nlohmann::json::object();
   const head_facts head{verdict,           str(rc, "kind"),  str(rc, "category"), str(rc, "confidence"), str(rc, "title"),
                         str(rc, "signature"), str(rc, "rule"), str(j, "initiating_rule"), num(j, "initiating_rank"),
-                        str(j, "initiating_host")};
+                        str(j, "initiating_host"), stored_action(j)};
   if (verdict == "failure" || verdict == "undetermined") head_lines(head, paint{false}, line);
   else line("verdict: " + (verdict.empty() ? std::string("unknown") : verdict));
   if (verdict == "failure") {
@@ -398,6 +434,11 @@ std::string to_brief(const pipeline::run& r) {
   if (verdict != "healthy") {
     field("rank", d.initiating_rank ? std::to_string(*d.initiating_rank) : "");
     field("host", d.initiating_host.value_or(""));
+    if (r.any_readable) {
+      std::string act(action::to_string(r.action.what));
+      for (const auto& h : r.action.hosts) act += (h == r.action.hosts.front() ? ":" : ",") + h;
+      field("action", act);
+    }
   }
   if (verdict == "failure") o += " " + d.title;
   else if (verdict == "undetermined") o += " " + (r.any_readable ? std::string("no signature explains the failure") : "nothing could be read");
@@ -413,6 +454,8 @@ int exit_code(const pipeline::run& r) {
   if (r.diag.verdict == correlate::verdict::undetermined) return 3;
   return 0;
 }
+
+int action_exit_code(const pipeline::run& r) { return r.any_readable ? action::exit_status(r.action.what) : 2; }
 
 nlohmann::json to_json(const pipeline::run& r) {
   const auto& d = r.diag;
@@ -471,6 +514,7 @@ nlohmann::json to_json(const pipeline::run& r) {
     j["input_errors"].push_back({{"path", e.path}, {"reason", e.reason}, {"skipped", e.fatal_for_input}});
   j["stats"] = {{"lines", r.total_lines}, {"bytes", r.total_bytes}};
   j["masking"] = {{"enabled", r.masked}, {"redacted", r.redacted}, {"counts", r.mask_counts}};
+  j["action"] = action_json(r.action);
   j["recurrences"] = r.recurrences ? nlohmann::json({{"count", *r.recurrences}, {"days", r.recurrence_days}}) : nlohmann::json(nullptr);
   if (!r.timeline.empty()) j["timeline"] = timeline::to_json(r.timeline);  // history draws the picture from it
   return j;
@@ -492,7 +536,7 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
     return o;
   }
   head_lines({name(d.verdict), d.kind, d.category, name(d.confidence), d.title, d.signature, d.rule, d.initiating_rule,
-              d.initiating_rank ? std::to_string(*d.initiating_rank) : "", d.initiating_host.value_or("")},
+              d.initiating_rank ? std::to_string(*d.initiating_rank) : "", d.initiating_host.value_or(""), action_line(r.action)},
              p, line);
   if (d.verdict != correlate::verdict::undetermined) {
     line("");
@@ -606,6 +650,10 @@ std::string to_markdown(const pipeline::run& r) {
   }
   if (r.recurrences && *r.recurrences > 0)
     line(fmt::format("- **Recurrence:** this host had the same failure {} time(s) in the last {} days", *r.recurrences, r.recurrence_days));
+  if (d.verdict != correlate::verdict::healthy)
+    line("- **Action:** " + code_span(std::string(action::to_string(r.action.what))) +
+         (r.action.hosts.empty() ? "" : " excluding " + code_span(fmt::format("{}", fmt::join(r.action.hosts, " ")))) + " - " +
+         md_text(r.action.why));
   line("- **First failing rank:** " + (d.initiating_rank ? std::to_string(*d.initiating_rank) : std::string("unknown")) +
        (d.initiating_host ? " on " + *d.initiating_host : "") + (d.initiating_rule.empty() ? "" : " (" + md_text(d.initiating_rule) + ")"));
   if (!d.evidence_lines.empty()) {

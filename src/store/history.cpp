@@ -2,6 +2,7 @@
 #include "firstfault/history.hpp"
 
 #include "backend.hpp"
+#include "migrations.hpp"
 
 #include <sqlite3.h>
 
@@ -27,24 +28,6 @@ std::string detail::stats_sql(const std::string& by, const std::string& param) {
 
 namespace {
 
-// Forward-only migrations; index i brings the schema from version i to i+1.
-const char* kMigrations[] = {
-    R"(CREATE TABLE IF NOT EXISTS diagnoses(
-         id INTEGER PRIMARY KEY AUTOINCREMENT,
-         created_at INTEGER NOT NULL,
-         source TEXT NOT NULL,
-         inputs TEXT NOT NULL,
-         verdict TEXT NOT NULL,
-         signature TEXT,
-         kind TEXT,
-         initiating_rank INTEGER,
-         initiating_host TEXT,
-         host_key TEXT,
-         report_json TEXT NOT NULL);
-       CREATE INDEX IF NOT EXISTS diagnoses_host_kind ON diagnoses(host_key, kind, created_at);
-       CREATE INDEX IF NOT EXISTS diagnoses_created ON diagnoses(created_at);)",
-};
-
 std::string describe(sqlite3* db, int rc, const std::string& path) {
   std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
   int code = rc & 0xff;
@@ -58,7 +41,7 @@ std::string describe(sqlite3* db, int rc, const std::string& path) {
 // Column order read back by row_to_entry().
 const char* kSelect =
     "SELECT id, created_at, source, inputs, verdict, signature, kind, initiating_rank, initiating_host, host_key,"
-    " report_json FROM diagnoses";
+    " report_json, action, action_hosts FROM diagnoses";
 
 std::int64_t now_s() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -81,6 +64,8 @@ entry row_to_entry(sqlite3_stmt* st) {
   e.initiating_host = text(8);
   e.host_key = text(9);
   e.report_json = text(10);
+  e.action = text(11);
+  e.action_hosts = text(12);
   return e;
 }
 
@@ -203,7 +188,7 @@ result<std::unique_ptr<detail::backend>> sqlite_backend::open(const std::string&
     return error{path + ": history database has schema version " + std::to_string(version) +
                  ", newer than this firstfault (" + std::to_string(store::kSchemaVersion) + "); upgrade firstfault"};
   for (int v = version; v < store::kSchemaVersion; ++v) {
-    std::string sql = std::string("BEGIN IMMEDIATE;") + kMigrations[v] + "PRAGMA user_version = " + std::to_string(v + 1) + ";COMMIT;";
+    std::string sql = std::string("BEGIN IMMEDIATE;") + detail::render(v, detail::dialect::sqlite) + "PRAGMA user_version = " + std::to_string(v + 1) + ";COMMIT;";
     char* err = nullptr;
     rc = sqlite3_exec(impl_->db, sql.c_str(), nullptr, nullptr, &err);
     if (rc != SQLITE_OK) {
@@ -222,7 +207,7 @@ status sqlite_backend::add(entry& e) {
   sqlite3_stmt* st = nullptr;
   int rc = sqlite3_prepare_v2(impl_->db,
                               "INSERT INTO diagnoses(created_at, source, inputs, verdict, signature, kind, initiating_rank,"
-                              " initiating_host, host_key, report_json) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                              " initiating_host, host_key, report_json, action, action_hosts) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
                               -1, &st, nullptr);
   if (rc != SQLITE_OK) return error{describe(impl_->db, rc, impl_->path)};
   sqlite3_bind_int64(st, 1, e.created_at);
@@ -236,6 +221,8 @@ status sqlite_backend::add(entry& e) {
   sqlite3_bind_text(st, 8, e.initiating_host.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(st, 9, e.host_key.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(st, 10, e.report_json.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 11, e.action.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 12, e.action_hosts.c_str(), -1, SQLITE_TRANSIENT);
   rc = sqlite3_step(st);
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE) return error{describe(impl_->db, rc, impl_->path)};

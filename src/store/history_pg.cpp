@@ -12,37 +12,21 @@
 
 #include "../base/dl.hpp"
 #include "backend.hpp"
+#include "migrations.hpp"
 
 namespace ff::history::detail {
 
 namespace {
 
-// Forward-only migrations, the same steps as the SQLite ones (history.cpp) in PostgreSQL's dialect; index i
-// brings the schema from version i to i+1. The version and the host_key salt live in firstfault_meta.
-const char* kMigrations[] = {
-    R"(CREATE TABLE IF NOT EXISTS diagnoses(
-         id BIGSERIAL PRIMARY KEY,
-         created_at BIGINT NOT NULL,
-         source TEXT NOT NULL,
-         inputs TEXT NOT NULL,
-         verdict TEXT NOT NULL,
-         signature TEXT,
-         kind TEXT,
-         initiating_rank INTEGER,
-         initiating_host TEXT,
-         host_key TEXT,
-         report_json TEXT NOT NULL);
-       CREATE INDEX IF NOT EXISTS diagnoses_host_kind ON diagnoses(host_key, kind, created_at);
-       CREATE INDEX IF NOT EXISTS diagnoses_created ON diagnoses(created_at);)",
-};
-static_assert(sizeof kMigrations / sizeof kMigrations[0] == store::kSchemaVersion, "one migration per schema version");
+// The migrations are migrations.hpp's steps in PostgreSQL's dialect. The version and the host_key salt live
+// in firstfault_meta.
 
 // Any constant: concurrent first opens (every node's epilog at once) migrate one at a time.
 constexpr const char* kMigrationLock = "SELECT pg_advisory_xact_lock(7466530417)";
 
 const char* kSelect =
     "SELECT id, created_at, source, inputs, verdict, signature, kind, initiating_rank, initiating_host, host_key,"
-    " report_json FROM diagnoses";
+    " report_json, action, action_hosts FROM diagnoses";
 
 // libpq is loaded when a postgresql:// history is opened, not linked: linked, it made every run of every
 // command load 22 more shared libraries (Kerberos, LDAP, SASL, GnuTLS among them): a small diagnosis took
@@ -147,6 +131,8 @@ entry row_to_entry(const PGresult* r, int row) {
   e.initiating_host = text(8);
   e.host_key = text(9);
   e.report_json = text(10);
+  e.action = text(11);
+  e.action_hosts = text(12);
   return e;
 }
 
@@ -235,7 +221,7 @@ status pg_backend::migrate() {
     return rollback(error{shown_ + ": history database has schema version " + std::to_string(version) + ", newer than this firstfault (" +
                           std::to_string(store::kSchemaVersion) + "); upgrade firstfault"});
   for (int v = version; v < store::kSchemaVersion; ++v) {
-    if (result_ptr m(pq->PQexec(conn_, kMigrations[v])); m.status() != PGRES_COMMAND_OK)
+    if (result_ptr m(pq->PQexec(conn_, render(v, dialect::postgres).c_str())); m.status() != PGRES_COMMAND_OK)
       return rollback(fail("migration to schema version " + std::to_string(v + 1)));
   }
   if (version < store::kSchemaVersion) {
@@ -257,9 +243,10 @@ status pg_backend::add(entry& e) {
   std::string created = std::to_string(e.created_at);
   std::string rank = e.initiating_rank ? std::to_string(*e.initiating_rank) : "";
   result_ptr r(exec("INSERT INTO diagnoses(created_at, source, inputs, verdict, signature, kind, initiating_rank, initiating_host,"
-                    " host_key, report_json) VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) RETURNING id",
+                    " host_key, report_json, action, action_hosts) VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12) RETURNING id",
                     {created.c_str(), e.source.c_str(), e.inputs.c_str(), e.verdict.c_str(), e.signature.c_str(), e.kind.c_str(),
-                     e.initiating_rank ? rank.c_str() : nullptr, e.initiating_host.c_str(), e.host_key.c_str(), e.report_json.c_str()}));
+                     e.initiating_rank ? rank.c_str() : nullptr, e.initiating_host.c_str(), e.host_key.c_str(), e.report_json.c_str(),
+                     e.action.c_str(), e.action_hosts.c_str()}));
   if (r.status() != PGRES_TUPLES_OK || pq->PQntuples(r.r) != 1) return fail("insert");
   e.id = std::stoll(pq->PQgetvalue(r.r, 0, 0));
   return ok();

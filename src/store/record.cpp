@@ -17,6 +17,8 @@ entry entry_of(const pipeline::run& r, std::string source, std::string report_js
   e.initiating_rank = r.diag.initiating_rank;
   e.initiating_host = r.diag.initiating_host.value_or("");
   e.host_key = r.initiating_host_key;
+  e.action = action::to_string(r.action.what);
+  for (const auto& h : r.action.hosts) e.action_hosts += (e.action_hosts.empty() ? "" : ",") + h;
   e.report_json = report_json.empty()
                       ? report::to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                       : std::move(report_json);

@@ -697,6 +697,26 @@ if [ -f "$BUILD_DIR/cmake_install.cmake" ]; then
   cmake --install "$BUILD_DIR" --prefix "$tmp/prefix" >/dev/null 2>&1
   check "make install puts binary, man page and completions under the prefix" sh -c 'test -x "$1/bin/firstfault" && test -s "$1/share/man/man1/firstfault.1" && test -s "$1/share/bash-completion/completions/firstfault" && test -s "$1/share/fish/vendor_completions.d/firstfault.fish" && "$1/bin/firstfault" --version >/dev/null' _ "$tmp/prefix"
 fi
+# The action (docs/actions.md): --exit-code action, --format action, and --action-hosts mapping a masked host
+# back to the job's node through the mask key (the Slurm epilog drains by it).
+printf "Dec  4 10:02:09 gpu-node-7 kernel: NVRM: Xid (PCI:0000:05:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n" >"$tmp/xid79.log"
+run diagnose --no-history --exit-code action --format action "$tmp/xid79.log"
+check "Xid 79: --exit-code action is 11 and --format action names the host" test "$rc/$out" = "11/restart-excluding-hosts gpu-node-7"
+run diagnose --no-history "$tmp/xid79.log"
+check "Xid 79: exit status 1 without --exit-code action" test "$rc" = 1
+check "Xid 79: the text report's fourth line is the action" sh -c 'printf "%s\n" "$1" | sed -n 4p | grep -q "^action: restart-excluding-hosts (gpu-node-7) - "' _ "$out"
+printf 'k1\n' >"$tmp/action.key"
+chmod 600 "$tmp/action.key"
+printf 'step 1\n[rank0]: RuntimeError: CUDA error: uncorrectable ECC error encountered\n' >"$tmp/ecc.log"
+run scan "$tmp/ecc.log" --host gpu-node-9 -o "$tmp/ecc.ffev" --mask-key-file "$tmp/action.key" --quiet
+run diagnose --events "$tmp/ecc.ffev" --mask-key-file "$tmp/action.key" --format action --quiet --no-history
+check "--redact: the action names the masked token" sh -c 'printf "%s" "$1" | grep -qE "^restart-excluding-hosts node-[0-9a-f]{10}$"' _ "$out"
+run diagnose --events "$tmp/ecc.ffev" --mask-key-file "$tmp/action.key" --format action --quiet --no-history --action-hosts gpu-node-7,gpu-node-9
+check "--action-hosts maps the token back to the job's node" test "$out" = "restart-excluding-hosts gpu-node-9"
+run diagnose --events "$tmp/ecc.ffev" --mask-key-file "$tmp/action.key" --format action --quiet --no-history --action-hosts gpu-node-7
+check "--action-hosts drops a host that is not among the job's nodes" test "$out" = "restart-excluding-hosts"
+run kb actions
+check "kb actions prints the rule table with one row per kind" sh -c 'printf "%s" "$1" | grep -q "^| \`gpu_fell_off_bus\` | always | restart-excluding-hosts | hardware |"' _ "$out"
 # usage errors of watch are refused at once, with exit status 2 and the reason
 "$BIN" watch "$tmp" --metrics 127.0.0.1:99x --run-for 1 >/dev/null 2>"$tmp/badport.err"; rc=$?
 check "watch --metrics with a bad port: exit 2 and says why" sh -c "test $rc -eq 2 && grep -q 'port must be a number' '$tmp/badport.err'"

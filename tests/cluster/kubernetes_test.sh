@@ -183,6 +183,39 @@ PATH=$FAKE_PATH FAKE_KUBECTL_DENY=annotate "$COLLECT" report-failed -n ml-resear
   --max-age-hours 0 >"$tmp/hook4.out" 2>"$tmp/hook4.err"
 check "report-failed: a refused annotation is an error (exit 6) but the report is kept" sh -c \
   "[ $? -eq 6 ] && test -s '$tmp/reports-deny/ml-research/llama-ft-5d3c0e8a/verdict.txt' && grep -q Forbidden '$tmp/hook4.err'"
+# --- 6b. the action: annotated on the job; opt-in, the nodes a restart-excluding-hosts action names are
+# cordoned and tainted (the exact kubectl commands), and no other node is touched
+check "report-failed: the OOM job is annotated with its action (stop-fix-config, no hosts)" calls '
+  any(x[1:3] == ["annotate", "pytorchjobs.kubeflow.org"] and "firstfault/action=stop-fix-config" in x and "firstfault/action-hosts=" in x for x in c)'
+: >"$tmp/kubectl.calls"
+PATH=$FAKE_PATH "$COLLECT" report-failed -n ml-research --kinds pytorchjob --reports "$tmp/reports-oom-cordon" --max-age-hours 0 \
+  --cordon --taint firstfault.io/action=restart-excluding-hosts:NoSchedule >"$tmp/hook5.out" 2>&1
+check "report-failed --cordon: a CUDA OOM (stop-fix-config) cordons and taints nothing" \
+  calls 'not any(x[1] in ("cordon", "taint") for x in c)'
+XFX=$tmp/fx-ecc  # the same job, but rank 1's GPU reports an uncorrectable ECC error instead of the OOM
+cp -r "$FX" "$XFX"
+sed -i 's/\[rank1\]: torch.OutOfMemoryError: CUDA out of memory\..*/[rank1]: RuntimeError: CUDA error: uncorrectable ECC error encountered/' \
+  "$XFX/kubectl-logs-prefix-previous.txt"
+: >"$tmp/kubectl.calls"
+PATH=$XFX/bin:$PATH "$COLLECT" report-failed -n ml-research --kinds pytorchjob --reports "$tmp/reports-ecc" --max-age-hours 0 \
+  --cordon --taint firstfault.io/action=restart-excluding-hosts:NoSchedule >"$tmp/hook6.out" 2>"$tmp/hook6.err"
+check "report-failed --cordon: exit status 0 on the ECC job" test $? -eq 0
+check "report-failed --cordon: the ECC job is diagnosed gpu_ecc_hardware with action restart-excluding-hosts" \
+  q "$tmp/reports-ecc/ml-research/llama-ft-5d3c0e8a/report.json" 'j["root_cause"]["kind"] == "gpu_ecc_hardware" and j["action"]["kind"] == "restart-excluding-hosts"'
+check "report-failed --cordon: exactly: kubectl cordon gpu-node-22 (worker-0's node)" \
+  calls '[x[1:] for x in c if x[1] == "cordon"] == [["cordon", "gpu-node-22"]]'
+check "report-failed --taint: exactly: kubectl taint nodes gpu-node-22 firstfault.io/action=restart-excluding-hosts:NoSchedule --overwrite" \
+  calls '[x[1:] for x in c if x[1] == "taint"] == [["taint", "nodes", "gpu-node-22", "firstfault.io/action=restart-excluding-hosts:NoSchedule", "--overwrite"]]'
+check "report-failed --cordon: the job is annotated with the action and the node" calls '
+  any(x[1:3] == ["annotate", "pytorchjobs.kubeflow.org"] and "firstfault/action=restart-excluding-hosts" in x
+      and "firstfault/action-hosts=gpu-node-22" in x for x in c)'
+check "report-failed --cordon: says what it did" grep -q '^  cordoned gpu-node-22 (action restart-excluding-hosts)' "$tmp/hook6.out"
+: >"$tmp/kubectl.calls"
+PATH=$XFX/bin:$PATH "$COLLECT" report-failed -n ml-research --kinds pytorchjob --reports "$tmp/reports-ecc-nocordon" --max-age-hours 0 \
+  --keep-prefix >/dev/null 2>&1
+check "report-failed --keep-prefix without --cordon/--taint: the node is left alone, the action still annotated" calls '
+  not any(x[1] in ("cordon", "taint") for x in c) and any("firstfault/action=restart-excluding-hosts" in x for x in c)'
+
 unset FAKE_KUBECTL_LOG
 
 # --- 7. the manifests, offline

@@ -60,7 +60,7 @@ done
 n=$("$BIN" history list --history "$URL" --format json --limit 100 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 [ "$n" = 8 ] || fail "8 concurrent diagnoses stored $n rows"
 ver=$("${as_pg[@]}" "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U ff -d postgres -Atc "SELECT value FROM firstfault_meta WHERE key='schema_version'")
-[ "$ver" = 1 ] || fail "schema_version is '$ver'"
+[ "$ver" = 2 ] || fail "schema_version is '$ver'"
 
 # Two machines: the same failing host from two HOMEs (two local salt files) is one host in the database.
 host_log="$tmp/xid.log"
@@ -92,6 +92,25 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["initiatin
   fail "a --redact report does not name a pseudonym or count the node's two earlier failures"
 rdump=$("${as_pg[@]}" "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U ff -d postgres -Atc "SELECT report_json || inputs || coalesce(initiating_host, '') FROM diagnoses ORDER BY id DESC LIMIT 1")
 case "$rdump" in *gpu-node-31*) fail "a --redact report stored a real host name in PostgreSQL";; esac
+
+# The action columns (schema 2): the Xid 79 host's rows say restart-excluding-hosts and name it.
+act=$("${as_pg[@]}" "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U ff -d postgres -Atc \
+  "SELECT DISTINCT action || ' ' || action_hosts FROM diagnoses WHERE kind = 'gpu_fell_off_bus' AND initiating_host = 'gpu-node-31'")
+[ "$act" = "restart-excluding-hosts gpu-node-31" ] || fail "action columns of the Xid 79 rows: '$act'"
+# A history written by schema version 1 is migrated: the rows stay, with an empty action.
+"${as_pg[@]}" "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U ff -d postgres -qAtc "CREATE DATABASE v1" >/dev/null
+"${as_pg[@]}" "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U ff -d v1 -qAtc "
+  CREATE TABLE firstfault_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+  INSERT INTO firstfault_meta VALUES('schema_version', '1'), ('host_salt', 'abc');
+  CREATE TABLE diagnoses(id BIGSERIAL PRIMARY KEY, created_at BIGINT NOT NULL, source TEXT NOT NULL, inputs TEXT NOT NULL,
+    verdict TEXT NOT NULL, signature TEXT, kind TEXT, initiating_rank INTEGER, initiating_host TEXT, host_key TEXT,
+    report_json TEXT NOT NULL);
+  INSERT INTO diagnoses(created_at, source, inputs, verdict, kind, report_json) VALUES(1700000000, 'diagnose', 'old/', 'failure', 'cuda_oom', '{}');" >/dev/null
+XDG_DATA_HOME="$tmp/home-b" "$BIN" diagnose "$host_log" --quiet --format brief --history "postgresql://ff@127.0.0.1:$port/v1" >/dev/null || true
+ver=$("${as_pg[@]}" "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U ff -d v1 -Atc "SELECT value FROM firstfault_meta WHERE key='schema_version'")
+[ "$ver" = 2 ] || fail "a version 1 history was migrated to '$ver'"
+rows=$("${as_pg[@]}" "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U ff -d v1 -Atc "SELECT inputs || '|' || action FROM diagnoses ORDER BY id")
+case "$rows" in "old/|"$'\n'*"|restart-excluding-hosts") ;; *) fail "version 1 rows after the migration: $rows";; esac
 
 # Errors: a password never shown; an unreachable database is one line and the report is still printed.
 dead=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -128,4 +147,4 @@ python3 -c 'import json,sys; assert len(json.load(open(sys.argv[1]))) == 1' "$tm
 "$BIN" history list --history "postgresql://reader@127.0.0.1:$port/postgres" --format json --limit 3 >"$tmp/ro.json" 2>"$tmp/ro.err" ||
   fail "a read-only role cannot list the history: $(cat "$tmp/ro.err")"
 python3 -c 'import json,sys; assert len(json.load(open(sys.argv[1]))) == 3' "$tmp/ro.json" || fail "a read-only role listed no rows"
-echo "postgres_test: all passed (8 concurrent first opens, shared host salt, recurrences, stats, show, redaction)"
+echo "postgres_test: all passed (8 concurrent first opens, shared host salt, recurrences, stats, show, redaction, action columns, migration from schema 1)"

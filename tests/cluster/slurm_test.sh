@@ -462,6 +462,57 @@ if [ -s "$T/jobs/sim-9999.out.firstfault.json" ]; then
 fi
 check "its spool directory was removed" test ! -e "$T/spool/ff/9999"
 
+echo "-- controller epilog by hand: FF_DRAIN_ON_ACTION=1 drains the node an Xid 79 names, on this Slurm"
+# The job's kernel log says a GPU fell off the bus: the action is restart-excluding-hosts naming this node
+# (masked with the site key in the events file; the epilog maps the token back to the node's name).
+printf 'FF_DRAIN_ON_ACTION=1\n' | cat "$T/etc/short-wait.conf" - >"$T/etc/drain.conf"
+chmod 0644 "$T/etc/drain.conf"
+cat >"$T/jobs/xid-9997.out" <<'EOF'
+step 10 | loss 3.1021
+[Fri Dec  4 10:02:11 2026] NVRM: Xid (PCI:0000:05:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.
+[rank0]: RuntimeError: CUDA error: unspecified launch failure
+EOF
+mkdir -p "$T/spool/ff/9997"
+"$FF" scan "$T/jobs/xid-9997.out" --host localhost -o "$T/spool/ff/9997/localhost.ffev" --mask-key-file "$T/etc/mask.key" --quiet ||
+  bad "firstfault scan xid-9997.out (exit $?)"
+printf 'host=%s\nbatch=1\nview=failed\nwhy=test\n' "$HOST" >"$T/spool/ff/9997/localhost.meta"
+check "the merged report's action excludes localhost (token mapped back to the node)" \
+  test "$("$FF" diagnose --events "$T/spool/ff/9997/localhost.ffev" --mask-key-file "$T/etc/mask.key" --format action \
+    --action-hosts localhost,ghost1 --quiet --no-history)" = "restart-excluding-hosts localhost"
+rc=0
+env -i FF_SLURM_CONFIG="$T/etc/drain.conf" SLURM_JOB_ID=9997 SLURM_JOB_NAME=xid SLURM_JOB_USER=root \
+  SLURM_JOB_UID=0 SLURM_JOB_GID=0 SLURM_JOB_NODELIST=localhost SLURM_JOB_EXIT_CODE2=1:0 \
+  SLURM_JOB_DERIVED_EC=256 SLURM_JOB_WORK_DIR="$T/jobs" SLURM_JOB_STDOUT="$T/jobs/xid-%j.out" \
+  SLURM_SCRIPT_CONTEXT=epilog_slurmctld "$T/etc/firstfault-epilog-slurmctld.sh" || rc=$?
+check "exits 0" test "$rc" = 0
+if [ -s "$T/jobs/xid-9997.out.firstfault.json" ]; then
+  check "report: kind gpu_fell_off_bus, action restart-excluding-hosts" \
+    test "$(json_field "$T/jobs/xid-9997.out.firstfault.json" root_cause.kind)/$(json_field "$T/jobs/xid-9997.out.firstfault.json" action.kind)" = gpu_fell_off_bus/restart-excluding-hosts
+else
+  bad "no report for job 9997"
+fi
+nodeline=$(scontrol -o show node localhost) || nodeline=""
+check "node localhost is drained: $(grep -o 'State=[^ ]*' <<<"$nodeline")" grep -qE 'State=[A-Z+]*DRAIN' <<<"$nodeline"
+check "drain reason names the job and the action: $(grep -o 'Reason=.*' <<<"$nodeline" | head -c 110)" \
+  grep -q 'Reason=firstfault job 9997: restart-excluding-hosts: failure kind=gpu_fell_off_bus' <<<"$nodeline"
+check "drain logged" grep -q 'job=9997 .*drained localhost: firstfault job 9997' "$T/log/firstfault-slurm.log"
+scontrol update NodeName=localhost State=RESUME
+node_ready() { [ "$(sinfo -h -n localhost -o %T)" = idle ]; }
+wait_for 30 "node localhost idle again after RESUME" node_ready || true
+check "node localhost resumed (idle)" node_ready
+
+echo "-- controller epilog by hand: FF_DRAIN_ON_ACTION=1 and a CUDA OOM (stop-fix-config): nothing is drained"
+mkdir -p "$T/spool/ff/9996"
+"$FF" scan "$T/jobs/sim-9999.out" --host localhost -o "$T/spool/ff/9996/localhost.ffev" --mask-key-file "$T/etc/mask.key" --quiet ||
+  bad "firstfault scan sim-9999.out (exit $?)"
+printf 'host=%s\nbatch=1\nview=failed\nwhy=test\n' "$HOST" >"$T/spool/ff/9996/localhost.meta"
+env -i FF_SLURM_CONFIG="$T/etc/drain.conf" SLURM_JOB_ID=9996 SLURM_JOB_NAME=sim SLURM_JOB_USER=root \
+  SLURM_JOB_UID=0 SLURM_JOB_GID=0 SLURM_JOB_NODELIST=localhost SLURM_JOB_EXIT_CODE2=1:0 \
+  SLURM_JOB_DERIVED_EC=256 SLURM_JOB_WORK_DIR="$T/jobs" SLURM_JOB_STDOUT="$T/jobs/sim-%j.out" \
+  SLURM_SCRIPT_CONTEXT=epilog_slurmctld "$T/etc/firstfault-epilog-slurmctld.sh" || true
+check "no node drained, logged" grep -q 'job=9996 .*action stop-fix-config: no node drained' "$T/log/firstfault-slurm.log"
+check "node localhost still idle" node_ready
+
 echo "-- node epilog by hand: a configuration that others can write is refused"
 cp "$T/etc/firstfault-slurm.conf" "$T/etc/writable.conf"
 chmod 0666 "$T/etc/writable.conf"

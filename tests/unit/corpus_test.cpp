@@ -75,6 +75,11 @@ TEST_P(corpus_case, matches_labelled_truth) {
   if (verdict == "failure") {
     EXPECT_FALSE(got["root_cause"]["evidence"].empty());
   }
+  // Every report carries an action decided by a row of kb/_tables/actions.tsv (issue 49).
+  ASSERT_TRUE(got.contains("action") && got["action"].is_object());
+  EXPECT_FALSE(got["action"]["rule"].get<std::string>().empty()) << "no action rule decided for " << verdict << " " << kind;
+  if (verdict == "healthy") EXPECT_EQ(got["action"]["kind"], "none");
+  if (verdict == "undetermined") EXPECT_EQ(got["action"]["kind"], "investigate");
   if (verdict == "undetermined" && want != "healthy") {
     EXPECT_FALSE(got["suspicious"].empty() && got["collateral"].empty())
         << "an undetermined report lists the lines that look wrong";

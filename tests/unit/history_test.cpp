@@ -95,6 +95,39 @@ TEST(history, newer_schema_is_refused) {
   EXPECT_NE(s.error().message.find("newer"), std::string::npos);
 }
 
+// A database written by schema version 1 (before the action columns) is migrated in place: its rows stay,
+// with an empty action, and new rows store the action and its hosts.
+TEST(history, version_1_database_is_migrated_to_the_action_columns) {
+  temp_db t;
+  fs::create_directories(t.dir);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(t.path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "CREATE TABLE diagnoses(id INTEGER PRIMARY KEY AUTOINCREMENT, created_at INTEGER NOT NULL, source TEXT NOT NULL,"
+                         " inputs TEXT NOT NULL, verdict TEXT NOT NULL, signature TEXT, kind TEXT, initiating_rank INTEGER,"
+                         " initiating_host TEXT, host_key TEXT, report_json TEXT NOT NULL);"
+                         "INSERT INTO diagnoses(created_at, source, inputs, verdict, kind, report_json)"
+                         " VALUES(1700000000, 'diagnose', 'old/', 'failure', 'cuda_oom', '{}');"
+                         "PRAGMA user_version = 1;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto s = ff::history::store::open(t.path);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s.value().schema_version(), 2);
+  auto e = make("gpu_fell_off_bus", "k1", 0);
+  e.action = "restart-excluding-hosts";
+  e.action_hosts = "gpu-node-7";
+  ASSERT_TRUE(s.value().add(e));
+  auto rows = s.value().list(10);
+  ASSERT_TRUE(rows);
+  ASSERT_EQ(rows.value().size(), 2u);
+  EXPECT_EQ(rows.value()[0].action, "restart-excluding-hosts");
+  EXPECT_EQ(rows.value()[0].action_hosts, "gpu-node-7");
+  EXPECT_EQ(rows.value()[1].inputs, "old/");
+  EXPECT_EQ(rows.value()[1].action, "");
+}
+
 TEST(history, locked_database_gives_a_clear_error) {
   temp_db t;
   auto s = ff::history::store::open(t.path);
