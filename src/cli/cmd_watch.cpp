@@ -269,6 +269,9 @@ class alertmanager_client {
       if (ranks.empty() && r.contains("alert") && r["alert"].contains(alert_ranks) && r["alert"][alert_ranks].is_array())
         for (const auto& x : r["alert"][alert_ranks])
           if (x.is_number_integer()) ranks.push_back(x.get<int>());
+      if (type == "slow_rank" && ranks.size() == 1 && r.contains("slow_ranks") && r["slow_ranks"].is_array())
+        for (const auto& s : r["slow_ranks"])  // the slow rank's host, not the first failing rank's
+          if (s.contains("rank") && s["rank"] == ranks[0]) labels["host"] = str(s, "host");
       std::string rr = rank_ranges(ranks);
       if (!rr.empty()) labels["ranks"] = rr;  // an empty label is the same as none to Alertmanager
       // A failure alert keeps its identity while updates add collateral (type and signature); a hang alert

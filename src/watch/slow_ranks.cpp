@@ -5,6 +5,20 @@
 
 namespace ff::watch::detail {
 
+void slow_rank_watch::poll(double now, const correlate::inputs& in, metrics& mx, std::mutex& mu, bool alerts_on,
+                           const std::function<void(const correlate::slow_rank&)>& alert) {
+  if (now - last_poll_ < 1) return;
+  last_poll_ = now;
+  auto r = check(in);  // (with alerts off, a rank first slow now is not alerted later either)
+  {
+    std::lock_guard<std::mutex> g(mu);
+    mx.step_seconds = std::move(r.step_seconds);
+    mx.slow_ranks = r.slow;
+  }
+  if (alerts_on)
+    for (const auto& s : r.fresh) alert(s);
+}
+
 slow_rank_watch::result slow_rank_watch::check(const correlate::inputs& in) {
   result r;
   for (const auto& t : correlate::timed_ranks(in))

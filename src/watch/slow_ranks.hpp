@@ -1,7 +1,9 @@
 // Internal to `watch`: the slow ranks a running job has, each alerted once (stragglers.hpp).
 #pragma once
 
+#include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <tuple>
@@ -23,9 +25,15 @@ class slow_rank_watch {
   };
   /// Compares the ranks' step times in `in` (the collector's inputs; read on the watcher thread).
   result check(const correlate::inputs& in);
+  /// The watch loop's hook: at most once a second by `now` (unix seconds), check(), the gauges stored in
+  /// `mx` under `mu`, and `alert` called for each newly slow rank when `alerts_on` (off once the job's
+  /// failure was alerted: its slow ranks are then the failure's story, not news).
+  void poll(double now, const correlate::inputs& in, metrics& mx, std::mutex& mu, bool alerts_on,
+            const std::function<void(const correlate::slow_rank&)>& alert);
 
  private:
   std::set<std::tuple<bool, int, int>> alerted_;  // (local, rank, attempt or -1)
+  double last_poll_ = 0;
 };
 
 /// The alert's first line: "slow rank: rank 2 (host node-b) 1.20 s/step vs median 0.30 s/step ..."

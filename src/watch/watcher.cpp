@@ -200,8 +200,7 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
   };
   std::set<writer> hang_reported;
   detail::slow_rank_watch slow_watch;  // slow ranks (stragglers.hpp): checked about once a second
-  double last_slow_check = 0;
-  std::vector<int> slow_alert_ranks;   // the ranks of the slow_rank alert being emitted
+  std::vector<int> slow_alert_ranks;   // the rank of the slow_rank alert being emitted
   bool all_silent_reported = false;
   double last_any = 0;
 
@@ -425,21 +424,11 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
       pending_update = false;
       last_update = now;
     }
-    // Slow ranks: one alert per rank (and restart attempt), none once the job's failure was alerted.
-    if (now - last_slow_check >= 1) {
-      last_slow_check = now;
-      auto sr = slow_watch.check(col.inputs());
-      {
-        std::lock_guard<std::mutex> g(mu);
-        mx.step_seconds = std::move(sr.step_seconds);
-        mx.slow_ranks = sr.slow;
-      }
-      if (!alerted_sig)
-        for (const auto& s : sr.fresh) {
-          slow_alert_ranks.assign(1, s.rank);
-          emit("slow_rank", detail::slow_rank_text(s));
-        }
-    }
+    // Slow ranks (slow_ranks.hpp): one alert per rank and restart attempt, none once a failure was alerted.
+    slow_watch.poll(now, col.inputs(), mx, mu, !alerted_sig, [&](const correlate::slow_rank& s) {
+      slow_alert_ranks.assign(1, s.rank);
+      emit("slow_rank", detail::slow_rank_text(s));
+    });
     // Silence: one rank quiet while others write, or everyone quiet after having written. A rank that
     // failed (a cause line or a non-zero exit) is not hanging, and once a failure was alerted the job's
     // silence is its end, not a hang.
