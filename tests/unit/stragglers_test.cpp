@@ -13,6 +13,7 @@
 #include "firstfault/pipeline.hpp"
 #include "firstfault/report.hpp"
 #include "firstfault/stragglers.hpp"
+#include "firstfault/watch.hpp"
 
 namespace fs = std::filesystem;
 using ff::correlate::find_slow_ranks;
@@ -281,4 +282,19 @@ TEST(slow_ranks_diagnose, a_slow_rank_before_a_timeout_is_a_fact_of_the_failure)
   ASSERT_EQ(r.diag.slow_ranks.size(), 1u);
   EXPECT_EQ(r.diag.slow_ranks[0].rank, 3);
   EXPECT_NE(ff::report::to_terminal(r, {false}).find("slow rank before the end: rank 3"), std::string::npos);
+}
+
+TEST(slow_ranks_metrics, step_times_and_the_slow_count_are_gauges) {
+  ff::watch::metrics m;
+  m.step_seconds[{ff::watch::writer::by::rank, 2, {}}] = 1.25;
+  m.step_seconds[{ff::watch::writer::by::rank, 10, {}}] = 0.3;
+  m.step_seconds[{ff::watch::writer::by::local_rank, 1, {}}] = 0.5;
+  m.slow_ranks = 1;
+  auto text = ff::watch::to_prometheus(m, 0);
+  EXPECT_NE(text.find("# TYPE firstfault_rank_step_seconds gauge\n"), std::string::npos);
+  EXPECT_NE(text.find("firstfault_rank_step_seconds{rank=\"2\"} 1.250000\n"), std::string::npos);
+  EXPECT_NE(text.find("firstfault_rank_step_seconds{rank=\"10\"} 0.300000\n"), std::string::npos);
+  EXPECT_NE(text.find("firstfault_rank_step_seconds{local_rank=\"1\"} 0.500000\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE firstfault_slow_ranks gauge\nfirstfault_slow_ranks 1\n"), std::string::npos);
+  EXPECT_NE(ff::watch::to_prometheus(ff::watch::metrics{}, 0).find("firstfault_slow_ranks 0\n"), std::string::npos);
 }
