@@ -30,10 +30,12 @@ namespace ff::correlate {
 
 struct inputs;
 
-/// One rank's step-time samples. Units: seconds, steps. Not thread-safe (one collector thread).
+/// One rank's step-time samples. Units: seconds, steps. Not thread-safe (one collector thread). 56 bytes
+/// while the rank has no sample (every rank of the inputs has one clock: the memory bound of a million
+/// ranks holds), up to kKept samples of 8 bytes once it has.
 class step_clock {
  public:
-  /// Samples kept per rank (the most recent ones). 64 samples of 4 bytes + 2 bytes: ~400 bytes a rank.
+  /// Samples kept per rank (the most recent ones).
   static constexpr std::size_t kKept = 64;
   /// A line of this rank reached `step` at `ts` (its own time; none: no sample). A step lower than the
   /// last one, a clock of another kind or a time going backwards starts over (a restart, a new epoch
@@ -43,19 +45,23 @@ class step_clock {
   /// The weighted median of the kept samples, seconds a step (each sample weighs the steps it covers);
   /// none without a sample.
   std::optional<double> median_seconds() const;
-  std::uint64_t steps_timed() const { return steps_; }  ///< steps covered by the kept samples
-  std::size_t samples() const { return n_; }             ///< kept samples (at most kKept)
-  bool sub_second() const { return sub_second_; }        ///< a time with a fraction of a second was seen
-  std::optional<long> last_step() const { return step_; }
+  std::uint64_t steps_timed() const { return steps_; }      ///< steps covered by the kept samples
+  std::size_t samples() const { return samples_.size(); }  ///< kept samples (at most kKept)
+  bool sub_second() const { return sub_second_; }           ///< a time with a fraction of a second was seen
+  std::optional<long> last_step() const { return has_step_ ? std::optional<long>(step_) : std::nullopt; }
 
  private:
-  std::optional<long> step_;  // the anchor: the step last reached and when
-  double at_ = 0;
+  struct sample {
+    float seconds;       // per step
+    std::uint16_t steps; // steps it covers (capped at 65,535)
+  };
+  double at_ = 0;  // the anchor: the step last reached and when
+  long step_ = 0;
+  std::vector<sample> samples_;  // a ring once full (next_ is the oldest)
+  std::uint32_t steps_ = 0;
+  std::uint8_t next_ = 0;
   normalize::timestamp::clock kind_ = normalize::timestamp::clock::wall;
-  float seconds_[kKept] = {};    // per-step seconds of each sample (ring)
-  std::uint16_t weight_[kKept] = {};  // steps each sample covers (capped at 65,535)
-  std::size_t n_ = 0, next_ = 0;
-  std::uint64_t steps_ = 0;
+  bool has_step_ = false;
   bool sub_second_ = false;
 };
 

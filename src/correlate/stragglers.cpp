@@ -15,38 +15,44 @@ namespace ff::correlate {
 void step_clock::note(long step, const std::optional<normalize::timestamp>& ts) {
   if (!ts) return;
   const double t = ts->seconds;
-  if (!step_ || ts->kind != kind_ || step < *step_ || t < at_) {
-    step_ = step;  // start over: no sample across a restart, a counter reset or a clock change
+  if (!has_step_ || ts->kind != kind_ || step < step_ || t < at_) {
+    has_step_ = true;  // start over: no sample across a restart, a counter reset or a clock change
+    step_ = step;
     at_ = t;
     kind_ = ts->kind;
     return;
   }
-  if (step == *step_) return;  // another line of the same step: the step began at the first one
+  if (step == step_) return;  // another line of the same step: the step began at the first one
   if (t != std::floor(t)) sub_second_ = true;
-  const auto covered = static_cast<std::uint64_t>(step - *step_);
-  const std::uint16_t w = covered > 65535 ? 65535 : static_cast<std::uint16_t>(covered);
-  if (n_ == kKept) steps_ -= weight_[next_];  // the oldest sample leaves the ring
-  else ++n_;
-  seconds_[next_] = static_cast<float>((t - at_) / static_cast<double>(covered));
-  weight_[next_] = w;
-  steps_ += w;
-  next_ = (next_ + 1) % kKept;
+  const auto covered = static_cast<std::uint64_t>(step - step_);
+  const sample s{static_cast<float>((t - at_) / static_cast<double>(covered)),
+                 static_cast<std::uint16_t>(std::min<std::uint64_t>(covered, 65535))};
+  if (samples_.size() < kKept) {
+    samples_.push_back(s);
+  } else {  // the oldest sample leaves the ring
+    steps_ -= samples_[next_].steps;
+    samples_[next_] = s;
+    next_ = static_cast<std::uint8_t>((next_ + 1) % kKept);
+  }
+  steps_ += s.steps;
   step_ = step;
   at_ = t;
 }
 
 std::optional<double> step_clock::median_seconds() const {
-  if (n_ == 0) return std::nullopt;
-  std::pair<float, std::uint16_t> s[kKept];
-  for (std::size_t i = 0; i < n_; ++i) s[i] = {seconds_[i], weight_[i]};
-  std::sort(s, s + n_);
+  if (samples_.empty()) return std::nullopt;
+  sample s[kKept];
+  const std::size_t n = samples_.size();
+  std::copy(samples_.begin(), samples_.end(), s);
+  std::sort(s, s + n, [](const sample& a, const sample& b) { return a.seconds < b.seconds; });
   // The lower weighted median: the first sample at which half of the steps are covered.
-  std::uint64_t half = (steps_ + 1) / 2, seen = 0;
-  for (std::size_t i = 0; i < n_; ++i) {
-    seen += s[i].second;
-    if (seen >= half) return s[i].first;
+  const std::uint64_t half = (static_cast<std::uint64_t>(steps_) + 1) / 2;
+  std::uint64_t seen = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    seen += s[i].steps;
+    if (seen >= half) return s[i].seconds;
   }
-  return s[n_ - 1].first;
+  return s[n - 1].seconds;
 }
 
 namespace {
