@@ -1014,6 +1014,7 @@ void collector::note_activity(stream& st, stream::rank_state& rs, const line_fac
     act.last_line.assign(text::prefix_utf8(f.body, limits::kLastLineBytes));
     auto prog = extract::read_progress(f.body, ascii);
     if (prog.step) {
+      act.steps.note(*prog.step, own_ts);  // step times (stragglers.hpp)
       act.last_step = prog.step;
       act.last_step_source = st.source_id;
       act.last_step_line_no = f.line_no;
@@ -1042,6 +1043,11 @@ void collector::flush_light(stream& st) {
     st.has_pending_body = false;
   }
   if (st.pending.empty()) return;
+  // Step times (stragglers.hpp): each timed line's step, in line order (a line without a time gives none).
+  for (const auto& p : st.pending)
+    if (p.ts)
+      if (auto step = p.shape ? impl_->step_of(p.shape, p.body_at, p.body) : extract::read_step(p.body, p.ascii))
+        p.rank->act->steps.note(*step, p.ts);
   // Newest first: a rank's first line met is its last line; its step is the newest line's with one
   // (read_progress(line).step in line order, walked back), read until found.
   std::size_t open = st.pending_ranks.size();  // ranks whose step is still looked for

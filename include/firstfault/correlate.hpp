@@ -21,6 +21,7 @@
 #include "firstfault/limits.hpp"
 #include "firstfault/match.hpp"
 #include "firstfault/normalize.hpp"
+#include "firstfault/stragglers.hpp"
 
 namespace ff::correlate {
 
@@ -91,6 +92,7 @@ struct rank_activity {
   std::uint64_t first_line_no = 0;
   std::optional<normalize::timestamp> gap_start;  ///< time of the line before the longest silence
   double gap_seconds = 0;                         ///< its length (same clock only)
+  step_clock steps;  ///< step-time samples from the rank's timed progress lines (stragglers.hpp)
 };
 
 /// Lines that look wrong (error level, "Error"/"FAILED" text, an exception) but matched no signature,
@@ -175,6 +177,9 @@ struct diagnosis {
   };
   std::vector<attempt_summary> attempts;  ///< at most the first 8 and the last 8 when there are more
   std::size_t attempts_total = 0;         ///< attempts seen in the inputs (0: one attempt, or not known)
+  /// Ranks whose step time exceeds the other ranks' by a margin (stragglers.hpp), slowest first. A fact,
+  /// not a verdict: a healthy run with a slow rank stays healthy.
+  std::vector<slow_rank> slow_ranks;
 };
 
 struct inputs {

@@ -7,7 +7,8 @@
 // writes is matched once it is complete. Every line goes through the same collector as `diagnose`
 // (masking included). When a cause-role signature fires, an alert carries a full report; updates follow
 // as collateral arrives. A rank that stops writing while others go on, or all ranks going silent, for
-// longer than `silence_s`, raises a "hang" alert with the last line of each rank.
+// longer than `silence_s`, raises a "hang" alert with the last line of each rank. A rank whose step time
+// exceeds the other ranks' by the straggler rule's margin (stragglers.hpp) raises one "slow_rank" alert.
 #pragma once
 
 #include <atomic>
@@ -36,7 +37,7 @@ struct options {
 };
 
 struct alert {
-  std::string type;       ///< failure | update | hang
+  std::string type;       ///< failure | update | hang | slow_rank
   nlohmann::json report;  ///< same schema as `diagnose --format json`, plus "alert" {type, detected_at_ms}
   std::string text;       ///< terminal rendering
   std::string initiating_host_key;   ///< the history's salted key of the first failing host (options::host_keyer)
@@ -70,6 +71,10 @@ struct metrics {
   std::size_t files = 0;                        ///< log files followed
   std::uint64_t rotations = 0, truncations = 0; ///< followed files renamed away (then reopened) or cut in place
   bool ready = false;                           ///< the first scan has opened the files (readiness signal)
+  /// Step times (stragglers.hpp), refreshed about once a second: each compared rank's median seconds a
+  /// step (ranks with too few timed steps are absent), and how many of them are slow now.
+  std::map<writer, double> step_seconds;
+  std::size_t slow_ranks = 0;
 };
 
 /// Runs until `stop` is set or run_for_s elapses. `sink` receives every alert (from the watcher thread);

@@ -249,32 +249,43 @@ class alertmanager_client {
       return j.is_object() && j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
     };
     const auto& rc = r.contains("root_cause") ? r["root_cause"] : nlohmann::json::object();
-    std::string type = al.type == "hang" ? "hang" : "failure";
-    std::string signature = type == "hang" ? "hang" : str(rc, "signature");
+    // hang and slow_rank (a straggler) are alerts of their own; failure and its updates are one alert
+    std::string type = al.type == "hang" || al.type == "slow_rank" ? al.type : "failure";
+    const bool per_ranks = type != "failure";
+    std::string signature = per_ranks ? type : str(rc, "signature");
     std::string key;
     std::unique_lock g(mu_);
     {
       nlohmann::json labels = nlohmann::json::object();
       for (const auto& [k, v] : extra_) labels[k] = v;
-      labels["alertname"] = type == "hang" ? "FirstfaultHang" : "FirstfaultFailure";
+      labels["alertname"] = type == "hang" ? "FirstfaultHang" : type == "slow_rank" ? "FirstfaultSlowRank" : "FirstfaultFailure";
       labels["signature"] = signature.empty() ? "undetermined" : signature;
-      labels["kind"] = type == "hang" ? "hang" : (str(rc, "kind").empty() ? "undetermined" : str(rc, "kind"));
+      labels["kind"] = per_ranks ? type : (str(rc, "kind").empty() ? "undetermined" : str(rc, "kind"));
       labels["host"] = str(r, "initiating_host");
       std::vector<int> ranks;
       if (r.contains("initiating_rank") && r["initiating_rank"].is_number_integer()) ranks.push_back(r["initiating_rank"].get<int>());
-      if (ranks.empty() && r.contains("alert") && r["alert"].contains("silent_ranks") && r["alert"]["silent_ranks"].is_array())
-        for (const auto& x : r["alert"]["silent_ranks"])
+      const char* alert_ranks = type == "slow_rank" ? "slow_ranks" : "silent_ranks";
+      if (type == "slow_rank") ranks.clear();  // the slow rank, not the first failing rank of the report
+      if (ranks.empty() && r.contains("alert") && r["alert"].contains(alert_ranks) && r["alert"][alert_ranks].is_array())
+        for (const auto& x : r["alert"][alert_ranks])
           if (x.is_number_integer()) ranks.push_back(x.get<int>());
+      if (type == "slow_rank" && ranks.size() == 1 && r.contains("slow_ranks") && r["slow_ranks"].is_array())
+        for (const auto& s : r["slow_ranks"])  // the slow rank's host, not the first failing rank's
+          if (s.contains("rank") && s["rank"] == ranks[0]) labels["host"] = str(s, "host");
       std::string rr = rank_ranges(ranks);
       if (!rr.empty()) labels["ranks"] = rr;  // an empty label is the same as none to Alertmanager
       // A failure alert keeps its identity while updates add collateral (type and signature); a hang alert
       // is one per set of silent ranks.
-      key = type + "\n" + signature + (type == "hang" ? "\n" + rr : "");
+      key = type + "\n" + signature + (per_ranks ? "\n" + rr : "");
       if (!active_.count(key)) active_.emplace(key, entry{std::move(labels), nlohmann::json::object(), std::chrono::system_clock::now()});
     }
     auto it = active_.find(key);
     auto& ann = it->second.annotations;
     ann["summary"] = str(rc, "title").empty() ? al.text.substr(0, al.text.find('\n')) : str(rc, "title");
+    if (type == "slow_rank") {  // the line that names the rank, under the alert's header
+      auto nl = al.text.find('\n');
+      ann["summary"] = nl == std::string::npos ? al.text : al.text.substr(nl + 1, al.text.find('\n', nl + 1) - nl - 1);
+    }
     ann["description"] = str(rc, "summary");
     ann["rank_rule"] = str(r, "initiating_rule");
     std::string fix, verify;

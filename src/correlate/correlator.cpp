@@ -490,6 +490,7 @@ diagnosis correlate(const inputs& in, const kb::library& lib) {
   fill_slurm_job_id(d, ctx, in);
   explain_verify_vars(d, lib);
   next_steps(d, ctx);
+  d.slow_ranks = slow_ranks_of(in);  // stragglers.cpp: a fact of the report, no verdict changes
   return d;
 }
 

@@ -84,6 +84,18 @@ std::string where(const correlate::evidence& e) {
   return s;
 }
 
+// The report's "slow_ranks" (stragglers.hpp): one object per slow rank, slowest first.
+nlohmann::json slow_ranks_json(const std::vector<correlate::slow_rank>& slow) {
+  auto out = nlohmann::json::array();
+  auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  for (const auto& s : slow)
+    out.push_back({{"rank", s.rank}, {"local", s.local}, {"attempt", opt(s.attempt)}, {"host", opt(s.host)},
+                   {"seconds_per_step", s.seconds_per_step}, {"others_seconds_per_step", s.others_seconds_per_step},
+                   {"steps", s.steps}, {"last_step", opt(s.last_step)}, {"ranks_compared", s.ranks_compared},
+                   {"text", s.describe()}});
+  return out;
+}
+
 std::string clip(const std::string& s, std::size_t n) { return s.size() <= n ? s : std::string(text::prefix_utf8(s, n)) + "..."; }
 
 nlohmann::json ev_json(const correlate::evidence& e) {
@@ -236,6 +248,7 @@ std::string to_html_body(const pipeline::run& r, const html_options& opt) {
   if (!d.signature.empty())
     o += "<dt>decided by</dt><dd><code>" + esc(d.signature) + "</code>" + (d.rule.empty() ? "" : " (rule " + esc(d.rule) + ")") + "</dd>";
   if (!d.launcher_note.empty()) o += "<dt>launcher</dt><dd>" + esc(d.launcher_note) + "</dd>";
+  for (const auto& s : d.slow_ranks) o += "<dt>slow rank</dt><dd class=\"slow-rank\">" + esc(s.describe()) + "</dd>";
   if (r.recurrences && *r.recurrences > 0)
     o += fmt::format("<dt>history</dt><dd>the same kind on the same host {} time(s) in the last {} days</dd>", *r.recurrences, r.recurrence_days);
   o += fmt::format("<dt>read</dt><dd>{} line(s), {} input(s)</dd></dl>\n", r.total_lines, r.inputs.size());
@@ -414,6 +427,8 @@ std::string from_stored_json(const nlohmann::json& j) {
     line("NEXT STEPS");
     for (const auto& st : steps) line("  - " + st);
   }
+  if (j.contains("slow_ranks") && j["slow_ranks"].is_array())
+    for (const auto& sr : j["slow_ranks"]) line("slow rank: " + str(sr, "text"));
   if (j.contains("stats") && j["stats"].is_object()) {
     auto n = [&](const char* k) -> std::size_t {
       const auto& st = j["stats"];
@@ -517,6 +532,7 @@ nlohmann::json to_json(const pipeline::run& r) {
   j["action"] = action_json(r.action);
   j["recurrences"] = r.recurrences ? nlohmann::json({{"count", *r.recurrences}, {"days", r.recurrence_days}}) : nlohmann::json(nullptr);
   if (!r.timeline.empty()) j["timeline"] = timeline::to_json(r.timeline);  // history draws the picture from it
+  j["slow_ranks"] = slow_ranks_json(d.slow_ranks);
   return j;
 }
 
@@ -533,6 +549,7 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
   if (d.verdict == correlate::verdict::healthy) {
     line(p("1;32", "verdict: healthy") + " - no failure signature matched and no error stands out");
     line(fmt::format("read {} lines from {} input(s)", r.total_lines, r.inputs.size()));
+    for (const auto& s : d.slow_ranks) line(p("1;33", "warning: slow rank: ") + s.describe());
     return o;
   }
   head_lines({name(d.verdict), d.kind, d.category, name(d.confidence), d.title, d.signature, d.rule, d.initiating_rule,
@@ -559,6 +576,7 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
   if (!d.initiating_rule.empty()) line("  decided by: " + d.initiating_rule);
   if (!d.launcher_note.empty()) line("  note: " + d.launcher_note);
   for (const auto& l : attempt_lines(d)) line(l);
+  for (const auto& s : d.slow_ranks) line(p("1;33", "  slow rank before the end: ") + s.describe());
   if (r.recurrences && *r.recurrences > 0)
     line(p("1;33", fmt::format("  this host had the same failure {} time(s) in the last {} days (firstfault history stats --by host)",
                                *r.recurrences, r.recurrence_days)));
@@ -656,6 +674,7 @@ std::string to_markdown(const pipeline::run& r) {
          md_text(r.action.why));
   line("- **First failing rank:** " + (d.initiating_rank ? std::to_string(*d.initiating_rank) : std::string("unknown")) +
        (d.initiating_host ? " on " + *d.initiating_host : "") + (d.initiating_rule.empty() ? "" : " (" + md_text(d.initiating_rule) + ")"));
+  for (const auto& s : d.slow_ranks) line("- **Slow rank:** " + md_text(s.describe()));
   if (!d.evidence_lines.empty()) {
     line("");
     line("### Evidence");

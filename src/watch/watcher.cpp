@@ -19,6 +19,7 @@
 
 #include "firstfault/report.hpp"
 #include "firstfault/text.hpp"
+#include "watch/slow_ranks.hpp"
 
 namespace fs = std::filesystem;
 
@@ -52,6 +53,19 @@ std::string prom_escape(const std::string& s) {
     o += c;
   }
   return o;
+}
+
+// Step times (stragglers.hpp): a gauge per compared rank and the count of slow ranks.
+void append_step_metrics(std::string& o, const metrics& m) {
+  o += "# HELP firstfault_rank_step_seconds Median seconds a step of each rank's recent progress lines (ranks with at least 8 timed steps).\n# TYPE firstfault_rank_step_seconds gauge\n";
+  for (const auto& [w, s] : m.step_seconds) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.6f", s);
+    o += std::string("firstfault_rank_step_seconds{") + (w.kind == writer::by::local_rank ? "local_rank" : "rank") + "=\"" +
+         std::to_string(w.number) + "\"} " + b + "\n";
+  }
+  o += "# HELP firstfault_slow_ranks Ranks whose step time exceeds the other ranks' by the straggler margin now.\n# TYPE firstfault_slow_ranks gauge\n";
+  o += "firstfault_slow_ranks " + std::to_string(m.slow_ranks) + "\n";
 }
 
 }  // namespace
@@ -88,6 +102,7 @@ std::string to_prometheus(const metrics& m, double now) {
     }
     o += "firstfault_rank_seconds_since_last_line{" + label + "} " + b + "\n";
   }
+  append_step_metrics(o, m);
   return o;
 }
 
@@ -184,6 +199,8 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
     return l.text;
   };
   std::set<writer> hang_reported;
+  detail::slow_rank_watch slow_watch;  // slow ranks (stragglers.hpp): checked about once a second
+  std::vector<int> slow_alert_ranks;   // the rank of the slow_rank alert being emitted
   bool all_silent_reported = false;
   double last_any = 0;
 
@@ -222,6 +239,7 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
       a.report["alert"]["silent"] = std::move(labels);
       a.report["alert"]["silent_ranks"] = std::move(ranks);
     }
+    if (type == "slow_rank") a.report["alert"]["slow_ranks"] = slow_alert_ranks;
     auto brief_of = [](const pipeline::run& run) {
       std::string b = report::to_brief(run);
       while (!b.empty() && b.back() == '\n') b.pop_back();
@@ -406,6 +424,11 @@ status run(const pipeline::engine& eng, const options& opt, const std::function<
       pending_update = false;
       last_update = now;
     }
+    // Slow ranks (slow_ranks.hpp): one alert per rank and restart attempt, none once a failure was alerted.
+    slow_watch.poll(now, col.inputs(), mx, mu, !alerted_sig, [&](const correlate::slow_rank& s) {
+      slow_alert_ranks.assign(1, s.rank);
+      emit("slow_rank", detail::slow_rank_text(s));
+    });
     // Silence: one rank quiet while others write, or everyone quiet after having written. A rank that
     // failed (a cause line or a non-zero exit) is not hanging, and once a failure was alerted the job's
     // silence is its end, not a hang.

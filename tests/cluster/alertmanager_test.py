@@ -10,7 +10,8 @@ Alertmanager routes to a webhook receiver in this test, which records what it is
   - an unreachable Alertmanager is one error line per delivery and watch still prints the alert;
   - a receiver that accepts and then drips a byte every 0.5 s (Alertmanager and webhook) holds neither
     the next alert nor the end of the watch (SIGTERM);
-  - --alert-label refuses the labels firstfault sets itself and empty values.
+  - --alert-label refuses the labels firstfault sets itself and empty values;
+  - a slow rank (a straggler) reaches Alertmanager as FirstfaultSlowRank with the rank in its labels.
 Every wait is a poll with a deadline on a readiness signal (Alertmanager's /-/ready, watch's metrics).
 
 usage: alertmanager_test.py FIREFAULT_BIN
@@ -168,6 +169,40 @@ def slow_receiver(tmp):
         drip.stop.set()
 
 
+def slow_rank_alert(tmp, am_port):
+    """A straggler (stragglers.hpp): rank 2's steps are 1.0 s apart by its lines' own times, the others' 0.3 s.
+    watch sends it to Alertmanager as FirstfaultSlowRank, kind slow_rank, ranks=2, the summary naming the rank."""
+    d = os.path.join(tmp, "slowjob")
+    os.makedirs(d)
+    for r in range(4):
+        per = 1.0 if r == 2 else 0.3
+        with open(os.path.join(d, f"rank{r}.log"), "w") as f:
+            for s in range(20):
+                t = 1765000000 + s * per
+                f.write(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)) + ",%03d [INFO] [rank%d] step %d loss 0.5\n"
+                        % (int(t * 1000) % 1000, r, s))
+    w = subprocess.Popen([BIN, "watch", d, "--from-start", "--json", "--no-history", "--alertmanager", f"http://127.0.0.1:{am_port}",
+                          "--poll-ms", "50"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        def slow():
+            alerts = json.loads(get(f"http://127.0.0.1:{am_port}/api/v2/alerts"))
+            return [a for a in alerts if a["labels"].get("alertname") == "FirstfaultSlowRank"]
+
+        a = wait_for("the slow-rank alert in Alertmanager", slow)[0]
+        if a["labels"].get("ranks") != "2" or a["labels"].get("kind") != "slow_rank":
+            failures.append(f"slow-rank alert labels: {a['labels']}")
+        if not a["annotations"].get("summary", "").startswith("slow rank: rank 2 1.00 s/step"):
+            failures.append(f"slow-rank alert summary: {a['annotations']}")
+    except AssertionError as e:
+        failures.append(str(e) + " (slow rank)")
+    finally:
+        w.send_signal(signal.SIGTERM)
+        try:
+            w.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            w.kill()
+
+
 def main():
     if not AM:
         print("alertmanager_test: prometheus-alertmanager not installed (scripts/install-deps.sh installs it)")
@@ -258,6 +293,7 @@ receivers:
                                  capture_output=True, text=True, timeout=60)
             if bad.returncode != 2 or "--alert-label" not in bad.stderr:
                 failures.append(f"--alert-label {label} was accepted (exit {bad.returncode}): it would be dropped or overwritten")
+        slow_rank_alert(tmp, am_port)
         slow_receiver(tmp)
     except AssertionError as e:
         failures.append(str(e))
