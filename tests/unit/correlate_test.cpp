@@ -296,3 +296,27 @@ TEST(correlate, an_exception_names_the_user_frame_and_the_worker_s_own_exception
   ASSERT_EQ(d.facts.size(), 1u);
   EXPECT_EQ(d.facts[0], "raised at train.py:24 in save_checkpoint: torch.save(state, path)");
 }
+
+// The script a verify step reruns is the traceback's file at module level; python -c's "<string>" is no file,
+// so the step keeps its fallback (issue 46: a verify command runs as printed).
+TEST(correlate, verify_reruns_the_script_a_traceback_names_but_never_string) {
+  auto oom = [](const std::string& file) {
+    return "Traceback (most recent call last):\n"
+           "  File \"" + file + "\", line 7, in <module>\n"
+           "    y = model(x)\n"
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 3.94 GiB is free.\n";
+  };
+  auto rerun = [](const ff::correlate::diagnosis& d) {
+    for (const auto& v : d.verify)
+      if (v.find("CUDA out of memory") != std::string::npos) return v;
+    return std::string();
+  };
+  scenario s;
+  s.file("rank0.log", oom("<string>"));
+  auto d = s.run();
+  ASSERT_EQ(d.verdict, ff::correlate::verdict::failure);
+  EXPECT_NE(rerun(d).find(" train.py 2>&1"), std::string::npos) << rerun(d);
+  s.file("rank0.log", oom("/home/u/proj/finetune.py"));
+  d = s.run();
+  EXPECT_NE(rerun(d).find(" /home/u/proj/finetune.py 2>&1"), std::string::npos) << rerun(d);
+}
