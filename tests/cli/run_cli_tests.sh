@@ -453,7 +453,7 @@ for d in "$CORPUS"/*/logs; do  # the reports written by "every corpus report val
   python3 "$T/cli/check_evidence.py" "$d" <"$r" >>"$tmp/nofileline"
 done
 check "reports: no unfilled placeholder or (unknown) text in any corpus report" sh -c "! test -s '$tmp/unfilled' || { cat '$tmp/unfilled'; false; }"
-check "reports: every evidence item has a file and a line, every verify is a command (no prose, <placeholder> or ...)" sh -c "! test -s '$tmp/nofileline' || { cat '$tmp/nofileline'; false; }"
+check "reports: every evidence item has a file and a line, every verify is a command (no prose, <placeholder> or ...) with its pass result" sh -c "! test -s '$tmp/nofileline' || { cat '$tmp/nofileline'; false; }"
 
 # Scan first: the gated path and --exact give the same report on every corpus case (the guard, and a
 # generated 64-rank console long enough that the gate decides almost every line).
