@@ -35,19 +35,34 @@ inline std::string trim_copy(const std::string& s) { return std::string(trim(s))
 /// "0-2,4-7" from a sorted set of ranks.
 std::string rank_ranges(std::vector<int> ranks);
 
-/// Replaces {name} placeholders using lookup(name); unknown names become "?".
+/// Where the placeholder that opens at tpl[i] ends (its '}'), or npos when the brace there is not one: a
+/// placeholder is `{name}` or `{name|fallback}` with a name of letters, digits, '_' and '.' that starts with a
+/// letter or '_'. Other braces are the command's own and stay as written: awk's `{print $1}`, a jsonpath
+/// `{.status.reason}`, docker's `{{.HostConfig.ShmSize}}`, the shell's `${VAR}`.
+inline std::size_t placeholder_end(std::string_view tpl, std::size_t i) {
+  constexpr auto npos = std::string_view::npos;
+  if (i >= tpl.size() || tpl[i] != '{' || (i > 0 && tpl[i - 1] == '$')) return npos;
+  auto word = [](char c, bool first) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (!first && ((c >= '0' && c <= '9') || c == '.'));
+  };
+  std::size_t j = i + 1;
+  if (j >= tpl.size() || !word(tpl[j], true)) return npos;
+  while (j < tpl.size() && word(tpl[j], false)) ++j;
+  if (j < tpl.size() && tpl[j] == '}') return j;
+  if (j < tpl.size() && tpl[j] == '|') return tpl.find('}', j);
+  return npos;
+}
+
+/// Replaces {name} and {name|fallback} placeholders (placeholder_end) with lookup(spec), spec being the text
+/// between the braces; every other brace is kept.
 template <class F>
 std::string fill_template(std::string_view tpl, F&& lookup) {
   std::string out;
   for (std::size_t i = 0; i < tpl.size(); ++i) {
-    if (tpl[i] == '{') {
-      auto end = tpl.find('}', i);
-      if (end != std::string_view::npos) {
-        std::string name(tpl.substr(i + 1, end - i - 1));
-        out += lookup(name);
-        i = end;
-        continue;
-      }
+    if (auto end = placeholder_end(tpl, i); end != std::string_view::npos) {
+      out += lookup(std::string(tpl.substr(i + 1, end - i - 1)));
+      i = end;
+      continue;
     }
     out += tpl[i];
   }

@@ -283,7 +283,7 @@ std::string with_fallbacks(std::string_view tpl) {
   std::string out;
   for (std::size_t i = 0; i < tpl.size(); ++i) {
     if (tpl[i] == '{')
-      if (auto end = tpl.find('}', i); end != std::string_view::npos) {
+      if (auto end = placeholder_end(tpl, i); end != std::string_view::npos) {
         auto spec = tpl.substr(i + 1, end - i - 1);
         if (auto bar = spec.find('|'); bar != std::string_view::npos) {
           out += spec.substr(bar + 1);

@@ -44,8 +44,10 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
     if (re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), frame, &path, &n, &fn) && !library_path(path)) {
       // The script the job ran: the user's frame at module level ("<module>"), or its main() under a wrapper
       // (torchelastic's @record); a user frame in another function (a Dataset's __getitem__ under a
-      // DataLoader worker) is a module of the user's, not the entry.
-      if (entry_script_.empty() && (fn == "<module>" || fn == "main") && path.size() < 512 && path.find(' ') == std::string::npos)
+      // DataLoader worker) is a module of the user's, not the entry. "<string>" and "<stdin>" (python -c, a
+      // here-document) are no file to run again.
+      if (entry_script_.empty() && (fn == "<module>" || fn == "main") && path.size() < 512 && path.find(' ') == std::string::npos &&
+          path[0] != '<')
         entry_script_ = path;
       auto slash = path.find_last_of('/');
       user_frame_ = (slash == std::string::npos ? path : path.substr(slash + 1)) + ":" + std::to_string(n) + " in " + fn;

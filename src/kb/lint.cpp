@@ -96,11 +96,45 @@ void lint_env_vars(const library& lib, const signature& s, add_fn add) {
   }
 }
 
+// A command that only watches (a refresh loop, a follow, a live monitor) prints numbers for someone to stare
+// at; it never says whether the fix worked. Returns what it is, or "" for a one-shot command.
+std::string monitor_in(const std::string& cmd) {
+  static const re2::RE2 loop_re(R"(\bnvidia-smi\b[^|;&]*\s(?:-l|-lms|--loop|--loop-ms)(?:\s|=|\d|$))");
+  static const re2::RE2 watch_re(R"((?:^|[|;&(]\s*|\s)watch\s)");
+  static const re2::RE2 follow_re(R"(\btail\s+(?:-[A-Za-z0-9]*[fF]\b|--follow))");
+  static const re2::RE2 kubectl_top_re(R"(\bkubectl\s+top\b)");
+  static const re2::RE2 dmon_re(R"(\bdmon\b)");
+  static const re2::RE2 top_re(R"((?:^|[|;&(]\s*)(?:h|nv)?top\b)");
+  const std::pair<const re2::RE2*, const char*> kinds[] = {
+      {&loop_re, "nvidia-smi -l, a refresh loop"}, {&watch_re, "watch, a refresh loop"},
+      {&follow_re, "tail -f, which follows the file"}, {&kubectl_top_re, "kubectl top, current usage without a verdict"},
+      {&dmon_re, "dmon, a device monitor"}, {&top_re, "top, an interactive monitor"}};
+  for (const auto& [re, what] : kinds)
+    if (re2::RE2::PartialMatch(cmd, *re)) return what;
+  return "";
+}
+
+// The pass result is what follows "  # ": what the command prints once the problem is fixed. Returns it, or
+// "" when the entry states none.
+std::string pass_result(const std::string& v) {
+  auto at = v.find("  # ");
+  if (at == std::string::npos) return "";
+  auto r = v.substr(at + 4);
+  r.erase(0, r.find_first_not_of(' '));
+  return r;
+}
+
 void lint_verify(const library& lib, const signature& s, add_fn add) {
   // A verify entry is a command, runnable as printed once its variables are set (kb/_tables/verify_vars.tsv),
-  // that proves something: prose belongs under confirm.
+  // that proves something: prose belongs under confirm. It is a pass/fail check (issue 46): "  # " and what
+  // it prints once the problem is fixed follow the command, and it runs once rather than watching.
   for (const auto& v : s.verify) {
     const std::string cmd = v.substr(0, v.find("  #"));  // "  # ..." is the expected result
+    if (pass_result(v).empty())
+      add("verify states no pass result: follow the command with '  # ' and what it prints once the problem is fixed: " + v);
+    if (auto what = monitor_in(cmd); !what.empty())
+      add("verify only watches (" + what + "): give a one-shot check with a stated pass result, e.g. a short run piped to "
+          "grep -c for the error, '# 0': " + v);
     static const re2::RE2 placeholder_re(R"(<[A-Za-z_][A-Za-z0-9_ -]*>)");
     static const re2::RE2 prose_re(R"(^[A-Z][a-z]+ )");
     static const re2::RE2 shell_var_re(R"(\$\{?([A-Za-z_][A-Za-z0-9_]*))");

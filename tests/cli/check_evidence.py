@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reads a firstfault JSON report on stdin; prints every evidence item (any object with a text and a
 file/line) that lacks its file or its line, and every verify entry that is not runnable as printed (prose,
-a <placeholder>, '...'). Exit status 0 either way: the caller collects the output."""
+a <placeholder>, '...', no pass result after '  # '). Exit status 0 either way: the caller collects the output."""
 import json
 import re
 import sys
@@ -32,3 +32,5 @@ for v in report.get("verify") or []:
     cmd = v.split("  #")[0]
     if prose.match(cmd) or placeholder.search(cmd) or "..." in cmd:
         print(f"{name}: verify is not runnable as printed: {v[:100]}")
+    if "  # " not in v or not v.split("  # ", 1)[1].strip():  # issue 46: a pass/fail check states its result
+        print(f"{name}: verify states no pass result: {v[:100]}")

@@ -227,7 +227,8 @@ mkdir -p "$tmp/kbverify"
 import sys
 t = open(sys.argv[1]).read()
 bad = ["Rerun the job and check it works.", "sacct -j <jobid> --format=JobID,State", "all_reduce_perf -b 8 -e 1G -f 2 -g 1",
-       "kubectl get pods --show-all", "python -c 'import torch;print(torch.cuda.max_memory_allocated())'", "ls $SOMEWHERE"]
+       "kubectl get pods --show-all", "python -c 'import torch;print(torch.cuda.max_memory_allocated())'", "ls $SOMEWHERE",
+       "df -h /dev/shm", "nvidia-smi --query-gpu=index,memory.used --format=csv -l 5  # memory.used stays low"]
 t = t.replace("verify:\n", "verify:\n" + "".join("    - \"%s\"\n" % b for b in bad), 1)
 open(sys.argv[2], "w").write(t)
 PY
@@ -238,6 +239,8 @@ check "kb lint refuses a one-process nccl-tests as a network check" has "$out$er
 check "kb lint refuses kubectl --show-all" has "$out$err" "kubectl --show-all"
 check "kb lint refuses max_memory_allocated in a fresh process" has "$out$err" "always 0"
 check "kb lint refuses an undocumented verify variable" has "$out$err" 'verify uses $SOMEWHERE'
+check "kb lint refuses a verify without its pass result" has "$out$err" "verify states no pass result: follow the command with '  # '"
+check "kb lint refuses a verify that only watches" has "$out$err" "verify only watches (nvidia-smi -l"
 
 # history: every diagnosis is stored; the second run on the same host mentions the first
 run diagnose "$CORPUS/gh-horovod-3929-duplicate-gpu-mpirun/logs" --history "$tmp/h.db"
@@ -450,7 +453,7 @@ for d in "$CORPUS"/*/logs; do  # the reports written by "every corpus report val
   python3 "$T/cli/check_evidence.py" "$d" <"$r" >>"$tmp/nofileline"
 done
 check "reports: no unfilled placeholder or (unknown) text in any corpus report" sh -c "! test -s '$tmp/unfilled' || { cat '$tmp/unfilled'; false; }"
-check "reports: every evidence item has a file and a line, every verify is a command (no prose, <placeholder> or ...)" sh -c "! test -s '$tmp/nofileline' || { cat '$tmp/nofileline'; false; }"
+check "reports: every evidence item has a file and a line, every verify is a command (no prose, <placeholder> or ...) with its pass result" sh -c "! test -s '$tmp/nofileline' || { cat '$tmp/nofileline'; false; }"
 
 # Scan first: the gated path and --exact give the same report on every corpus case (the guard, and a
 # generated 64-rank console long enough that the gate decides almost every line).

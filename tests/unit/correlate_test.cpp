@@ -351,4 +351,27 @@ TEST(correlate, a_time_limit_says_how_long_the_run_needed) {
   // No progress line: no fact (never a guess).
   s.file("slurm-1999616.out", "slurmstepd: error: *** JOB 1999616 ON node-a CANCELLED AT 2021-05-27T21:42:11 DUE TO TIME LIMIT ***\n");
   EXPECT_TRUE(s.run().facts.empty());
+
+// The script a verify step reruns is the traceback's file at module level; python -c's "<string>" is no file,
+// so the step keeps its fallback (issue 46: a verify command runs as printed).
+TEST(correlate, verify_reruns_the_script_a_traceback_names_but_never_string) {
+  auto oom = [](const std::string& file) {
+    return "Traceback (most recent call last):\n"
+           "  File \"" + file + "\", line 7, in <module>\n"
+           "    y = model(x)\n"
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 3.94 GiB is free.\n";
+  };
+  auto rerun = [](const ff::correlate::diagnosis& d) {
+    for (const auto& v : d.verify)
+      if (v.find("CUDA out of memory") != std::string::npos) return v;
+    return std::string();
+  };
+  scenario s;
+  s.file("rank0.log", oom("<string>"));
+  auto d = s.run();
+  ASSERT_EQ(d.verdict, ff::correlate::verdict::failure);
+  EXPECT_NE(rerun(d).find(" train.py 2>&1"), std::string::npos) << rerun(d);
+  s.file("rank0.log", oom("/home/u/proj/finetune.py"));
+  d = s.run();
+  EXPECT_NE(rerun(d).find(" /home/u/proj/finetune.py 2>&1"), std::string::npos) << rerun(d);
 }

@@ -554,3 +554,47 @@ TEST(kb_macros, one_level_only_and_only_under_a_macros_folder) {
   EXPECT_TRUE(lib.value().find("nccl_example_sig"));
 }
 }  // namespace
+
+namespace {
+// Issue 46: a verify entry is a pass/fail check. It states after "  # " what it prints once the problem is
+// fixed, and it runs once: a refresh loop or a live monitor (nvidia-smi -l, watch, tail -f, kubectl top,
+// dmon, top) gives numbers to stare at, not a verdict.
+TEST(kb_lint, verify_states_its_pass_result_and_does_not_only_watch) {
+  auto sig = [](const std::string& name, const std::string& verify) {
+    return "title: t\nname: " + name + "\nrole: cause\nfingerprints: ['x']\nverify:\n    - '" + verify + "'\n";
+  };
+  auto lib = ff::kb::library::from_files(
+      {{"x/verify_passes_ok.yaml", sig("verify_passes_ok", "torchrun --nproc_per_node {nproc|2} {script|train.py} 2>&1 | grep -c ''CUDA out of memory''  # 0")},
+       {"x/verify_one_shot_ok.yaml", sig("verify_one_shot_ok", "nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv,noheader  # memory.used below memory.total on every GPU")},
+       {"x/verify_no_result.yaml", sig("verify_no_result", "nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv")},
+       {"x/verify_empty_result.yaml", sig("verify_empty_result", "nvidia-smi -L  # ")},
+       {"x/verify_nvsmi_loop.yaml", sig("verify_nvsmi_loop", "nvidia-smi --query-gpu=index,memory.used --format=csv -l 5  # memory.used stays low")},
+       {"x/verify_watch_loop.yaml", sig("verify_watch_loop", "watch -n 1 nvidia-smi  # no errors")},
+       {"x/verify_tail_follow.yaml", sig("verify_tail_follow", "tail -f $LOG  # no errors")},
+       {"x/verify_kubectl_top.yaml", sig("verify_kubectl_top", "kubectl top pod $POD  # below the limit")},
+       {"x/verify_dcgm_dmon.yaml", sig("verify_dcgm_dmon", "dcgmi dmon -e 203  # low")},
+       {"x/verify_top_live.yaml", sig("verify_top_live", "top -u $USER  # memory below the limit")}});
+  ASSERT_TRUE(lib) << lib.error().message;
+  auto issues = ff::kb::lint(lib.value());
+  auto has = [&](const std::string& name, const std::string& words) {
+    return std::any_of(issues.begin(), issues.end(), [&](const auto& i) { return i.name == name && i.message.find(words) != std::string::npos; });
+  };
+  for (const char* ok : {"verify_passes_ok", "verify_one_shot_ok"}) {
+    EXPECT_FALSE(has(ok, "pass result")) << ok;
+    EXPECT_FALSE(has(ok, "only watches")) << ok;
+  }
+  EXPECT_TRUE(has("verify_no_result", "verify states no pass result"));
+  EXPECT_TRUE(has("verify_empty_result", "verify states no pass result"));
+  EXPECT_TRUE(has("verify_nvsmi_loop", "only watches (nvidia-smi -l"));
+  EXPECT_TRUE(has("verify_watch_loop", "only watches (watch"));
+  EXPECT_TRUE(has("verify_tail_follow", "only watches (tail -f"));
+  EXPECT_TRUE(has("verify_kubectl_top", "only watches (kubectl top"));
+  EXPECT_TRUE(has("verify_dcgm_dmon", "only watches (dmon"));
+  EXPECT_TRUE(has("verify_top_live", "only watches (top"));
+  // nvidia-smi -L lists the GPUs once; ulimit -l is not a loop
+  auto lib2 = ff::kb::library::from_files({{"x/verify_list_once.yaml", sig("verify_list_once", "nvidia-smi -L; ulimit -l  # every GPU listed; unlimited")}});
+  ASSERT_TRUE(lib2);
+  for (const auto& i : ff::kb::lint(lib2.value()))
+    EXPECT_TRUE(i.message.find("pass result") == std::string::npos && i.message.find("only watches") == std::string::npos) << i.message;
+}
+}  // namespace

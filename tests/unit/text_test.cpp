@@ -161,3 +161,20 @@ TEST(text, with_fallbacks_shows_a_template_as_documented) {
   EXPECT_EQ(ff::text::with_fallbacks("df -h {ckpt_dir|$CKPT_DIR} on {host}"), "df -h $CKPT_DIR on {host}");
   EXPECT_EQ(ff::text::with_fallbacks("a { b"), "a { b");
 }
+
+namespace {
+// A step's placeholders are {name} and {name|fallback}; the command's own braces (awk, a jsonpath, docker's
+// Go template, ${VAR}) are not placeholders, so the step is shown as written instead of being dropped.
+TEST(text, fill_template_keeps_the_commands_own_braces) {
+  auto fill = [](std::string_view t) {
+    return ff::text::fill_template(t, [](const std::string& spec) { return spec == "nproc" ? std::string("8") : "<" + spec + ">"; });
+  };
+  EXPECT_EQ(fill("torchrun --nproc_per_node {nproc|2} {script|train.py}"), "torchrun --nproc_per_node <nproc|2> <script|train.py>");
+  EXPECT_EQ(fill("x {nproc} y"), "x 8 y");
+  for (const char* literal : {"awk '{print $1}' $HOSTFILE", "kubectl get pod $POD -o jsonpath='{.status.reason}'",
+                              "docker inspect -f '{{.HostConfig.ShmSize}}' $CONTAINER", "echo ${SLURM_JOB_ID} ${PIPESTATUS[0]}",
+                              "awk '{bad=1} END {exit bad}'", "kubectl get node $NODE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}'"})
+    EXPECT_EQ(fill(literal), literal);
+  EXPECT_EQ(ff::text::with_fallbacks("awk '{print $1}' {dev|$DEV} {.a|b}"), "awk '{print $1}' $DEV {.a|b}");
+}
+}  // namespace
