@@ -351,6 +351,7 @@ TEST(correlate, a_time_limit_says_how_long_the_run_needed) {
   // No progress line: no fact (never a guess).
   s.file("slurm-1999616.out", "slurmstepd: error: *** JOB 1999616 ON node-a CANCELLED AT 2021-05-27T21:42:11 DUE TO TIME LIMIT ***\n");
   EXPECT_TRUE(s.run().facts.empty());
+}
 
 // The script a verify step reruns is the traceback's file at module level; python -c's "<string>" is no file,
 // so the step keeps its fallback (issue 46: a verify command runs as printed).
