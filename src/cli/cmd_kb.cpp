@@ -12,6 +12,7 @@
 #include "firstfault/correlate_rules.hpp"
 #include "firstfault/encyclopedia.hpp"
 #include "firstfault/gate.hpp"
+#include "firstfault/kb_lint.hpp"
 #include "firstfault/pipeline.hpp"
 #include "firstfault/text.hpp"
 

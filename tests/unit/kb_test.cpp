@@ -12,6 +12,7 @@
 
 #include "firstfault/gate.hpp"
 #include "firstfault/kb.hpp"
+#include "firstfault/kb_lint.hpp"
 #include "firstfault/match.hpp"
 
 namespace {
