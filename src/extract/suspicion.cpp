@@ -6,6 +6,7 @@
 #include "firstfault/extract.hpp"
 #include "firstfault/limits.hpp"
 #include "firstfault/text.hpp"
+#include "kb_data/tables.hpp"
 
 namespace ff::extract {
 
@@ -22,6 +23,17 @@ std::string_view exception_type(std::string_view body) {
   if (body.size() > limits::kMaxExceptionLineBytes || !re2::RE2::PartialMatch(in, re, &type)) return {};
   return {type.data(), type.size()};
 }
+
+namespace {
+// \b(?:STATE|...)\b over the rows of kb/_tables/job_states.tsv, each word quoted.
+std::string job_states_pattern() {
+  std::string alt;
+  const auto& t = kb::detail::embedded_table("job_states");
+  if (const int w = t.column("word"); w >= 0)
+    for (const auto& r : t.rows) alt += (alt.empty() ? "" : "|") + re2::RE2::QuoteMeta(r[static_cast<std::size_t>(w)]);
+  return R"(\b(?:)" + alt + R"()\b)";
+}
+}  // namespace
 
 suspicion classify_line(std::string_view body, char level) {
   if (body.size() > 8192) body = body.substr(0, 8192);
@@ -41,8 +53,8 @@ suspicion classify_line(std::string_view body, char level) {
   static const re2::RE2 zero(R"((?i)\b0 (?:errors?|failures?|failed)\b|\b(?:errors?|failures?|failed)\s*[=:]\s*0\b|\bno errors?\b|\bwithout errors?\b)");
   static const re2::RE2 weak_words(
       R"((?i)\b(?:errors?|failed|failure|fatal|unhandled|timed out|exception)\b|(?:\bexit(?:ed)?|\breturn(?:ed)?)\s*(?:with\s*)?(?:code|status|value)?\s*[=:]?\s*-?[1-9]\d*\b|non-zero exit)");
-  // Scheduler states as sacct/squeue print them (https://slurm.schedmd.com/sacct.html#SECTION_JOB-STATE-CODES).
-  static const re2::RE2 weak_states(R"(\b(?:CANCELLED|NODE_FAIL|OUT_OF_MEMORY|OUT_OF_ME\+|TIMEOUT|PREEMPTED|BOOT_FAIL|DEADLINE|FAILED)\b|\bKilled\b)");
+  // Scheduler states as sacct/squeue print them, and Killed: kb/_tables/job_states.tsv.
+  static const re2::RE2 weak_states(job_states_pattern());
   if (re2::RE2::PartialMatch(sp(body), weak_states)) return suspicion::weak;
   if (re2::RE2::PartialMatch(sp(body), weak_words)) {
     // A line whose only error words are zero counts ("0 errors", "failed: 0") is a summary, not a failure.

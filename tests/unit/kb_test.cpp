@@ -50,6 +50,35 @@ TEST(kb_library, covers_every_corpus_kind_and_has_enough_signatures) {
   }
 }
 
+// Vocabularies in kb/_tables (issue 47): every row has a source and a sample, and the sample is read the way
+// the row says its word is used (a path hint gives a host, a regex matches).
+TEST(kb_library, lint_checks_the_samples_of_vocabulary_tables) {
+  auto lib = ff::kb::library::from_files(
+      {{"_tables/host_words.tsv",
+        "# test\nword\tpath\tprefix\tnot_a_host\tsource\tsample\n"
+        "node\tyes\tyes\tyes\tcluster naming\tlogs/node-12.log\n"  // read as the host node-12: fine
+        "rack\tyes\tno\tno\tmade up\tlogs/rack-3.log\n"            // the path hint does not know "rack"
+        "dgx\tno\tyes\tno\t\tdgx-01: NCCL INFO Bootstrap\n"        // no source
+        "gpu\tno\tno\tyes\tpools\tnothing here\n"},                // the sample lacks the word
+       {"_tables/test_formats.tsv", "name\tregex\tsource\tsample\nok\t\\bab+c\\b\tdoc\txx abbbc yy\nbad\t\\bab+c\\b\tdoc\tabd\n"}});
+  ASSERT_TRUE(lib);
+  auto issues = ff::kb::lint_vocabulary(lib.value());
+  auto about = [&](const std::string& key, const std::string& needle) {
+    for (const auto& i : issues)
+      if (i.name == key && i.message.find(needle) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(about("rack", "path: the sample is not read as a host"));
+  EXPECT_TRUE(about("dgx", "no source"));
+  EXPECT_TRUE(about("gpu", "does not hold the word"));
+  EXPECT_TRUE(about("bad", "the regex does not match the sample"));
+  for (const auto& i : issues) EXPECT_NE(i.name, "node") << i.message;
+  for (const auto& i : issues) EXPECT_NE(i.name, "ok") << i.message;
+  EXPECT_EQ(issues.size(), 4u);
+  // The built-in tables pass.
+  EXPECT_TRUE(ff::kb::lint_vocabulary(builtin()).empty());
+}
+
 TEST(kb_library, lint_reports_a_broken_signature) {
   auto lib = ff::kb::library::from_files({{"x/bad_signature_x.yaml", "title: t\nid: nope\nname: bad_signature\nrole: cause\nfingerprints: ['(?<=a)b']\n"}});
   ASSERT_TRUE(lib);
