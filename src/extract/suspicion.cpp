@@ -25,6 +25,15 @@ std::string_view exception_type(std::string_view body) {
 }
 
 namespace {
+// The rows of kb/_tables/crash_messages.tsv (RE2 each) as one alternation, in file order.
+std::string crash_pattern() {
+  std::string alt;
+  const auto& t = kb::detail::embedded_table("crash_messages");
+  if (const int c = t.column("regex"); c >= 0)
+    for (const auto& r : t.rows) alt += (alt.empty() ? "" : "|") + r[static_cast<std::size_t>(c)];
+  return alt;
+}
+
 // \b(?:STATE|...)\b over the rows of kb/_tables/job_states.tsv, each word quoted.
 std::string job_states_pattern() {
   std::string alt;
@@ -38,8 +47,7 @@ std::string job_states_pattern() {
 suspicion classify_line(std::string_view body, char level) {
   if (body.size() > 8192) body = body.substr(0, 8192);
   // NCCL prints its errors at WARN level; a crash message is a failure at any level.
-  static const re2::RE2 crash(
-      R"(NCCL WARN|Segmentation fault|core dumped|Fatal Python error|terminate called after throwing|\bAborted\b|Bus error|\bpanic\b|Killed process|\bSIG(?:SEGV|ABRT|BUS|KILL|ILL|FPE)\b)");
+  static const re2::RE2 crash(crash_pattern());  // kb/_tables/crash_messages.tsv
   if (re2::RE2::PartialMatch(sp(body), crash)) return suspicion::strong;
   if (level == 'F' || level == 'C') return suspicion::strong;
   // Warnings, by level or by the message's own category, do not page anyone.

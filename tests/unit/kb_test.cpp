@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "firstfault/extract.hpp"
 #include "firstfault/gate.hpp"
 #include "firstfault/kb.hpp"
 #include "firstfault/kb_lint.hpp"
@@ -77,6 +78,32 @@ TEST(kb_library, lint_checks_the_samples_of_vocabulary_tables) {
   EXPECT_EQ(issues.size(), 4u);
   // The built-in tables pass.
   EXPECT_TRUE(ff::kb::lint_vocabulary(builtin()).empty());
+}
+
+// The scan-first gate reads a line in full only when one of its patterns hits; the crash messages and job
+// states that classify_line reads from kb/_tables must all be hit (extract::gate_patterns holds a superset).
+TEST(kb_library, gate_covers_every_crash_message_and_job_state) {
+  std::vector<std::unique_ptr<re2::RE2>> gate;
+  for (const auto& p : ff::extract::gate_patterns()) gate.push_back(std::make_unique<re2::RE2>(p));
+  for (const char* name : {"crash_messages", "job_states"}) {
+    auto t = builtin().tables.find(name);
+    ASSERT_NE(t, builtin().tables.end()) << name;
+    ASSERT_FALSE(t->second.rows.empty()) << name;
+    for (const auto& [key, cells] : t->second.rows) {
+      const std::string sample = t->second.get(key, "sample");
+      bool hit = false;
+      for (const auto& re : gate) hit |= re2::RE2::PartialMatch(sample, *re);
+      EXPECT_TRUE(hit) << name << " " << key << ": no gate pattern finds " << sample;
+      // Known miss, kept as it was when the states moved to the table (a fix changes diagnoses: its own
+      // commit): the pattern is \b(?:...)\b, and after "OUT_OF_ME+" a \b needs a word character, which
+      // sacct's padded column never has.
+      if (key == "OUT_OF_ME+") {
+        EXPECT_EQ(ff::extract::classify_line(sample, 0), ff::extract::suspicion::none) << "fixed? drop this exception";
+        continue;
+      }
+      EXPECT_NE(ff::extract::classify_line(sample, 0), ff::extract::suspicion::none) << name << " " << key << ": " << sample;
+    }
+  }
 }
 
 TEST(kb_library, lint_reports_a_broken_signature) {
