@@ -64,7 +64,11 @@ action decide(const correlate::diagnosis& d, std::optional<std::int64_t> recurre
 /// One check of the table: every kind of kinds.tsv (and `undetermined`) has exactly one `always` rule,
 /// placed after its exceptions; every cell parses (action, hosts, when, an RE2 that compiles, a
 /// signature that exists); sources are https URLs. Part of kb::lint().
-std::vector<kb::lint_issue> lint(const kb::library& lib);
+/// (The same fields as kb::lint_issue, which belongs to the kb_lint layer above this one: `kb lint` copies them.)
+struct table_issue {
+  std::string file, name, message;
+};
+std::vector<table_issue> lint(const kb::library& lib);
 
 /// The command of the next attempt for `firstfault run --exclude-template`: `tmpl` split on spaces, each
 /// "{hosts}" replaced by `hosts` joined with commas. When the template's first word is a word of `cmd`, or

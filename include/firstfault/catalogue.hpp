@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "firstfault/kb.hpp"
+#include "firstfault/kb_lint.hpp"
 #include "firstfault/result.hpp"
 
 namespace ff::pipeline {

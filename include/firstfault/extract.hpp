@@ -93,6 +93,16 @@ class extractor {
 
  private:
   void flush_entry(std::vector<exit_record>& exits);
+  // The steps of feed(), one kind of record each; a bool one returns true when it consumed the line.
+  void feed_user_frame(std::string_view t, line_note& note);
+  bool feed_failure_block(std::string_view t, std::uint64_t line_no, line_note& note, std::vector<exit_record>& exits);
+  bool feed_launcher_exit(std::string_view t, std::uint64_t line_no, std::vector<exit_record>& exits);
+  void feed_agent_line(std::string_view t, std::uint64_t line_no, std::vector<exit_record>& exits,
+                       std::vector<terminated_pid>& terms);
+  bool feed_stack_dump(std::string_view t, line_note& note);
+  bool feed_cpp_frames(std::string_view t, line_note& note);
+  bool feed_traceback(std::string_view t, std::string_view body, line_note& note);
+  exit_record new_record(const char* launcher, std::uint64_t line_no) const;
   std::string source_;
   int next_record_ = 0;
   // Python traceback state

@@ -160,28 +160,10 @@ class library {
   std::string lookup(const signature& s, const std::string& key, const std::string& column) const;
 };
 
-/// One problem found by lint(): "file: signature: message".
-struct lint_issue {
-  std::string file, name, message;
-};
-
-/// Schema, ordering, uniqueness and pattern checks (every pattern compiled in RE2 and Vectorscan).
-std::vector<lint_issue> lint(const library& lib);
-
-/// Shared definitions (kb/_macros): a signature that repeats a list's patterns or a macro's text instead of
-/// naming it, and definitions no signature uses. Part of lint().
-std::vector<lint_issue> lint_macros(const library& lib);
-
-/// Both directions between the correlator's inference rules and the knowledge base: every entry a
-/// rule can produce exists with that `inferred_by`, and every `inferred_by` entry is produced by a
-/// rule. `produced` is the union of the rules' outputs (correlate::rules::inference_rules()).
-std::vector<lint_issue> lint_inferred(const library& lib, const std::vector<std::string>& produced);
-
-/// Result of running every example of every signature (firstfault kb test).
+/// One failure of `firstfault kb test` (kb_lint.hpp test_examples, pipeline.hpp check_healthy_baselines).
 struct example_failure {
   std::string name, message;
 };
-std::vector<example_failure> test_examples(const library& lib);
 
 /// A fingerprint in RE2 syntax rewritten for `grep -E -f` (POSIX ERE), best effort: non-capturing and
 /// named groups become plain groups, \d \s \w (and negations outside a class) become POSIX classes,

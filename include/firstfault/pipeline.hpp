@@ -26,7 +26,7 @@
 #include "firstfault/match.hpp"
 #include "firstfault/normalize.hpp"
 #include "firstfault/result.hpp"
-#include "firstfault/timeline.hpp"
+#include "firstfault/timeline_model.hpp"
 
 namespace ff::pipeline {
 

@@ -13,6 +13,7 @@
 #include "firstfault/correlate_rules.hpp"
 #include "firstfault/encyclopedia.hpp"
 #include "firstfault/gate.hpp"
+#include "firstfault/kb_lint.hpp"
 #include "firstfault/pipeline.hpp"
 #include "firstfault/text.hpp"
 
@@ -153,7 +154,7 @@ int kb_command::lint(const kb::library& lib) const {
   for (const auto& r : correlate::rules::inference_rules())
     for (auto p : r.produces) produced.emplace_back(p);
   for (auto& i : kb::lint_inferred(lib, produced)) issues.push_back(std::move(i));
-  for (auto& i : action::lint(lib)) issues.push_back(std::move(i));  // every kind has an action rule
+  for (auto& i : action::lint(lib)) issues.push_back({std::move(i.file), std::move(i.name), std::move(i.message)});  // every kind has an action rule
   for (const auto& i : issues) std::printf("%s: %s: %s\n", i.file.c_str(), i.name.c_str(), i.message.c_str());
   // Fingerprints no real line backs (docs/catalogues.md): counted as warnings, not problems, until every
   // signature's project has a catalogue.

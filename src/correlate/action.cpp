@@ -172,8 +172,8 @@ action decide(const correlate::diagnosis& d, std::optional<std::int64_t> recurre
   return a;
 }
 
-std::vector<kb::lint_issue> lint(const kb::library& lib) {
-  std::vector<kb::lint_issue> out;
+std::vector<table_issue> lint(const kb::library& lib) {
+  std::vector<table_issue> out;
   const std::string file = "_tables/actions.tsv";
   auto t = lib.tables.find(std::string(kTable));
   if (t == lib.tables.end()) return {{file, "", "the action rule table is missing"}};

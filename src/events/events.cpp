@@ -103,14 +103,6 @@ json ts_json(const normalize::timestamp& t) {
   return {{"s", t.seconds}, {"clock", t.kind == normalize::timestamp::clock::wall ? "wall" : "uptime"}, {"date", t.has_date}};
 }
 
-template <class T>
-void put(json& j, const char* k, const std::optional<T>& v) {
-  if (v) j[k] = *v;
-}
-void put_ts(json& j, const char* k, const std::optional<normalize::timestamp>& v) {
-  if (v) j[k] = ts_json(*v);
-}
-
 // Writes JSON lines through a zstd stream into a FILE.
 class zwriter {
  public:
@@ -279,6 +271,133 @@ std::string read_lines(std::FILE* f, F&& on_line) {
   return "";
 }
 
+
+// --- one field list per record type ------------------------------------------------------------------
+// Each record type's fields are listed once, for both directions: `fields(v, x)` calls v(key, member, how)
+// for every field, in the order the reader checks them (so a record with two bad fields is reported the same
+// way whatever changes elsewhere). The writer visits a const record, the reader a fresh one; an optional
+// member is written only when it holds a value. `how` says what the format does beyond the member's type.
+struct how {
+  bool omit_default = false;  ///< written only when not false / 0 (read as false / 0 when absent)
+  std::size_t cap = 0;        ///< a string read back cut to this many bytes (the collector's bound); a list: items
+  int fallback = 0;           ///< a number's value when the key is absent (a file from before the field)
+};
+constexpr how kOmitDefault{true, 0, 0};
+constexpr how capped(std::size_t n) { return how{false, n, 0}; }
+
+// The list of record type T (const for the writer).
+template <class R, class T>
+using only = std::enable_if_t<std::is_same_v<std::remove_const_t<R>, T>>;
+
+template <class V, class R>
+only<R, pipeline::input_stats> fields(V&& v, R& x) {  // pipeline::input_stats
+  v("path", x.path), v("lines", x.lines), v("bytes", x.bytes);
+}
+template <class V, class R>
+only<R, ingest::input_error> fields(V&& v, R& x) {  // ingest::input_error
+  v("path", x.path), v("reason", x.reason), v("fatal", x.fatal_for_input), v("cut_short", x.cut_short);
+}
+template <class V, class R>
+only<R, correlate::finding> fields(V&& v, R& x) {  // correlate::finding, but its signature ("sig") and captures ("cap")
+  v("rank", x.rank), v("local_rank", x.local_rank), v("host", x.host), v("ts", x.ts), v("ts_inherited", x.ts_inherited, kOmitDefault);
+  v("step_at", x.step_at), v("raised", x.raised, kOmitDefault), v("handled", x.handled, kOmitDefault);
+  v("source", x.source), v("line", x.line_no), v("text", x.text, capped(limits::kFindingTextBytes));
+  v("dup", x.duplicates, kOmitDefault), v("attempt", x.attempt);
+}
+template <class V, class R>
+only<R, extract::exit_record> fields(V&& v, R& x) {  // extract::exit_record
+  v("rank", x.rank), v("local_rank", x.local_rank), v("exitcode", x.exitcode), v("pid", x.pid);
+  v("host", x.host), v("time", x.time), v("signal", x.signal), v("root_cause", x.root_cause), v("agent_line", x.from_agent_line);
+  v("launcher", x.launcher), v("source", x.source), v("line", x.line_no), v("attempt", x.attempt);
+}
+template <class V, class R>
+only<R, extract::terminated_pid> fields(V&& v, R& x) {  // extract::terminated_pid
+  v("pid", x.pid), v("source", x.source), v("line", x.line_no);
+}
+template <class V, class R>
+only<R, correlate::rank_activity> fields(V&& v, R& x) {  // correlate::rank_activity, but its key (scope, number, attempt)
+  v("lines", x.lines), v("last_ts", x.last_ts), v("last_line", x.last_line, capped(limits::kLastLineBytes));
+  v("last_source", x.last_source), v("last_line_no", x.last_line_no), v("last_step", x.last_step);
+  if (x.last_step) v("last_step_source", x.last_step_source), v("last_step_line_no", x.last_step_line_no), v("last_step_ts", x.last_step_ts);
+  v("planned_steps", x.planned_steps), v("planned_line", x.planned_line, capped(limits::kLastLineBytes));
+  v("planned_source", x.planned_source), v("planned_line_no", x.planned_line_no);
+  v("first_ts", x.first_ts), v("first_source", x.first_source), v("first_line_no", x.first_line_no);
+  v("gap_start", x.gap_start), v("gap_seconds", x.gap_seconds);
+}
+template <class V, class R>
+only<R, correlate::suspicious_line> fields(V&& v, R& x) {  // correlate::suspicious_line
+  v("source", x.source), v("text", x.text, capped(limits::kSuspiciousTextBytes)), v("line", x.line_no), v("rank", x.rank);
+  v("strong", x.strong), v("tmpl", x.tmpl), v("count", x.count, how{false, 0, 1});
+  v("ranks", x.ranks, capped(static_cast<std::size_t>(limits::kMaxListedRanks)));
+}
+template <class V, class R>
+only<R, correlate::inputs::marked_line> fields(V&& v, R& x) {  // correlate::inputs::marked_line
+  v("source", x.source), v("text", x.text, capped(limits::kLastLineBytes)), v("line", x.line_no);
+  v("rank", x.rank), v("local_rank", x.local_rank), v("ts", x.ts), v("ts_inherited", x.ts_inherited, kOmitDefault);
+  v("job", x.job, kOmitDefault);
+}
+template <class V, class R>
+only<R, correlate::inputs::stream_end> fields(V&& v, R& x) {  // correlate::inputs::stream_end
+  v("source", x.source), v("text", x.text, capped(limits::kLastLineBytes)), v("line", x.line_no);
+}
+template <class V, class R>
+only<R, correlate::inputs::dump_frame> fields(V&& v, R& x) {  // correlate::inputs::dump_frame, but its rank (the key of its list)
+  v("function", x.top.function), v("file", x.top.file), v("main", x.top.main_thread), v("text", x.top.text);
+  v("source", x.source), v("line", x.line_no);
+}
+
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+
+// Writes the visited fields into a JSON object.
+struct to_record {
+  json& j;
+  template <class T>
+  void operator()(const char* k, const T& x, how h = {}) const {
+    if constexpr (is_optional<T>::value) {
+      if (x) put(*x, k);
+    } else {
+      if (h.omit_default && x == T{}) return;
+      put(x, k);
+    }
+  }
+  void put(const normalize::timestamp& t, const char* k) const { j[k] = ts_json(t); }
+  template <class T>
+  void put(const T& x, const char* k) const { j[k] = x; }
+};
+
+// Reads the visited fields from a JSON object: every value checked, strings sanitised (bad_record).
+struct from_record {
+  const json& j;
+  void operator()(const char* k, std::string& x, how h = {}) const {
+    x = str(j, k);
+    if (h.cap) x = std::string(text::prefix_utf8(x, h.cap));
+  }
+  void operator()(const char* k, std::optional<std::string>& x, how = {}) const { x = ostr(j, k); }
+  void operator()(const char* k, bool& x, how = {}) const { x = boolean(j, k); }
+  void operator()(const char* k, std::optional<normalize::timestamp>& x, how = {}) const { x = ots(j, k); }
+  void operator()(const char* k, std::vector<int>& x, how h = {}) const { x = int_list(j, k, h.cap); }
+  template <class T>
+  void operator()(const char* k, std::optional<T>& x, how = {}) const { x = onum<T>(j, k); }
+  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+  void operator()(const char* k, T& x, how h = {}) const { x = num<T>(j, k, static_cast<T>(h.fallback)); }
+};
+
+// One record: {"t": type} and the fields of x's list; and a record read back.
+template <class R>
+json record(const char* type, const R& x) {
+  json j{{"t", type}};
+  fields(to_record{j}, x);
+  return j;
+}
+template <class R>
+R parsed(const json& j) {
+  R x;
+  fields(from_record{j}, x);
+  return x;
+}
 }  // namespace
 
 std::string key_id(const std::string& mask_key) {
@@ -313,79 +432,38 @@ status write(const std::string& path, const pipeline::scanned& s, const kb::libr
   w.line({{"t", "header"}, {"format", kFormat}, {"tool", std::string("firstfault ") + FF_VERSION}, {"kb", lib.content_hash},
           {"masked", s.masked}, {"redacted", s.redacted}, {"key_id", key_id(mask_key)}, {"created", now}});
   for (const auto& n : in.source_names) w.line({{"t", "source"}, {"name", n}});
-  for (const auto& i : s.inputs) w.line({{"t", "input"}, {"path", i.path}, {"lines", i.lines}, {"bytes", i.bytes}});
-  for (const auto& e : s.errors)
-    w.line({{"t", "error"}, {"path", e.path}, {"reason", e.reason}, {"fatal", e.fatal_for_input}, {"cut_short", e.cut_short}});
+  for (const auto& i : s.inputs) w.line(record("input", i));
+  for (const auto& e : s.errors) w.line(record("error", e));
   for (const auto& f1 : in.findings) {
-    json j{{"t", "finding"}, {"sig", sig_name(f1.signature)}, {"source", f1.source}, {"line", f1.line_no}, {"text", f1.text}};
+    json j = record("finding", f1);
+    j["sig"] = sig_name(f1.signature);
     json cap = json::array();
     for (const auto& [k, v] : f1.captured) cap.push_back({k, v});
     j["cap"] = std::move(cap);
-    put(j, "rank", f1.rank);
-    put(j, "local_rank", f1.local_rank);
-    put(j, "host", f1.host);
-    put_ts(j, "ts", f1.ts);
-    if (f1.ts_inherited) j["ts_inherited"] = true;
-    if (f1.duplicates) j["dup"] = f1.duplicates;
-    put(j, "attempt", f1.attempt);
-    put(j, "step_at", f1.step_at);
-    if (f1.raised) j["raised"] = true;
-    if (f1.handled) j["handled"] = true;
     w.line(j);
   }
-  for (const auto& e : in.exits) {
-    json j{{"t", "exit"}, {"host", e.host}, {"time", e.time}, {"signal", e.signal}, {"root_cause", e.root_cause},
-           {"agent_line", e.from_agent_line}, {"launcher", e.launcher}, {"source", e.source}, {"line", e.line_no}};
-    put(j, "rank", e.rank);
-    put(j, "local_rank", e.local_rank);
-    put(j, "exitcode", e.exitcode);
-    put(j, "pid", e.pid);
-    put(j, "attempt", e.attempt);
-    w.line(j);
-  }
-  for (const auto& t : in.terminated) w.line({{"t", "terminated"}, {"pid", t.pid}, {"source", t.source}, {"line", t.line_no}});
+  for (const auto& e : in.exits) w.line(record("exit", e));
+  for (const auto& t : in.terminated) w.line(record("terminated", t));
   for (const auto& [key, a] : in.activity) {
-    json j{{"t", "activity"}, {"scope", key.kind == correlate::rank_key::scope::global ? "global" : "local"}, {"number", key.number},
-           {"lines", a.lines}, {"last_line", a.last_line}, {"last_source", a.last_source}, {"last_line_no", a.last_line_no},
-           {"planned_line", a.planned_line}, {"planned_source", a.planned_source}, {"planned_line_no", a.planned_line_no},
-           {"first_source", a.first_source}, {"first_line_no", a.first_line_no}, {"gap_seconds", a.gap_seconds}};
-    put(j, "attempt", key.attempt);
-    put_ts(j, "last_ts", a.last_ts);
-    put(j, "last_step", a.last_step);
-    if (a.last_step) {
-      j["last_step_source"] = a.last_step_source;
-      j["last_step_line_no"] = a.last_step_line_no;
-      put_ts(j, "last_step_ts", a.last_step_ts);
-    }
-    put(j, "planned_steps", a.planned_steps);
-    put_ts(j, "first_ts", a.first_ts);
-    put_ts(j, "gap_start", a.gap_start);
+    json j = record("activity", a);
+    j["scope"] = key.kind == correlate::rank_key::scope::global ? "global" : "local";
+    j["number"] = key.number;
+    if (key.attempt) j["attempt"] = *key.attempt;
     w.line(j);
   }
-  for (const auto& x : in.suspicious) {
-    json j{{"t", "suspicious"}, {"source", x.source}, {"text", x.text}, {"line", x.line_no}, {"strong", x.strong},
-           {"tmpl", x.tmpl}, {"count", x.count}, {"ranks", x.ranks}};
-    put(j, "rank", x.rank);
-    w.line(j);
-  }
+  for (const auto& x : in.suspicious) w.line(record("suspicious", x));
   for (const auto& [l, ranks] : in.local_to_rank) w.line({{"t", "local_ranks"}, {"local", l}, {"ranks", ranks}});
   for (const auto& h : in.hosts) w.line({{"t", "host"}, {"name", h}});
   for (const auto& [h, ranks] : in.host_ranks) w.line({{"t", "host_ranks"}, {"host", h}, {"ranks", ranks}});
-  for (const auto& e : in.stream_ends) w.line({{"t", "stream_end"}, {"source", e.source}, {"text", e.text}, {"line", e.line_no}});
-  for (const auto* marked : {&in.work_lines, &in.success_ends})
-  for (const auto& x : *marked) {
-    json j{{"t", marked == &in.work_lines ? "work_line" : "success_end"}, {"source", x.source}, {"text", x.text}, {"line", x.line_no}};
-    if (x.job) j["job"] = true;
-    put(j, "rank", x.rank);
-    put(j, "local_rank", x.local_rank);
-    put_ts(j, "ts", x.ts);
-    if (x.ts_inherited) j["ts_inherited"] = true;
-    w.line(j);
-  }
+  for (const auto& e : in.stream_ends) w.line(record("stream_end", e));
+  for (const auto& x : in.work_lines) w.line(record("work_line", x));
+  for (const auto& x : in.success_ends) w.line(record("success_end", x));
   for (const auto& [rank, frames] : in.stack_tops)
-    for (const auto& d : frames)
-      w.line({{"t", "stack_top"}, {"rank", rank}, {"function", d.top.function}, {"file", d.top.file}, {"main", d.top.main_thread},
-              {"text", d.top.text}, {"source", d.source}, {"line", d.line_no}});
+    for (const auto& d : frames) {
+      json j = record("stack_top", d);
+      j["rank"] = rank;
+      w.line(j);
+    }
   w.line({{"t", "summary"}, {"benign_lines", in.benign_lines}, {"lines", s.total_lines}, {"bytes", s.total_bytes},
           {"readable", s.any_readable}, {"mask_counts", s.mask_counts}});
   std::size_t records = w.records();
@@ -404,6 +482,187 @@ status write(const std::string& path, const pipeline::scanned& s, const kb::libr
   }
   return ok();
 }
+
+namespace {
+// Reads the records of one events file into a scan (read()): the header first, then any record type in any
+// order, the collector's bounds applied as records come; an unknown record type (a later minor version's) is
+// skipped.
+class record_reader {
+ public:
+  record_reader(const kb::library& lib, const std::string& shown, std::vector<std::string>& notes, std::string* key_id_out)
+      : lib_(lib), shown_(shown), notes_(notes), key_id_out_(key_id_out) {
+    for (std::size_t i = 0; i < lib.signatures.size(); ++i) by_name_.emplace(lib.signatures[i].name, static_cast<int>(i));
+  }
+
+  // One line of the file: "" or why the file cannot be read.
+  std::string line(const std::string& line) {
+    if (ended_) return "records after the end record";
+    if (++records_ > kMaxRecords) return "more than 4,000,000 records";
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded()) return "record " + std::to_string(records_) + " is not valid JSON";
+    if (!j.is_object()) return "record " + std::to_string(records_) + " is not a JSON object";
+    try {
+      std::string t = str(j, "t");
+      if (!header_) return header(t, j);
+      if (t.empty()) throw bad_record{"no record type (field \"t\")"};
+      return body(t, j);
+    } catch (const bad_record& b) {
+      return "record " + std::to_string(records_) + ": " + b.why;
+    } catch (const json::exception& e) {
+      return "record " + std::to_string(records_) + ": " + e.what();
+    }
+  }
+
+  // After the last line: the scan, or why the file is not a whole one.
+  result<pipeline::scanned> finish() {
+    if (!header_) return error{shown_ + ": no records: not a firstfault events file"};
+    if (!ended_) return error{shown_ + ": cut short (no end record)"};
+    if (!summary_) return error{shown_ + ": no summary record (the scan did not finish writing it)"};
+    // Indices into this file's sources must point at one (an activity record comes from a source's lines).
+    for (const auto& [k, a] : in_.activity)
+      if (a.last_source >= in_.source_names.size() || a.first_source >= in_.source_names.size() ||
+          (a.last_step && a.last_step_source >= in_.source_names.size()) ||
+          (a.planned_steps && a.planned_source >= in_.source_names.size()))
+        return error{shown_ + ": an activity record names a source the file does not list"};
+    if (findings_.bound_hit || bound_hit_)
+      s_.errors.push_back({shown_, "holds more records than one run's collector keeps (8192 findings, 64 per signature and rank, 16384 ranks, 65536 of each other kind): the rest were counted as repeats or left out", false, false});
+    if (unknown_sigs_)
+      notes_.push_back(shown_ + ": " + std::to_string(unknown_sigs_) + " finding(s) of signatures this knowledge base does not have (first: " +
+                       first_unknown_ + ") were left out");
+    return std::move(s_);
+  }
+
+ private:
+  std::string header(const std::string& t, const json& j) {
+    if (t != "header") return "does not start with a header record: not a firstfault events file";
+    std::string format = str(j, "format");
+    if (format != kFormat) return "format \"" + format + "\" is not " + kFormat;
+    header_ = true;
+    s_.masked = boolean(j, "masked");
+    // (a file written before --redact existed masked identity whenever it masked)
+    s_.redacted = j.contains("redacted") ? boolean(j, "redacted") : s_.masked;
+    if (str(j, "kb") != lib_.content_hash)
+      notes_.push_back(shown_ + ": made with another knowledge base (" + str(j, "kb") + "); signatures are matched by name");
+    if (key_id_out_) *key_id_out_ = str(j, "key_id");
+    return "";
+  }
+
+  std::string body(const std::string& t, const json& j) {
+    if (t == "source") {
+      // Activity records point at sources by index, so sources cannot be dropped: too many is an error.
+      if (in_.source_names.size() >= kMaxRecordsKept) return "more than 65,536 source records";
+      in_.source_names.push_back(str(j, "name"));
+    } else if (t == "input") {
+      push_bounded(s_.inputs, parsed<pipeline::input_stats>(j), bound_hit_);
+    } else if (t == "error") {
+      push_bounded(s_.errors, parsed<ingest::input_error>(j), bound_hit_);
+    } else if (t == "finding") {
+      finding(j);
+    } else if (t == "exit") {
+      push_bounded(in_.exits, parsed<extract::exit_record>(j), bound_hit_);
+    } else if (t == "terminated") {
+      push_bounded(in_.terminated, parsed<extract::terminated_pid>(j), bound_hit_);
+    } else if (t == "activity") {
+      activity(j);
+    } else if (t == "suspicious") {
+      auto x = parsed<correlate::suspicious_line>(j);
+      std::sort(x.ranks.begin(), x.ranks.end());
+      x.ranks.erase(std::unique(x.ranks.begin(), x.ranks.end()), x.ranks.end());
+      if (in_.suspicious.size() < kMaxSuspicious) in_.suspicious.push_back(std::move(x));
+    } else if (t == "local_ranks") {
+      add_pairs(in_.local_to_rank, num<int>(j, "local"), int_list(j, "ranks", kMaxPairs), local_pairs_, bound_hit_);
+    } else if (t == "host") {
+      if (in_.hosts.size() < kMaxPairs) in_.hosts.insert(str(j, "name"));
+      else bound_hit_ = true;
+    } else if (t == "host_ranks") {
+      add_pairs(in_.host_ranks, str(j, "host"), int_list(j, "ranks", kMaxPairs), host_pairs_, bound_hit_);
+    } else if (t == "work_line" || t == "success_end") {
+      auto x = parsed<correlate::inputs::marked_line>(j);
+      if (t == "success_end") in_.keep_success_end(std::move(x));
+      else in_.keep_work_line(std::move(x));
+    } else if (t == "stream_end") {
+      if (in_.stream_ends.size() < limits::kMaxStreamEnds) in_.stream_ends.push_back(parsed<correlate::inputs::stream_end>(j));
+    } else if (t == "stack_top") {
+      stack_top(j);
+    } else if (t == "summary") {
+      summary(j);
+    } else if (t == "end") {
+      if (num<std::uint64_t>(j, "records") != records_ - 1) return "the end record counts another number of records: the file was changed";
+      ended_ = true;
+    }  // other record types: a later minor version's, ignored
+    return "";
+  }
+
+  void finding(const json& j) {
+    std::string name = str(j, "sig");
+    auto it = by_name_.find(name);
+    if (it == by_name_.end()) {
+      if (unknown_sigs_++ == 0) first_unknown_ = name;
+      return;
+    }
+    correlate::finding x;
+    x.signature = it->second;
+    if (j.contains("cap")) {
+      if (!j["cap"].is_array()) throw bad_record{"field \"cap\" is not a list"};
+      for (const auto& kv : j["cap"]) {
+        if (!kv.is_array() || kv.size() != 2 || !kv[0].is_string() || !kv[1].is_string()) throw bad_record{"field \"cap\" holds a non-pair"};
+        x.captured.emplace_back(text::sanitize(kv[0].get_ref<const std::string&>()), text::sanitize(kv[1].get_ref<const std::string&>()));
+      }
+    }
+    fields(from_record{j}, x);
+    findings_.add(in_.findings, std::move(x));
+  }
+
+  void activity(const json& j) {
+    auto scope = str(j, "scope");
+    if (scope != "global" && scope != "local") throw bad_record{"field \"scope\" is neither global nor local"};
+    correlate::rank_key key{scope == "global" ? correlate::rank_key::scope::global : correlate::rank_key::scope::local,
+                            num<int>(j, "number"), onum<int>(j, "attempt")};
+    auto a = parsed<correlate::rank_activity>(j);
+    if (in_.activity.size() >= kMaxRanks && !in_.activity.count(key)) bound_hit_ = true;
+    else in_.activity[key] = std::move(a);
+  }
+
+  void stack_top(const json& j) {
+    auto d = parsed<correlate::inputs::dump_frame>(j);
+    int rank = num<int>(j, "rank");
+    if (in_.stack_tops.size() >= kMaxStackTopRanks && !in_.stack_tops.count(rank)) {
+      bound_hit_ = true;
+      return;
+    }
+    auto& v = in_.stack_tops[rank];
+    if (v.size() < kMaxStackTopsPerRank) v.push_back(std::move(d));
+  }
+
+  void summary(const json& j) {
+    if (summary_) throw bad_record{"a second summary record"};
+    summary_ = true;
+    in_.benign_lines = num<std::uint64_t>(j, "benign_lines");
+    s_.total_lines = num<std::uint64_t>(j, "lines");
+    s_.total_bytes = num<std::uint64_t>(j, "bytes");
+    s_.any_readable = boolean(j, "readable");
+    if (j.contains("mask_counts")) {
+      if (!j["mask_counts"].is_object()) throw bad_record{"field \"mask_counts\" is not an object"};
+      for (const auto& [k, v] : j["mask_counts"].items()) {
+        if (!v.is_number_unsigned()) throw bad_record{"field \"mask_counts\" holds a non-count"};
+        s_.mask_counts[text::sanitize(k)] = v.get<std::size_t>();
+      }
+    }
+  }
+
+  const kb::library& lib_;
+  const std::string& shown_;
+  std::vector<std::string>& notes_;
+  std::string* key_id_out_;
+  std::map<std::string, int> by_name_;
+  pipeline::scanned s_;
+  correlate::inputs& in_ = s_.in;
+  std::size_t records_ = 0, unknown_sigs_ = 0, local_pairs_ = 0, host_pairs_ = 0;
+  bool header_ = false, ended_ = false, summary_ = false, bound_hit_ = false;
+  finding_cap findings_;
+  std::string first_unknown_;
+};
+}  // namespace
 
 result<pipeline::scanned> read(const std::string& path, const kb::library& lib, std::vector<std::string>& notes,
                                std::string* key_id_out) {
@@ -426,205 +685,9 @@ result<pipeline::scanned> read(const std::string& path, const kb::library& lib, 
     return error{shown + ": cannot open the events file: " + std::strerror(errno)};
   }
   std::unique_ptr<std::FILE, decltype(&std::fclose)> guard(f, &std::fclose);
-  std::map<std::string, int> by_name;
-  for (std::size_t i = 0; i < lib.signatures.size(); ++i) by_name.emplace(lib.signatures[i].name, static_cast<int>(i));
-  pipeline::scanned s;
-  auto& in = s.in;
-  std::size_t records = 0, unknown_sigs = 0, local_pairs = 0, host_pairs = 0;
-  bool header = false, ended = false, summary = false, bound_hit = false;
-  finding_cap findings;
-  std::string first_unknown;
-  auto on_line = [&](const std::string& line) -> std::string {
-    if (ended) return "records after the end record";
-    if (++records > kMaxRecords) return "more than 4,000,000 records";
-    json j = json::parse(line, nullptr, false);
-    if (j.is_discarded()) return "record " + std::to_string(records) + " is not valid JSON";
-    if (!j.is_object()) return "record " + std::to_string(records) + " is not a JSON object";
-    try {
-      std::string t = str(j, "t");
-      if (!header) {
-        if (t != "header") return "does not start with a header record: not a firstfault events file";
-        std::string format = str(j, "format");
-        if (format != kFormat) return "format \"" + format + "\" is not " + kFormat;
-        header = true;
-        s.masked = boolean(j, "masked");
-        // (a file written before --redact existed masked identity whenever it masked)
-        s.redacted = j.contains("redacted") ? boolean(j, "redacted") : s.masked;
-        if (str(j, "kb") != lib.content_hash)
-          notes.push_back(shown + ": made with another knowledge base (" + str(j, "kb") + "); signatures are matched by name");
-        if (key_id_out) *key_id_out = str(j, "key_id");
-        return "";
-      }
-      if (t.empty()) throw bad_record{"no record type (field \"t\")"};
-      if (t == "source") {
-        // Activity records point at sources by index, so sources cannot be dropped: too many is an error.
-        if (in.source_names.size() >= kMaxRecordsKept) return "more than 65,536 source records";
-        in.source_names.push_back(str(j, "name"));
-      } else if (t == "input") {
-        push_bounded(s.inputs, pipeline::input_stats{str(j, "path"), num<std::uint64_t>(j, "lines"), num<std::uint64_t>(j, "bytes")}, bound_hit);
-      } else if (t == "error") {
-        push_bounded(s.errors, ingest::input_error{str(j, "path"), str(j, "reason"), boolean(j, "fatal"), boolean(j, "cut_short")}, bound_hit);
-      } else if (t == "finding") {
-        std::string name = str(j, "sig");
-        auto it = by_name.find(name);
-        if (it == by_name.end()) {
-          if (unknown_sigs++ == 0) first_unknown = name;
-          return "";
-        }
-        correlate::finding x;
-        x.signature = it->second;
-        if (j.contains("cap")) {
-          if (!j["cap"].is_array()) throw bad_record{"field \"cap\" is not a list"};
-          for (const auto& kv : j["cap"]) {
-            if (!kv.is_array() || kv.size() != 2 || !kv[0].is_string() || !kv[1].is_string()) throw bad_record{"field \"cap\" holds a non-pair"};
-            x.captured.emplace_back(text::sanitize(kv[0].get_ref<const std::string&>()), text::sanitize(kv[1].get_ref<const std::string&>()));
-          }
-        }
-        x.rank = onum<int>(j, "rank");
-        x.local_rank = onum<int>(j, "local_rank");
-        x.host = ostr(j, "host");
-        x.ts = ots(j, "ts");
-        x.ts_inherited = boolean(j, "ts_inherited");
-        x.step_at = onum<long>(j, "step_at");
-        x.raised = boolean(j, "raised");
-        x.handled = boolean(j, "handled");
-        x.source = str(j, "source");
-        x.line_no = num<std::uint64_t>(j, "line");
-        x.text = std::string(text::prefix_utf8(str(j, "text"), limits::kFindingTextBytes));
-        x.duplicates = num<int>(j, "dup");
-        x.attempt = onum<int>(j, "attempt");
-        findings.add(in.findings, std::move(x));
-      } else if (t == "exit") {
-        extract::exit_record e;
-        e.rank = onum<int>(j, "rank");
-        e.local_rank = onum<int>(j, "local_rank");
-        e.exitcode = onum<int>(j, "exitcode");
-        e.pid = onum<int>(j, "pid");
-        e.host = str(j, "host");
-        e.time = str(j, "time");
-        e.signal = str(j, "signal");
-        e.root_cause = boolean(j, "root_cause");
-        e.from_agent_line = boolean(j, "agent_line");
-        e.launcher = str(j, "launcher");
-        e.source = str(j, "source");
-        e.line_no = num<std::uint64_t>(j, "line");
-        e.attempt = onum<int>(j, "attempt");
-        push_bounded(in.exits, std::move(e), bound_hit);
-      } else if (t == "terminated") {
-        push_bounded(in.terminated, extract::terminated_pid{num<int>(j, "pid"), str(j, "source"), num<std::uint64_t>(j, "line")}, bound_hit);
-      } else if (t == "activity") {
-        auto scope = str(j, "scope");
-        if (scope != "global" && scope != "local") throw bad_record{"field \"scope\" is neither global nor local"};
-        correlate::rank_key key{scope == "global" ? correlate::rank_key::scope::global : correlate::rank_key::scope::local,
-                                num<int>(j, "number"), onum<int>(j, "attempt")};
-        correlate::rank_activity a;
-        a.lines = num<std::uint64_t>(j, "lines");
-        a.last_ts = ots(j, "last_ts");
-        a.last_line = std::string(text::prefix_utf8(str(j, "last_line"), limits::kLastLineBytes));
-        a.last_source = num<std::uint32_t>(j, "last_source");
-        a.last_line_no = num<std::uint64_t>(j, "last_line_no");
-        a.last_step = onum<long>(j, "last_step");
-        if (a.last_step) {
-          a.last_step_source = num<std::uint32_t>(j, "last_step_source");
-          a.last_step_line_no = num<std::uint64_t>(j, "last_step_line_no");
-          a.last_step_ts = ots(j, "last_step_ts");
-        }
-        a.planned_steps = onum<long>(j, "planned_steps");
-        a.planned_line = std::string(text::prefix_utf8(str(j, "planned_line"), limits::kLastLineBytes));
-        a.planned_source = num<std::uint32_t>(j, "planned_source");
-        a.planned_line_no = num<std::uint64_t>(j, "planned_line_no");
-        a.first_ts = ots(j, "first_ts");
-        a.first_source = num<std::uint32_t>(j, "first_source");
-        a.first_line_no = num<std::uint64_t>(j, "first_line_no");
-        a.gap_start = ots(j, "gap_start");
-        a.gap_seconds = num<double>(j, "gap_seconds");
-        if (in.activity.size() >= kMaxRanks && !in.activity.count(key)) bound_hit = true;
-        else in.activity[key] = std::move(a);
-      } else if (t == "suspicious") {
-        correlate::suspicious_line x;
-        x.source = str(j, "source");
-        x.text = std::string(text::prefix_utf8(str(j, "text"), limits::kSuspiciousTextBytes));
-        x.line_no = num<std::uint64_t>(j, "line");
-        x.rank = onum<int>(j, "rank");
-        x.strong = boolean(j, "strong");
-        x.tmpl = str(j, "tmpl");
-        x.count = num<int>(j, "count", 1);
-        x.ranks = int_list(j, "ranks", static_cast<std::size_t>(limits::kMaxListedRanks));
-        std::sort(x.ranks.begin(), x.ranks.end());
-        x.ranks.erase(std::unique(x.ranks.begin(), x.ranks.end()), x.ranks.end());
-        if (in.suspicious.size() < kMaxSuspicious) in.suspicious.push_back(std::move(x));
-      } else if (t == "local_ranks") {
-        add_pairs(in.local_to_rank, num<int>(j, "local"), int_list(j, "ranks", kMaxPairs), local_pairs, bound_hit);
-      } else if (t == "host") {
-        if (in.hosts.size() < kMaxPairs) in.hosts.insert(str(j, "name"));
-        else bound_hit = true;
-      } else if (t == "host_ranks") {
-        add_pairs(in.host_ranks, str(j, "host"), int_list(j, "ranks", kMaxPairs), host_pairs, bound_hit);
-      } else if (t == "work_line" || t == "success_end") {
-        correlate::inputs::marked_line x{str(j, "source"), std::string(text::prefix_utf8(str(j, "text"), limits::kLastLineBytes)),
-                                         num<std::uint64_t>(j, "line"), onum<int>(j, "rank"), onum<int>(j, "local_rank"), ots(j, "ts"),
-                                         boolean(j, "ts_inherited"), boolean(j, "job")};
-        if (t == "success_end") in.keep_success_end(std::move(x));
-        else in.keep_work_line(std::move(x));
-      } else if (t == "stream_end") {
-        if (in.stream_ends.size() < limits::kMaxStreamEnds)
-          in.stream_ends.push_back({str(j, "source"), std::string(text::prefix_utf8(str(j, "text"), limits::kLastLineBytes)), num<std::uint64_t>(j, "line")});
-      } else if (t == "stack_top") {
-        correlate::inputs::dump_frame d;
-        d.top.function = str(j, "function");
-        d.top.file = str(j, "file");
-        d.top.main_thread = boolean(j, "main");
-        d.top.text = str(j, "text");
-        d.source = str(j, "source");
-        d.line_no = num<std::uint64_t>(j, "line");
-        int rank = num<int>(j, "rank");
-        if (in.stack_tops.size() >= kMaxStackTopRanks && !in.stack_tops.count(rank)) {
-          bound_hit = true;
-          return "";
-        }
-        auto& v = in.stack_tops[rank];
-        if (v.size() < kMaxStackTopsPerRank) v.push_back(std::move(d));
-      } else if (t == "summary") {
-        if (summary) throw bad_record{"a second summary record"};
-        summary = true;
-        in.benign_lines = num<std::uint64_t>(j, "benign_lines");
-        s.total_lines = num<std::uint64_t>(j, "lines");
-        s.total_bytes = num<std::uint64_t>(j, "bytes");
-        s.any_readable = boolean(j, "readable");
-        if (j.contains("mask_counts")) {
-          if (!j["mask_counts"].is_object()) throw bad_record{"field \"mask_counts\" is not an object"};
-          for (const auto& [k, v] : j["mask_counts"].items()) {
-            if (!v.is_number_unsigned()) throw bad_record{"field \"mask_counts\" holds a non-count"};
-            s.mask_counts[text::sanitize(k)] = v.get<std::size_t>();
-          }
-        }
-      } else if (t == "end") {
-        if (num<std::uint64_t>(j, "records") != records - 1) return "the end record counts another number of records: the file was changed";
-        ended = true;
-      }  // other record types: a later minor version's, ignored
-    } catch (const bad_record& b) {
-      return "record " + std::to_string(records) + ": " + b.why;
-    } catch (const json::exception& e) {
-      return "record " + std::to_string(records) + ": " + e.what();
-    }
-    return "";
-  };
-  if (auto why = read_lines(f, on_line); !why.empty()) return error{shown + ": " + why};
-  if (!header) return error{shown + ": no records: not a firstfault events file"};
-  if (!ended) return error{shown + ": cut short (no end record)"};
-  if (!summary) return error{shown + ": no summary record (the scan did not finish writing it)"};
-  // Indices into this file's sources must point at one (an activity record comes from a source's lines).
-  for (const auto& [k, a] : in.activity)
-    if (a.last_source >= in.source_names.size() || a.first_source >= in.source_names.size() ||
-        (a.last_step && a.last_step_source >= in.source_names.size()) ||
-        (a.planned_steps && a.planned_source >= in.source_names.size()))
-      return error{shown + ": an activity record names a source the file does not list"};
-  if (findings.bound_hit || bound_hit)
-    s.errors.push_back({shown, "holds more records than one run's collector keeps (8192 findings, 64 per signature and rank, 16384 ranks, 65536 of each other kind): the rest were counted as repeats or left out", false, false});
-  if (unknown_sigs)
-    notes.push_back(shown + ": " + std::to_string(unknown_sigs) + " finding(s) of signatures this knowledge base does not have (first: " +
-                    first_unknown + ") were left out");
-  return s;
+  record_reader r(lib, shown, notes, key_id_out);
+  if (auto why = read_lines(f, [&](const std::string& line) { return r.line(line); }); !why.empty()) return error{shown + ": " + why};
+  return r.finish();
 }
 
 namespace {

@@ -35,7 +35,23 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
   std::string_view body = body_in;
   std::string_view t = text::trim(body);
 
-  // --- the deepest user frame of a Python traceback, for the report (line_note::user_frame) -----------
+  feed_user_frame(t, note);
+  // A re-raised worker exception puts the cause after it. Under "During handling of the above exception" and
+  // "The above exception was the direct cause" the first exception is the cause and the later one its echo,
+  // but the later traceback may hold the user's frame the first lacked (torch.save's own frames, then the
+  // user's call).
+  if (starts_with(t, "Original Traceback (most recent call last):")) note.chain = line_note::chain_kind::original;
+  else if (starts_with(t, "During handling of the above exception") || starts_with(t, "The above exception was the direct cause"))
+    note.chain = line_note::chain_kind::context;
+
+  if (feed_failure_block(t, line_no, note, exits) || feed_launcher_exit(t, line_no, exits)) return;
+  feed_agent_line(t, line_no, exits, terms);
+  if (feed_stack_dump(t, note) || feed_cpp_frames(t, note)) return;
+  feed_traceback(t, body, note);
+}
+
+// The deepest user frame of a Python traceback, for the report (line_note::user_frame).
+void extractor::feed_user_frame(std::string_view t, line_note& note) {
   if (starts_with(t, "File \"")) {
     static const re2::RE2 frame(R"re(^File "([^"]+)", line (\d+), in (\S+))re");
     std::string path, fn;
@@ -64,20 +80,16 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
     user_frame_.clear();
     entry_script_.clear();
   }
-  // A re-raised worker exception puts the cause after it. Under "During handling of the above exception" and
-  // "The above exception was the direct cause" the first exception is the cause and the later one its echo,
-  // but the later traceback may hold the user's frame the first lacked (torch.save's own frames, then the
-  // user's call).
-  if (starts_with(t, "Original Traceback (most recent call last):")) note.chain = line_note::chain_kind::original;
-  else if (starts_with(t, "During handling of the above exception") || starts_with(t, "The above exception was the direct cause"))
-    note.chain = line_note::chain_kind::context;
+}
 
-  // --- torchelastic ChildFailedError block ---------------------------------------------------
+// The torchelastic ChildFailedError block ("Failures:", "Root Cause", one "[N]:" entry per failed
+// worker). True when the line was consumed.
+bool extractor::feed_failure_block(std::string_view t, std::uint64_t line_no, line_note& note, std::vector<exit_record>& exits) {
   if (block_ == block::none && contains(t, "ChildFailedError:")) {
     block_ = block::header;
   } else if (block_ != block::none) {
-    if (starts_with(t, "Failures:")) { flush_entry(exits); block_ = block::failures; note.skip_match = true; return; }
-    if (starts_with(t, "Root Cause")) { flush_entry(exits); block_ = block::root_cause; note.skip_match = true; return; }
+    if (starts_with(t, "Failures:")) { flush_entry(exits); block_ = block::failures; note.skip_match = true; return true; }
+    if (starts_with(t, "Root Cause")) { flush_entry(exits); block_ = block::root_cause; note.skip_match = true; return true; }
     static const re2::RE2 entry_head(R"(^\[\d+\]:$)");
     if (re2::RE2::FullMatch(re2::StringPiece(t.data(), t.size()), entry_head)) {
       flush_entry(exits);
@@ -86,7 +98,7 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
       entry_->source = source_;
       entry_->line_no = line_no;
       note.skip_match = true;
-      return;
+      return true;
     }
     if (entry_) {
       re2::StringPiece sp(t.data(), t.size());
@@ -95,10 +107,10 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
           sig_re(R"(Signal \d+ \((SIG[A-Z]+)\))");
       std::string s1;
       int a = 0, b = 0;
-      if (re2::RE2::PartialMatch(sp, time_re, &s1)) { entry_->time = s1; note.skip_match = true; return; }
-      if (re2::RE2::PartialMatch(sp, host_re, &s1)) { entry_->host = s1; note.skip_match = true; return; }
-      if (re2::RE2::PartialMatch(sp, rank_re, &a, &b)) { entry_->rank = a; entry_->local_rank = b; note.skip_match = true; return; }
-      if (re2::RE2::PartialMatch(sp, exit_re, &a, &b)) { entry_->exitcode = a; entry_->pid = b; note.skip_match = true; return; }
+      if (re2::RE2::PartialMatch(sp, time_re, &s1)) { entry_->time = s1; note.skip_match = true; return true; }
+      if (re2::RE2::PartialMatch(sp, host_re, &s1)) { entry_->host = s1; note.skip_match = true; return true; }
+      if (re2::RE2::PartialMatch(sp, rank_re, &a, &b)) { entry_->rank = a; entry_->local_rank = b; note.skip_match = true; return true; }
+      if (re2::RE2::PartialMatch(sp, exit_re, &a, &b)) { entry_->exitcode = a; entry_->pid = b; note.skip_match = true; return true; }
       if (re2::RE2::PartialMatch(sp, sig_re, &s1)) entry_->signal = s1;
       note.rank = entry_->rank;  // e.g. "traceback : Signal 9 (SIGKILL) received by PID ..." of this entry
     }
@@ -106,48 +118,51 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
       flush_entry(exits);
       block_ = block::none;
       note.skip_match = true;
-      return;
+      return true;
     }
     if (starts_with(t, "-----") || starts_with(t, "=====") || contains(t, "<NO_OTHER_FAILURES>")) {
       note.skip_match = true;
-      return;
+      return true;
     }
   }
 
-  // One exit report of a launcher, with where it was printed.
-  auto new_record = [&](const char* launcher) {
-    exit_record r;
-    r.launcher = launcher;
-    r.source = source_;
-    r.line_no = line_no;
-    return r;
-  };
+  return false;
+}
 
-  // --- other launchers' exit reports ------------------------------------------------------------
+exit_record extractor::new_record(const char* launcher, std::uint64_t line_no) const {
+  exit_record r;
+  r.launcher = launcher;
+  r.source = source_;
+  r.line_no = line_no;
+  return r;
+}
+
+// Other launchers' exit reports (mpirun, srun, torch.distributed.launch). True when the line was consumed.
+bool extractor::feed_launcher_exit(std::string_view t, std::uint64_t line_no, std::vector<exit_record>& exits) {
   {
     re2::StringPiece sp(t.data(), t.size());
     // mpirun: "The first process to do so was:" / "Process name: [[37533,1],3]" / "Exit code:    1"
     if (contains(t, "The first process to do so was")) {
       mpi_first_ = true;
-      mpi_entry_ = new_record("mpirun");
+      mpi_entry_ = new_record("mpirun", line_no);
       mpi_entry_->root_cause = true;
-      return;
+      return true;
     }
     if (mpi_first_) {
       static const re2::RE2 proc_re(R"(^Process name:\s*\[\[\d+,\d+\],(\d+)\])"), code_re(R"(^Exit code:\s*(-?\d+))"),
           host_re(R"(^(?:Node|Local host):\s*(\S+))");
       int v = 0;
       std::string h;
-      if (re2::RE2::PartialMatch(sp, proc_re, &v)) { mpi_entry_->rank = v; return; }
-      if (re2::RE2::PartialMatch(sp, host_re, &h)) { mpi_entry_->host = h; return; }
+      if (re2::RE2::PartialMatch(sp, proc_re, &v)) { mpi_entry_->rank = v; return true; }
+      if (re2::RE2::PartialMatch(sp, host_re, &h)) { mpi_entry_->host = h; return true; }
       if (re2::RE2::PartialMatch(sp, code_re, &v)) {  // the block's last field (help-mpirun.txt): a log may end here
         mpi_entry_->exitcode = v;
         if (mpi_entry_->rank) exits.push_back(*mpi_entry_);
         mpi_first_ = false;
         mpi_entry_.reset();
-        return;
+        return true;
       }
-      if (t.empty()) return;
+      if (t.empty()) return true;
       if (mpi_entry_->rank) exits.push_back(*mpi_entry_);
       mpi_first_ = false;
       mpi_entry_.reset();
@@ -159,14 +174,14 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
       int rank = 0, signo = 0;
       std::string node;
       if (re2::RE2::PartialMatch(sp, sig_re, &rank, &node, &signo)) {
-        auto r = new_record("mpirun");
+        auto r = new_record("mpirun", line_no);
         r.rank = rank;
         r.host = node;
         r.exitcode = -signo;
         r.signal = signo == 9 ? "SIGKILL" : signo == 11 ? "SIGSEGV" : signo == 6 ? "SIGABRT" : signo == 15 ? "SIGTERM" : signo == 7 ? "SIGBUS" : "";
         r.root_cause = true;  // the process mpirun saw die first
         exits.push_back(r);
-        return;
+        return true;
       }
     }
     // srun: "srun: error: node3: task 5: Exited with exit code 2" (the task id is the rank under srun)
@@ -174,7 +189,7 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
     std::string host, what;
     int task = 0, code = 0;
     if (contains(t, "srun: error:") && re2::RE2::PartialMatch(sp, srun_re, &host, &task, &code, &what)) {
-      auto r = new_record("srun");
+      auto r = new_record("srun", line_no);
       r.rank = task;
       r.host = host;
       if (what.empty()) r.exitcode = code;
@@ -186,7 +201,7 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
     static const re2::RE2 cpe_re(R"(CalledProcessError: Command .*--local[_-]rank[= ](\d+).* returned non-zero exit status (-?\d+))");
     int lr = 0;
     if (contains(t, "CalledProcessError") && re2::RE2::PartialMatch(sp, cpe_re, &lr, &code)) {
-      auto r = new_record("launch");
+      auto r = new_record("launch", line_no);
       r.local_rank = lr;
       r.exitcode = code;
       r.from_agent_line = true;
@@ -194,14 +209,19 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
     }
   }
 
-  // --- torchelastic agent lines ----------------------------------------------------------------
+  return false;
+}
+
+// torchelastic agent lines: a worker's failure, and the pids the agent sent a closing signal.
+void extractor::feed_agent_line(std::string_view t, std::uint64_t line_no, std::vector<exit_record>& exits,
+                                std::vector<terminated_pid>& terms) {
   {
     static const re2::RE2 failed_re(R"(failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\))");
     static const re2::RE2 sigterm_re(R"(Sending process (\d+) closing signal SIG)");
     re2::StringPiece sp(t.data(), t.size());
     int ec = 0, lr = 0, pid = 0;
     if (re2::RE2::PartialMatch(sp, failed_re, &ec, &lr, &pid)) {
-      auto r = new_record("torchelastic");
+      auto r = new_record("torchelastic", line_no);
       r.exitcode = ec;
       r.local_rank = lr;
       r.pid = pid;
@@ -212,7 +232,10 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
     }
   }
 
-  // --- stack dumps (py-spy dump, faulthandler) ----------------------------------------------------
+}
+
+// Stack dumps (py-spy dump, faulthandler): the top frame of each thread. True when the line was consumed.
+bool extractor::feed_stack_dump(std::string_view t, line_note& note) {
   if (dump_header_ > 0 && !t.empty()) {
     static const re2::RE2 pyspy_frame(R"re(^([\w<>.]+) \(([^():]+):\d+\))re"), fh_frame(R"re(^File "([^"]+)", line \d+ in ([\w<>.]+))re");
     re2::StringPiece sp(t.data(), t.size());
@@ -221,7 +244,7 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
     dump_header_ = 0;
     if (re2::RE2::PartialMatch(sp, pyspy_frame, &fn, &file) || re2::RE2::PartialMatch(sp, fh_frame, &file, &fn)) {
       note.top = stack_top{fn, file, main, std::string(t.substr(0, limits::kLastLineBytes))};
-      return;
+      return true;
     }
   }
   if (starts_with(t, "Thread ") || starts_with(t, "Current thread ")) {
@@ -229,25 +252,33 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
     std::string name;
     if (re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), header, &name)) {
       dump_header_ = (name == "MainThread" || starts_with(t, "Current thread ")) ? 2 : 1;
-      return;
+      return true;
     }
   }
 
-  // --- C++ exception frames -------------------------------------------------------------------
+  return false;
+}
+
+// C++ exception frames ("Exception raised from ...", "frame #N"). True when the line was consumed.
+bool extractor::feed_cpp_frames(std::string_view t, line_note& note) {
   if (starts_with(t, "Exception raised from ") && contains(t, "(most recent call first)")) {
     in_frames_ = true;
     note.skip_match = true;
-    return;
+    return true;
   }
   if (in_frames_) {
     if (starts_with(t, "frame #") || t.empty()) {
       note.skip_match = true;
-      return;
+      return true;
     }
     in_frames_ = false;
   }
 
-  // --- Python tracebacks ----------------------------------------------------------------------
+  return false;
+}
+
+// Python tracebacks and the exception line that ends one. True when the line was consumed.
+bool extractor::feed_traceback(std::string_view t, std::string_view body, line_note& note) {
   // A DataLoader worker's exception re-raised in the main process prints the worker's own traceback after
   // it as "Original Traceback (most recent call last):" (torch/_utils.py, ExceptionWrapper.reraise): the same
   // record, chained. Inside an agent's failure block the entry parser reads the lines instead.
@@ -261,7 +292,7 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
     after_exception_ = false;
     note.record = tb_record_;
     note.skip_match = true;
-    return;
+    return true;
   }
   if (in_tb_) {
     note.record = tb_record_;
@@ -274,29 +305,30 @@ void extractor::feed(std::string_view body_in, std::uint64_t line_no, line_note&
       if (contains(t, "distributed_c10d.py") && re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), c10d_frame, &fn) &&
           fn != "wrapper")
         tb_collective_ = fn;
-      return;
+      return true;
     }
     if (looks_like_exception(t) || contains(t, "Error: ") || contains(t, "Exception: ")) {
       note.exception_line = true;
       note.collective = tb_collective_;
       in_tb_ = false;
       after_exception_ = true;
-      return;
+      return true;
     }
     // An unexpected unindented line: the traceback ended without a recognisable exception line.
     in_tb_ = false;
     note.record = -1;
-    return;
+    return true;
   }
   if (after_exception_) {
     if (starts_with(t, "During handling of the above exception") || starts_with(t, "The above exception was the direct cause")) {
       note.record = tb_record_;
       note.skip_match = true;
       chained_ = true;
-      return;
+      return true;
     }
     if (!t.empty()) after_exception_ = false;
   }
+  return false;
 }
 
 }  // namespace ff::extract

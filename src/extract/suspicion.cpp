@@ -6,6 +6,7 @@
 #include "firstfault/extract.hpp"
 #include "firstfault/limits.hpp"
 #include "firstfault/text.hpp"
+#include "kb_data/tables.hpp"
 
 namespace ff::extract {
 
@@ -23,11 +24,30 @@ std::string_view exception_type(std::string_view body) {
   return {type.data(), type.size()};
 }
 
+namespace {
+// The rows of kb/_tables/crash_messages.tsv (RE2 each) as one alternation, in file order.
+std::string crash_pattern() {
+  std::string alt;
+  const auto& t = kb::detail::embedded_table("crash_messages");
+  if (const int c = t.column("regex"); c >= 0)
+    for (const auto& r : t.rows) alt += (alt.empty() ? "" : "|") + r[static_cast<std::size_t>(c)];
+  return alt;
+}
+
+// \b(?:STATE|...)\b over the rows of kb/_tables/job_states.tsv, each word quoted.
+std::string job_states_pattern() {
+  std::string alt;
+  const auto& t = kb::detail::embedded_table("job_states");
+  if (const int w = t.column("word"); w >= 0)
+    for (const auto& r : t.rows) alt += (alt.empty() ? "" : "|") + re2::RE2::QuoteMeta(r[static_cast<std::size_t>(w)]);
+  return R"(\b(?:)" + alt + R"()\b)";
+}
+}  // namespace
+
 suspicion classify_line(std::string_view body, char level) {
   if (body.size() > 8192) body = body.substr(0, 8192);
   // NCCL prints its errors at WARN level; a crash message is a failure at any level.
-  static const re2::RE2 crash(
-      R"(NCCL WARN|Segmentation fault|core dumped|Fatal Python error|terminate called after throwing|\bAborted\b|Bus error|\bpanic\b|Killed process|\bSIG(?:SEGV|ABRT|BUS|KILL|ILL|FPE)\b)");
+  static const re2::RE2 crash(crash_pattern());  // kb/_tables/crash_messages.tsv
   if (re2::RE2::PartialMatch(sp(body), crash)) return suspicion::strong;
   if (level == 'F' || level == 'C') return suspicion::strong;
   // Warnings, by level or by the message's own category, do not page anyone.
@@ -41,8 +61,8 @@ suspicion classify_line(std::string_view body, char level) {
   static const re2::RE2 zero(R"((?i)\b0 (?:errors?|failures?|failed)\b|\b(?:errors?|failures?|failed)\s*[=:]\s*0\b|\bno errors?\b|\bwithout errors?\b)");
   static const re2::RE2 weak_words(
       R"((?i)\b(?:errors?|failed|failure|fatal|unhandled|timed out|exception)\b|(?:\bexit(?:ed)?|\breturn(?:ed)?)\s*(?:with\s*)?(?:code|status|value)?\s*[=:]?\s*-?[1-9]\d*\b|non-zero exit)");
-  // Scheduler states as sacct/squeue print them (https://slurm.schedmd.com/sacct.html#SECTION_JOB-STATE-CODES).
-  static const re2::RE2 weak_states(R"(\b(?:CANCELLED|NODE_FAIL|OUT_OF_MEMORY|OUT_OF_ME\+|TIMEOUT|PREEMPTED|BOOT_FAIL|DEADLINE|FAILED)\b|\bKilled\b)");
+  // Scheduler states as sacct/squeue print them, and Killed: kb/_tables/job_states.tsv.
+  static const re2::RE2 weak_states(job_states_pattern());
   if (re2::RE2::PartialMatch(sp(body), weak_states)) return suspicion::weak;
   if (re2::RE2::PartialMatch(sp(body), weak_words)) {
     // A line whose only error words are zero counts ("0 errors", "failed: 0") is a summary, not a failure.

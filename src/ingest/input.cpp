@@ -16,6 +16,7 @@
 
 #include "../base/dl.hpp"
 #include "journal.hpp"
+#include "kb_data/tables.hpp"
 #include "firstfault/text.hpp"
 
 namespace fs = std::filesystem;
@@ -795,7 +796,9 @@ source_hint hints_from_path(std::string_view path, std::string_view below) {
   // rank3.log, rank_3/, and Open MPI's --output-filename DIR/1/rank.3/{stdout,stderr}
   // (https://docs.open-mpi.org/en/v5.0.x/man-openmpi/man1/mpirun.1.html, --output-filename)
   static const re2::RE2 rank(R"((?i)(?:^|[/_.-])rank[_.-]?(\d+)(?:[/_.-]|$))");
-  static const re2::RE2 host(R"((?i)(?:^|/)((?:[a-z0-9]+-)*(?:node|worker|master|host|nid|gpu|compute)[-_]?[a-z0-9]+)(?:\.[a-z]+)*$)");
+  // the host words are data: kb/_tables/host_words.tsv, column path
+  static const re2::RE2 host(R"((?i)(?:^|/)((?:[a-z0-9]+-)*(?:)" + kb::detail::words_where(kb::detail::embedded_table("host_words"), "path") +
+                             R"()[-_]?[a-z0-9]+)(?:\.[a-z]+)*$)");
   re2::StringPiece sp(path.data(), path.size());
   int a = 0, lr = 0;
   if (re2::RE2::PartialMatch(sp, torchrun, &a, &lr)) {

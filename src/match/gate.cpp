@@ -403,6 +403,132 @@ gate& gate::operator=(gate&& o) noexcept {
   return *this;
 }
 
+namespace {
+
+// Text known from healthy runs: the lines of kb/_tables/healthy_lines.tsv (progress lines, NCCL start-up
+// chatter, framework info: what a healthy run prints by the thousand) and the benign signatures'
+// samples. An atom found in one of them is too common to gate on (it would send most lines the full
+// way), so that fingerprint goes into the gate as its own regexp. A signature's own samples do not
+// count (a benign signature's atoms are in them by construction), and negative examples do not either:
+// a negative is a near miss of some failure (same words, other numbers), about as rare in a healthy log
+// as the failure, and the gate only decides which lines are read in full, never what they match.
+// (Counting own samples and negatives put 161 fingerprints into the gate as prefilter regexps, about
+// half of its cost on the bench console; `\b(?:eth|ib|en|...)\w*: Lost carrier` alone cost 3x the
+// other 160 together.)
+class healthy_text {
+ public:
+  explicit healthy_text(const kb::library& lib) : table_(lib.signatures.size()), stage_(table_ + 1) {
+    if (auto t = lib.tables.find("healthy_lines"); t != lib.tables.end())
+      for (const auto& [line, _] : t->second.rows) add(table_, line);
+    for (std::size_t i = 0; i < lib.signatures.size(); ++i)
+      if (lib.signatures[i].is_benign())
+        for (const auto& e : lib.signatures[i].positive) add(i, e.line);
+  }
+  /// The pseudo-signature of a stage's pattern: only the table counts against it.
+  std::size_t stage() const { return stage_; }
+  /// Whether some healthy text that counts against pattern `sig` holds `atom` (lower case).
+  bool common_for(std::size_t sig, const std::string& atom) const {
+    return std::any_of(lower_.begin(), lower_.end(), [&](const auto& h) {
+      return counts(sig, h.first) && h.second.find(atom) != std::string::npos;
+    });
+  }
+  /// Whether some healthy text that counts against pattern `sig` matches `re`.
+  bool matched_by(std::size_t sig, const re2::RE2& re) const {
+    return std::any_of(raw_.begin(), raw_.end(), [&](const auto& h) {
+      return counts(sig, h.first) && re2::RE2::PartialMatch(h.second, re);
+    });
+  }
+
+ private:
+  void add(std::size_t sig, std::string h) {
+    raw_.emplace_back(sig, h);
+    std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return std::tolower(c); });
+    lower_.emplace_back(sig, std::move(h));
+  }
+  // Whether healthy text h (a sample of signature `from`, or a table row) counts against pattern `sig`.
+  bool counts(std::size_t sig, std::size_t from) const { return from != sig && (sig != stage_ || from == table_); }
+  std::size_t table_, stage_;
+  std::vector<std::pair<std::size_t, std::string>> lower_;  // (signature whose sample it is, or table_; lower case)
+  std::vector<std::pair<std::size_t, std::string>> raw_;    // the same, as written (for regexps)
+};
+
+// A fingerprint without a rare literal is gated by a regexp: the shortest run of its top-level
+// concatenation that no healthy text matches (a match of the whole contains a match of every run, so
+// the run is a superset gate), else the fingerprint itself. `\bloss\s*[:=]\s*[-+]?(?:nan|inf)\b` hits
+// every progress line on "loss" and cost Vectorscan 0.24 s per 100 MB; its run `[-+]?(?:nan|inf)\b`
+// is found on none of them.
+// `atom_min`: the shortest atom FilteredRE2 may count; `longest_min`: the run's longest atom must be at
+// least this long to be taken (else the whole pattern stays).
+std::string narrowed(const healthy_text& healthy, std::size_t si, const std::string& fp, int atom_min, std::size_t longest_min) {
+  std::string fl;
+  auto el = top_level_elements(fp, &fl);
+  re2::RE2::Options o;
+  o.set_log_errors(false);
+  for (std::size_t len = 1; len <= std::min<std::size_t>(el.size(), 6); ++len) {
+    std::string best;
+    std::size_t best_atom = 0, best_repeats = 0;
+    auto assertion = [](const std::string& e) { return e == "\\b" || e == "\\B" || e == "$" || e == "^"; };
+    for (std::size_t st = 0; st + len <= el.size(); ++st) {
+      // The zero-width assertions next to the run come with it: they cost nothing to keep and let
+      // Vectorscan drop most candidates at once ("inf" in INFO fails the \b after it).
+      std::size_t b0 = st, b1 = st + len;
+      while (b0 > 0 && assertion(el[b0 - 1])) --b0;
+      while (b1 < el.size() && assertion(el[b1])) ++b1;
+      std::string w = fl;
+      for (std::size_t k = b0; k < b1; ++k) w += el[k];
+      bool filtered = false;
+      auto a = required_atoms(w, atom_min, &filtered);
+      if (!filtered) continue;  // no literal for Vectorscan to look for: not cheaper than the whole
+      re2::RE2 wre(w, o);
+      if (!wre.ok() || re2::RE2::PartialMatch("", wre)) continue;
+      if (healthy.matched_by(si, wre)) continue;
+      std::size_t longest = 0;
+      for (const auto& x : a) longest = std::max(longest, x.size());
+      // Ties go to the run with fewer unbounded repeats (`x*`, `x+`): `KW(?:\s+|=)` over `--[-\w.]*KW`,
+      // whose `[-\w.]*` before the keywords cost Vectorscan 0.7x the 742 literals' own scan time.
+      std::size_t repeats = 0;
+      for (std::size_t k = st; k < st + len; ++k) repeats += !el[k].empty() && (el[k].back() == '*' || el[k].back() == '+');
+      if (longest >= longest_min && (longest > best_atom || (longest == best_atom && repeats < best_repeats))) {
+        best = w;
+        best_atom = longest;
+        best_repeats = repeats;
+      }
+    }
+    if (!best.empty()) {
+      // it must compile where it will run
+      const char* c = best.c_str();
+      unsigned f = HS_FLAG_PREFILTER | HS_FLAG_MULTILINE, id = 0;
+      hs_database_t* db = nullptr;
+      hs_compile_error_t* err = nullptr;
+      if (hs_compile_multi(&c, &f, &id, 1, HS_MODE_BLOCK, nullptr, &db, &err) == HS_SUCCESS) {
+        hs_free_database(db);
+        return best;
+      }
+      hs_free_compile_error(err);
+    }
+  }
+  return fp;
+}
+
+// The atoms as caseless literals for the gate. An atom that holds another atom adds nothing (all are
+// caseless): every line it would hit, the shorter one hits already. Fewer literals make Vectorscan's
+// literal matcher's pass cheaper. Returns how many were added.
+std::size_t add_literals(const std::set<std::string>& atoms, std::vector<std::string>& exprs, std::vector<unsigned>& flags) {
+  std::size_t literals = 0;
+  for (const auto& a : atoms) {
+    const bool holds_another = std::any_of(atoms.begin(), atoms.end(), [&](const std::string& b) {
+      return b.size() < a.size() && a.find(b) != std::string::npos;
+    });
+    if (holds_another) continue;
+    exprs.push_back(escape_literal(a));
+    flags.push_back(HS_FLAG_CASELESS | HS_FLAG_MULTILINE);
+    ++literals;
+  }
+  return literals;
+}
+
+}  // namespace
+
 result<gate> gate::build(const kb::library& lib, const std::vector<std::string>& extra, bool use_cache) {
   gate g;
   // Building the gate (atoms of every fingerprint, then the Vectorscan compile) costs about a second, so
@@ -419,100 +545,12 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
     g.from_cache_ = true;
     return g;
   }
-  // Text known from healthy runs: the lines of kb/_tables/healthy_lines.tsv (progress lines, NCCL start-up
-  // chatter, framework info: what a healthy run prints by the thousand) and the benign signatures'
-  // samples. An atom found in one of them is too common to gate on (it would send most lines the full
-  // way), so that fingerprint goes into the gate as its own regexp. A signature's own samples do not
-  // count (a benign signature's atoms are in them by construction), and negative examples do not either:
-  // a negative is a near miss of some failure (same words, other numbers), about as rare in a healthy log
-  // as the failure, and the gate only decides which lines are read in full, never what they match.
-  // (Counting own samples and negatives put 161 fingerprints into the gate as prefilter regexps, about
-  // half of its cost on the bench console; `\b(?:eth|ib|en|...)\w*: Lost carrier` alone cost 3x the
-  // other 160 together.)
-  const std::size_t kTable = lib.signatures.size();
-  std::vector<std::pair<std::size_t, std::string>> healthy;  // (signature whose sample it is, or kTable; lower case)
-  std::vector<std::pair<std::size_t, std::string>> healthy_raw;  // the same, as written (for regexps)
-  auto add_healthy = [&](std::size_t sig, std::string h) {
-    healthy_raw.emplace_back(sig, h);
-    std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return std::tolower(c); });
-    healthy.emplace_back(sig, std::move(h));
-  };
-  if (auto t = lib.tables.find("healthy_lines"); t != lib.tables.end())
-    for (const auto& [line, _] : t->second.rows) add_healthy(kTable, line);
-  for (std::size_t i = 0; i < lib.signatures.size(); ++i)
-    if (lib.signatures[i].is_benign())
-      for (const auto& e : lib.signatures[i].positive) add_healthy(i, e.line);
-  const std::size_t kStage = kTable + 1;  // a stage's pattern: only the table counts
-  // Whether healthy text h (a sample of signature `from`, or a table row) counts against pattern `sig`.
-  auto counts = [&](std::size_t sig, std::size_t from) { return from != sig && (sig != kStage || from == kTable); };
-  auto common_for = [&](std::size_t sig, const std::string& atom) {
-    return std::any_of(healthy.begin(), healthy.end(), [&](const auto& h) {
-      return counts(sig, h.first) && h.second.find(atom) != std::string::npos;
-    });
-  };
+  const healthy_text healthy(lib);
+  const std::size_t kStage = healthy.stage();
+  auto common_for = [&](std::size_t sig, const std::string& atom) { return healthy.common_for(sig, atom); };
   std::set<std::string> atoms;
   std::vector<std::string> exprs;
   std::vector<unsigned> flags;
-  // A fingerprint without a rare literal is gated by a regexp: the shortest run of its top-level
-  // concatenation that no healthy text matches (a match of the whole contains a match of every run, so
-  // the run is a superset gate), else the fingerprint itself. `\bloss\s*[:=]\s*[-+]?(?:nan|inf)\b` hits
-  // every progress line on "loss" and cost Vectorscan 0.24 s per 100 MB; its run `[-+]?(?:nan|inf)\b`
-  // is found on none of them.
-  // `atom_min`: the shortest atom FilteredRE2 may count; `longest_min`: the run's longest atom must be at
-  // least this long to be taken (else the whole pattern stays).
-  auto narrowed = [&](std::size_t si, const std::string& fp, int atom_min, std::size_t longest_min) -> std::string {
-    std::string fl;
-    auto el = top_level_elements(fp, &fl);
-    re2::RE2::Options o;
-    o.set_log_errors(false);
-    for (std::size_t len = 1; len <= std::min<std::size_t>(el.size(), 6); ++len) {
-      std::string best;
-      std::size_t best_atom = 0, best_repeats = 0;
-      auto assertion = [](const std::string& e) { return e == "\\b" || e == "\\B" || e == "$" || e == "^"; };
-      for (std::size_t st = 0; st + len <= el.size(); ++st) {
-        // The zero-width assertions next to the run come with it: they cost nothing to keep and let
-        // Vectorscan drop most candidates at once ("inf" in INFO fails the \b after it).
-        std::size_t b0 = st, b1 = st + len;
-        while (b0 > 0 && assertion(el[b0 - 1])) --b0;
-        while (b1 < el.size() && assertion(el[b1])) ++b1;
-        std::string w = fl;
-        for (std::size_t k = b0; k < b1; ++k) w += el[k];
-        bool filtered = false;
-        auto a = required_atoms(w, atom_min, &filtered);
-        if (!filtered) continue;  // no literal for Vectorscan to look for: not cheaper than the whole
-        re2::RE2 wre(w, o);
-        if (!wre.ok() || re2::RE2::PartialMatch("", wre)) continue;
-        bool common = std::any_of(healthy_raw.begin(), healthy_raw.end(), [&](const auto& h) {
-          return counts(si, h.first) && re2::RE2::PartialMatch(h.second, wre);
-        });
-        if (common) continue;
-        std::size_t longest = 0;
-        for (const auto& x : a) longest = std::max(longest, x.size());
-        // Ties go to the run with fewer unbounded repeats (`x*`, `x+`): `KW(?:\s+|=)` over `--[-\w.]*KW`,
-        // whose `[-\w.]*` before the keywords cost Vectorscan 0.7x the 742 literals' own scan time.
-        std::size_t repeats = 0;
-        for (std::size_t k = st; k < st + len; ++k) repeats += !el[k].empty() && (el[k].back() == '*' || el[k].back() == '+');
-        if (longest >= longest_min && (longest > best_atom || (longest == best_atom && repeats < best_repeats))) {
-          best = w;
-          best_atom = longest;
-          best_repeats = repeats;
-        }
-      }
-      if (!best.empty()) {
-        // it must compile where it will run
-        const char* c = best.c_str();
-        unsigned f = HS_FLAG_PREFILTER | HS_FLAG_MULTILINE, id = 0;
-        hs_database_t* db = nullptr;
-        hs_compile_error_t* err = nullptr;
-        if (hs_compile_multi(&c, &f, &id, 1, HS_MODE_BLOCK, nullptr, &db, &err) == HS_SUCCESS) {
-          hs_free_database(db);
-          return best;
-        }
-        hs_free_compile_error(err);
-      }
-    }
-    return fp;
-  };
   for (std::size_t si = 0; si < lib.signatures.size(); ++si) {
     const auto& s = lib.signatures[si];
     for (const auto& fp : s.fingerprints) {
@@ -520,7 +558,7 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
       auto a = required_atoms(fp, kMinAtom, &filtered);
       if (!filtered || std::any_of(a.begin(), a.end(), [&](const std::string& x) { return common_for(si, x); })) {
         // No rare literal: a regexp goes into the gate (Vectorscan prefilter, a superset).
-        std::string n = narrowed(si, fp, kMinStageAtom, 0);
+        std::string n = narrowed(healthy, si, fp, kMinStageAtom, 0);
         // ... unless the run's literal, with the bytes that can stand before it, makes literals that
         // healthy text does not hold: `[:=]\s*[-+]?(?:nan|inf)\b` is found by "inf" in every "INFO",
         // and that candidate check cost Vectorscan half as much as the 742 literals' whole scan; "=inf",
@@ -564,24 +602,12 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
       // RE2 factors alternations (`secret|sig|session` becomes `s(?:ecret|ig|ession)`) and, past 16
       // strings, keeps the 2-byte remainder `ig` as an atom, which a 3-byte floor would treat as "no
       // literal" for the whole keyword list.
-      extra_regexps.push_back(narrowed(kStage, e, 2, kMinAtom));
+      extra_regexps.push_back(narrowed(healthy, kStage, e, 2, kMinAtom));
       continue;
     }
     atoms.insert(a.begin(), a.end());
   }
-  // An atom that holds another atom adds nothing (all are caseless): every line it would hit, the shorter
-  // one hits already. Fewer literals make Vectorscan's literal matcher's pass cheaper.
-  std::size_t literals = 0;
-  for (const auto& a : atoms) {
-    const bool holds_another = std::any_of(atoms.begin(), atoms.end(), [&](const std::string& b) {
-      return b.size() < a.size() && a.find(b) != std::string::npos;
-    });
-    if (holds_another) continue;
-    exprs.push_back(escape_literal(a));
-    flags.push_back(HS_FLAG_CASELESS | HS_FLAG_MULTILINE);
-    ++literals;
-  }
-  g.literals_ = literals;
+  g.literals_ = add_literals(atoms, exprs, flags);
   std::sort(extra_regexps.begin(), extra_regexps.end());  // narrowed runs of several rules may coincide
   extra_regexps.erase(std::unique(extra_regexps.begin(), extra_regexps.end()), extra_regexps.end());
   g.stage_regexps_ = extra_regexps;

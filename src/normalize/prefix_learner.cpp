@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "firstfault/normalize.hpp"
+#include "kb_data/tables.hpp"
 
 namespace ff::normalize {
 
@@ -85,12 +86,17 @@ bool ascii(std::string_view s) {
   return true;
 }
 
-// A token holding a message word is the message, not a prefix ("ERROR: ", "[WARN]").
+// A token holding a message word (kb/_tables/message_words.tsv) is the message, not a prefix ("ERROR: ", "[WARN]").
 bool has_message_word(std::string_view t) {
-  static constexpr std::string_view kWords[] = {"error", "warn", "fatal", "critical", "info", "debug",
-                                                "exception", "traceback", "usage", "note", "hint"};
+  static const std::vector<std::string> kWords = [] {  // kb/_tables/message_words.tsv
+    std::vector<std::string> out;
+    const auto& tab = kb::detail::embedded_table("message_words");
+    if (const int w = tab.column("word"); w >= 0)
+      for (const auto& r : tab.rows) out.push_back(r[static_cast<std::size_t>(w)]);
+    return out;
+  }();
   for (std::size_t i = 0; i < t.size(); ++i)
-    for (auto w : kWords) {
+    for (const auto& w : kWords) {
       if (i + w.size() > t.size()) continue;
       std::size_t j = 0;
       while (j < w.size() && std::tolower(static_cast<unsigned char>(t[i + j])) == w[j]) ++j;

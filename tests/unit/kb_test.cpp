@@ -10,8 +10,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "firstfault/extract.hpp"
 #include "firstfault/gate.hpp"
 #include "firstfault/kb.hpp"
+#include "firstfault/kb_lint.hpp"
 #include "firstfault/match.hpp"
 
 namespace {
@@ -46,6 +48,61 @@ TEST(kb_library, covers_every_corpus_kind_and_has_enough_signatures) {
     bool any = false;
     for (const auto& s : lib.signatures) any |= s.kind == k.kind;
     EXPECT_TRUE(any) << "no signature for kind " << k.kind << " (kinds.tsv lists it)";
+  }
+}
+
+// Vocabularies in kb/_tables (issue 47): every row has a source and a sample, and the sample is read the way
+// the row says its word is used (a path hint gives a host, a regex matches).
+TEST(kb_library, lint_checks_the_samples_of_vocabulary_tables) {
+  auto lib = ff::kb::library::from_files(
+      {{"_tables/host_words.tsv",
+        "# test\nword\tpath\tprefix\tnot_a_host\tsource\tsample\n"
+        "node\tyes\tyes\tyes\tcluster naming\tlogs/node-12.log\n"  // read as the host node-12: fine
+        "rack\tyes\tno\tno\tmade up\tlogs/rack-3.log\n"            // the path hint does not know "rack"
+        "dgx\tno\tyes\tno\t\tdgx-01: NCCL INFO Bootstrap\n"        // no source
+        "gpu\tno\tno\tyes\tpools\tnothing here\n"},                // the sample lacks the word
+       {"_tables/test_formats.tsv", "name\tregex\tsource\tsample\nok\t\\bab+c\\b\tdoc\txx abbbc yy\nbad\t\\bab+c\\b\tdoc\tabd\n"}});
+  ASSERT_TRUE(lib);
+  auto issues = ff::kb::lint_vocabulary(lib.value());
+  auto about = [&](const std::string& key, const std::string& needle) {
+    for (const auto& i : issues)
+      if (i.name == key && i.message.find(needle) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(about("rack", "path: the sample is not read as a host"));
+  EXPECT_TRUE(about("dgx", "no source"));
+  EXPECT_TRUE(about("gpu", "does not hold the word"));
+  EXPECT_TRUE(about("bad", "the regex does not match the sample"));
+  for (const auto& i : issues) EXPECT_NE(i.name, "node") << i.message;
+  for (const auto& i : issues) EXPECT_NE(i.name, "ok") << i.message;
+  EXPECT_EQ(issues.size(), 4u);
+  // The built-in tables pass.
+  EXPECT_TRUE(ff::kb::lint_vocabulary(builtin()).empty());
+}
+
+// The scan-first gate reads a line in full only when one of its patterns hits; the crash messages and job
+// states that classify_line reads from kb/_tables must all be hit (extract::gate_patterns holds a superset).
+TEST(kb_library, gate_covers_every_crash_message_and_job_state) {
+  std::vector<std::unique_ptr<re2::RE2>> gate;
+  for (const auto& p : ff::extract::gate_patterns()) gate.push_back(std::make_unique<re2::RE2>(p));
+  for (const char* name : {"crash_messages", "job_states"}) {
+    auto t = builtin().tables.find(name);
+    ASSERT_NE(t, builtin().tables.end()) << name;
+    ASSERT_FALSE(t->second.rows.empty()) << name;
+    for (const auto& [key, cells] : t->second.rows) {
+      const std::string sample = t->second.get(key, "sample");
+      bool hit = false;
+      for (const auto& re : gate) hit |= re2::RE2::PartialMatch(sample, *re);
+      EXPECT_TRUE(hit) << name << " " << key << ": no gate pattern finds " << sample;
+      // Known miss, kept as it was when the states moved to the table (a fix changes diagnoses: its own
+      // commit): the pattern is \b(?:...)\b, and after "OUT_OF_ME+" a \b needs a word character, which
+      // sacct's padded column never has.
+      if (key == "OUT_OF_ME+") {
+        EXPECT_EQ(ff::extract::classify_line(sample, 0), ff::extract::suspicion::none) << "fixed? drop this exception";
+        continue;
+      }
+      EXPECT_NE(ff::extract::classify_line(sample, 0), ff::extract::suspicion::none) << name << " " << key << ": " << sample;
+    }
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "firstfault/correlate_rules.hpp"
 #include "firstfault/extract.hpp"
+#include "firstfault/kb_lint.hpp"
 #include "firstfault/normalize.hpp"
 #include "firstfault/text.hpp"
 

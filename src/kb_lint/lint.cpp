@@ -6,6 +6,9 @@
 #include <set>
 
 #include "firstfault/kb.hpp"
+#include "firstfault/ingest.hpp"
+#include "firstfault/kb_lint.hpp"
+#include "firstfault/mask.hpp"
 #include "firstfault/text.hpp"
 #include "firstfault/match.hpp"
 
@@ -265,6 +268,44 @@ std::vector<lint_issue> lint(const library& lib) {
     lint_patterns(lib, s, add);
   }
   for (auto& i : lint_macros(lib)) out.push_back(std::move(i));
+  for (auto& i : lint_vocabulary(lib)) out.push_back(std::move(i));
+  return out;
+}
+
+std::vector<lint_issue> lint_vocabulary(const library& lib) {
+  std::vector<lint_issue> out;
+  re2::RE2::Options o;
+  o.set_log_errors(false);
+  for (const auto& [name, t] : lib.tables) {
+    if (!t.has_column("sample") || (!t.has_column("word") && !t.has_column("regex"))) continue;
+    const std::string file = "_tables/" + name + ".tsv";
+    for (const auto& [key, cells] : t.rows) {
+      auto cell = [&](const char* c) { return t.get(key, c); };
+      auto add = [&](const std::string& m) { out.push_back({file, key, m}); };
+      const std::string sample = cell("sample");
+      if (t.has_column("source") && cell("source").empty()) add("no source (where the word or format is documented)");
+      if (sample.empty()) {
+        add("no sample");
+        continue;
+      }
+      if (t.has_column("regex")) {
+        re2::RE2 re(cell("regex"), o);
+        if (!re.ok()) add("the regex does not compile in RE2: " + re.error());
+        else if (!re2::RE2::PartialMatch(sample, re)) add("the regex does not match the sample: " + sample);
+      }
+      if (!t.has_column("word")) continue;
+      const std::string word = cell("word");
+      re2::RE2 at_start("(?i)(?:^|[^A-Za-z])" + re2::RE2::QuoteMeta(word), o);
+      if (!re2::RE2::PartialMatch(sample, at_start)) add("the sample does not hold the word at a word start: " + sample);
+      if (name == "host_words") {  // the sample, read the way its first use marked yes reads it
+        if (cell("path") == "yes") {
+          if (!ingest::hints_from_path(sample).host) add("path: the sample is not read as a host (ingest::hints_from_path): " + sample);
+        } else if (cell("prefix") == "yes") {
+          if (!mask::prefix_host_form(sample, true)) add("prefix: no console-prefix host rule matches the sample: " + sample);
+        }
+      }
+    }
+  }
   return out;
 }
 

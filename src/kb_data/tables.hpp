@@ -1,0 +1,31 @@
+// The vocabulary tables of the knowledge base (kb/_tables/*.tsv) as the lower stages read them: the
+// embedded text, parsed. The library (ff_kb) loads the same files for the signatures and for `kb lint`;
+// this reader is for the stages below it (ingest, normalize, mask, extract), which must not depend on the
+// library. Private to the layers (src/, ff_kb_data).
+//
+//   const auto& t = ff::kb::detail::embedded_table("host_words");
+//   std::string alt = ff::kb::detail::words_where(t, "path");   // "node|worker|..." for a regexp
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ff::kb::detail {
+
+struct tsv {
+  std::vector<std::string> columns;             ///< the first line that is not a comment
+  std::vector<std::vector<std::string>> rows;   ///< every later line with as many cells as columns, in file order
+  /// The index of a column, or -1.
+  int column(std::string_view name) const;
+};
+
+/// The embedded kb/_tables/<name>.tsv, parsed once ('#' lines and empty lines skipped). Empty when the
+/// binary has no such table. Thread-safe.
+const tsv& embedded_table(std::string_view name);
+
+/// The `word` cells of the rows whose column `flag` is "yes", in file order, joined by '|' (the words are
+/// plain lower-case letters and digits: they need no escaping in a regexp).
+std::string words_where(const tsv& t, std::string_view flag);
+
+}  // namespace ff::kb::detail
