@@ -3,7 +3,7 @@
 // A line that no gate pattern hits cannot match a fingerprint, open or continue a record the extractor
 // reads, look like a failure (suspicious-line words), or change the masker's state (a host named in a
 // context, a secret key, a key block). Such a line takes the pipeline's light path: prefix peel, per-rank
-// facts and progress only (pipeline.cpp). Everything else takes the full path, as in `--exact` mode.
+// facts and progress only (src/pipeline/line_path.cpp). Everything else takes the full path, as in `--exact` mode.
 //
 // The gate is built from:
 //  - each fingerprint's required literals, computed by RE2's FilteredRE2 (the same prefilter analysis RE2

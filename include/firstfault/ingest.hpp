@@ -79,6 +79,10 @@ struct raw_line {
 /// Pulls lines from one stream. '\n', '\r' and "\r\n" all end a line (tqdm bars glue text with '\r').
 /// The records of a line that a container runtime split (CRI format: "TIME stdout P msg" ... "TIME stdout F
 /// msg") come out as one line, with the first record's header and line number.
+///
+/// The one line source: `diagnose`, `scan`, `serve` and `lsp` read files, stdin, archives and journals
+/// through it (read_inputs), and `watch` reads followed files through it (follow()), so the same bytes
+/// give the same lines whichever command reads them.
 class line_reader {
  public:
   class byte_source {
@@ -92,6 +96,16 @@ class line_reader {
   /// JSON formatters, structlog, Kubernetes' JSON logs) comes out as text lines: "TIME LEVEL [rankN] message",
   /// then its exception's traceback line by line, all with the record's line number (json_record_lines).
   bool next(raw_line& out);
+  /// A followed file (`watch`): the source's 0 means "nothing more yet", not the end. next() then returns
+  /// false with the part of a line read so far, and a CRI record being joined, kept until the bytes that
+  /// complete them arrive (another next() call).
+  void follow(bool on) { follow_ = on; }
+  /// A followed file ended (rotated away): the source's next 0 is its end, and what waits is returned
+  /// as its last line. resume() follows again (a new file under the same name); line numbers go on.
+  void end_of_input() { finished_ = true; }
+  void resume() { finished_ = eof_ = false; }
+  /// A followed file was cut in place (copytruncate): the part of a line waiting is dropped.
+  void drop_partial();
   const std::string& error() const { return error_; }
   std::uint64_t bytes_read() const { return bytes_; }
   std::uint64_t lines_cut() const { return cut_; }
@@ -114,6 +128,11 @@ class line_reader {
   bool has_held_ = false, held_truncated_ = false;
   std::uint64_t line_no_ = 0, bytes_ = 0, cut_ = 0, nul_runs_ = 0, nul_bytes_ = 0;
   bool eof_ = false, skip_lf_ = false;
+  bool follow_ = false, finished_ = false;  // follow(), end_of_input()
+  bool partial_ = false, partial_cut_ = false;  // follow(): line_ holds the start of a line (and it was cut)
+  bool joining_ = false, join_truncated_ = false, join_cut_ = false;  // a CRI partial record being joined
+  char join_stream_ = 0;
+  std::uint64_t join_first_ = 0;
   std::string error_;
 };
 

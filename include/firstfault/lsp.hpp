@@ -23,7 +23,7 @@
 //      firstfault.diagnoseFolder [path]   -> the JSON report (firstfault.report/v1) of every log under the
 //                                            folder (a path or a file: URI); diagnostics go to each file
 // Edits (full-text sync) are debounced (options::debounce_ms) and a diagnosis still running for an older
-// version of the document is cancelled (pipeline::options::cancelled), so a huge file costs one bounded run
+// version of the document is cancelled (its pipeline::sink says stop), so a huge file costs one bounded run
 // per pause in typing, not one per keystroke. Requests the server does not know get MethodNotFound;
 // malformed JSON gets ParseError; a frame without Content-Length or over options::max_message_bytes ends
 // the session with a one-line message on stderr (the stream cannot be resynchronised).

@@ -26,7 +26,12 @@
 #include "firstfault/match.hpp"
 #include "firstfault/normalize.hpp"
 #include "firstfault/result.hpp"
+#include "firstfault/sink.hpp"
 #include "firstfault/timeline_model.hpp"
+
+namespace ff::line {
+struct shape_facts;  // line_stage.hpp
+}
 
 namespace ff::pipeline {
 
@@ -48,9 +53,8 @@ struct options {
   /// Keep the token -> real name mapping of the hosts seen (run::revealed), for `diagnose --reveal`: shown
   /// on this terminal only, never stored, rendered into a report or sent.
   bool reveal = false;
-  /// Called after each block of lines and each input with (bytes read so far, inputs started so far);
-  /// the CLI draws its progress line with it. Empty: not called.
-  std::function<void(std::uint64_t bytes, std::size_t inputs)> progress;
+  // (The run's events, progress, each input opened, the end and a request to stop, go to a sink: sink.hpp.
+  // The two questions below stay here: they are configuration the run asks, conclude() included.)
   /// The history's salted key of a real host name (history::host_key). Called with the first failing host's
   /// real name, which goes nowhere else: the run and every renderer see only masked names and this key.
   std::function<std::string(const std::string& real_host)> host_keyer;
@@ -63,17 +67,6 @@ struct options {
   /// second thread runs everything else in input order. The report is the same byte for byte (the gate's
   /// verdicts are a function of the bytes; every stateful step stays on one thread, in the same order).
   unsigned threads = 0;
-  /// Called once at the end of diagnose(), after the report is made, with the collector that made it (its
-  /// masker masks any further text the caller shows the same way: `serve`'s log viewer). Empty: not called.
-  std::function<void(collector&, const run&)> on_finish;
-  /// Called as each input is opened, with its index in correlate::inputs::source_names and its display name
-  /// as read, before masking. The language server (lsp.hpp) needs it to point a diagnostic at the real file;
-  /// nothing here may be rendered or stored. Empty: not called.
-  std::function<void(std::uint32_t source_id, const std::string& raw_display)> on_source;
-  /// Asked after each block of lines (about 256 KiB) and each input: true stops reading, and diagnose()
-  /// returns an error with errc::cancelled instead of a report (the language server drops a diagnosis
-  /// when the document changed meanwhile). Empty: never cancelled.
-  std::function<bool()> cancelled;
   /// The host of every input whose path names none (`scan --host`: the node a plain srun console was read
   /// on). Masked like any host. Empty: none.
   std::string default_host;
@@ -140,10 +133,12 @@ struct line_block {
   void clear();
 };
 
-/// The per-line work of the pipeline (mask, normalize, extract, match), feeding correlate's inputs.
-/// `diagnose` runs it over files; `watch` feeds it lines as they are written.
+/// The state of the per-line work (line_stage.hpp: mask, peel, extract, match), feeding correlate's inputs:
+/// streams, per-rank state, findings. `diagnose` runs it over files; `watch` feeds it lines as they are
+/// written, read by the same ingest::line_reader. src/pipeline/collector.cpp keeps the state,
+/// line_path.cpp takes each line through the stage's steps.
 class collector {
-  struct shape_facts;  // what the light path checks of a line shape (pipeline.cpp)
+  using shape_facts = line::shape_facts;  // what the light path checks of a line shape (line_stage.hpp)
 
  public:
   struct stream {  // per-stream state: attribution carries from line to line
@@ -244,7 +239,7 @@ class collector {
   std::optional<std::int64_t> recurrences(const std::string& host_key, const std::string& kind, int days) const;
 
  private:
-  std::string prepare(std::string_view raw_text);           // sanitise and mask
+  std::string prepare(std::string_view raw_text);           // line::mask_line with the collector's masker
   std::size_t process(stream& st, std::string_view clean, std::uint64_t line_no);
   // gate_hit: the gate's verdict when a block scan has it (0 or 1), -1 to scan the line here; plain: 1 when
   // the reader found the line printable ASCII, -1 to look here (text::is_plain, then text::is_clean: 2)
@@ -260,15 +255,12 @@ class collector {
   // `line`: the raw line `meta` was peeled from (a light line's step is then kept per line shape)
   std::size_t process(stream& st, normalize::line_meta& meta, std::uint64_t line_no, bool light, bool ascii = false, bool raw = true,
                       bool may_plan = true, const char* line = nullptr);
-  void peel(const stream& st, std::string_view text, normalize::line_meta& meta) const;  // catalogue, then learnt prefixes
-  void peel_learnt(const stream& st, normalize::line_meta& meta) const;  // a learnt prefix left on meta.body
-  // the learner sees meta.body, then peel_learnt; `facts`: the body's token known already (its line shape's)
+  // the learner sees meta.body, then line::peel_learnt; `facts`: the body's token known already (its line shape's)
   void observe_and_peel(stream& st, normalize::line_meta& meta, const shape_facts* facts = nullptr) const;
   /// Whether masking could change the learner's token of `meta`'s body (its shape's, when known): the
   /// learner then reads the line masked, as --exact does.
   bool token_may_mask(const normalize::line_meta& meta, const shape_facts* facts, std::size_t& token_len,
                       const std::string*& token_shape) const;
-  void apply_learnt(normalize::line_meta& meta, const normalize::line_meta& learnt, std::string_view rest) const;
   void add_suspicious(const stream& st, std::string_view body, char level, bool exception_line, std::optional<int> rank,
                       std::uint64_t line_no);
   // What process() learns about one line, step by step (attribute, rank_state_for, note_host_and_pairs, ...).
@@ -311,7 +303,10 @@ class collector {
   std::unique_ptr<impl> impl_;
 };
 
-result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, const options& opt);
+/// Reads, collects and correlates `paths`; the run's events go to `events` (sink.hpp). Errors: the knowledge
+/// base's engine failed, or errc::cancelled when the sink said stop.
+result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, const options& opt, sink& events);
+result<run> diagnose(const std::vector<std::string>& paths, const engine& eng, const options& opt);  ///< no sink
 /// The terminal width a paste was hard-wrapped at, judged from its first lines (text, line number), or 0
 /// when no fixed wrap width is evident. diagnose() rejoins lines cut at that width. With `prefixes`, a log
 /// whose W-long lines are followed by lines with the same prefix (fixed-width lines of one format) is
@@ -321,11 +316,13 @@ std::size_t wrap_width(const std::vector<std::pair<std::string, std::uint64_t>>&
 /// Fills the run's diagnosis and masking summary from a collector.
 void finish(collector& col, run& out);
 /// Convenience: builds the engine, then diagnoses.
-result<run> diagnose(const std::vector<std::string>& paths, const kb::library& lib, const options& opt);
+result<run> diagnose(const std::vector<std::string>& paths, const kb::library& lib, const options& opt, sink& events = no_sink());
 
 /// The correlator's verdict over a collector's inputs, torchrun restart attempts diagnosed one by one (the
-/// report's verdict is the last attempt's). Pure. collector::diagnose() and conclude() call it.
-correlate::diagnosis diagnose_inputs(const correlate::inputs& in, const kb::library& lib);
+/// report's verdict is the last attempt's). collector::diagnose() and conclude() call it. Each attempt is
+/// correlated on `in` itself with inputs::only_attempt set (no copy of the inputs per attempt), which is
+/// restored before it returns: `in` is as it was given.
+correlate::diagnosis diagnose_inputs(correlate::inputs& in, const kb::library& lib);
 
 /// What `firstfault scan` keeps of one node's logs (events.hpp writes and reads it): the correlator's inputs
 /// and the run's facts about its inputs, all masked as a report is (a second masking pass has run).
@@ -340,7 +337,8 @@ struct scanned {
   std::map<std::string, std::size_t> mask_counts;
 };
 /// Reads and collects like diagnose(), and stops before the correlation. Errors as diagnose().
-result<scanned> scan(const std::vector<std::string>& paths, const engine& eng, const options& opt);
+result<scanned> scan(const std::vector<std::string>& paths, const engine& eng, const options& opt, sink& events);
+result<scanned> scan(const std::vector<std::string>& paths, const engine& eng, const options& opt);  ///< no sink
 /// The report of scanned inputs (one scan, or several merged by events::merge()): the diagnosis, the
 /// timeline and the notes diagnose() would make. No masker is at hand here, so options::reveal has no
 /// effect, and options::host_keyer is given the masked token of the first failing host (stable across

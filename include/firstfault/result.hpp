@@ -21,7 +21,7 @@ enum class errc {
   failed = 0,      ///< anything else: a bad argument, an input or history problem
   knowledge_base,  ///< a signature, table or prefix file does not load or compile
   engine,          ///< Vectorscan or RE2 failed at run time (scratch allocation, scan): no diagnosis can be trusted
-  cancelled,       ///< the caller asked to stop (pipeline::options::cancelled): no report was made
+  cancelled,       ///< the caller asked to stop (a pipeline::sink returned false): no report was made
 };
 
 /// A user-facing error: `message` names the object (file, signature) and the reason, on one line.

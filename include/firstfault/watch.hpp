@@ -3,8 +3,9 @@
 // Follows growing files and new files under directories (inotify wakes the loop; a poll interval is the
 // fallback), survives rotation (the old file is read to its end before the new one is opened) and
 // truncation/copytruncate (reading restarts at offset 0), and starts at the end of existing files unless
-// from_start. Lines are assembled across writes before they are matched, so a record split across two
-// writes is matched once it is complete. Every line goes through the same collector as `diagnose`
+// from_start. Lines are cut by the same line source as `diagnose` (ingest::line_reader, following), so a
+// record split across two writes is matched once it is complete, and the same bytes give the same lines
+// (CRI records joined, JSON records, '\r' bars). Every line goes through the same collector as `diagnose`
 // (masking included). When a cause-role signature fires, an alert carries a full report; updates follow
 // as collateral arrives. A rank that stops writing while others go on, or all ranks going silent, for
 // longer than `silence_s`, raises a "hang" alert with the last line of each rank. A rank whose step time
@@ -34,6 +35,10 @@ struct options {
   double update_interval_s = 1; ///< at most one "update" alert per interval
   std::optional<double> run_for_s;  ///< stop after this many seconds (tests, cron); default: until stopped
   pipeline::options pipeline;
+  /// The run's events (sink.hpp), as diagnose() gives them: begin() as each followed file opens, progress()
+  /// after each pass over the files (false ends the watch), and finish() once when the watch ends, with
+  /// the run as it stands (what `diagnose` would report of the lines read). Null: none.
+  pipeline::sink* events = nullptr;
 };
 
 struct alert {

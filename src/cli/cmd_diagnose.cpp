@@ -87,20 +87,20 @@ class diagnose_command final : public command {
 };
 
 // A progress line on stderr when it is a terminal, once reading takes more than a second: bytes, inputs, rate.
-class progress_line {
+// The diagnose command's sink (sink.hpp): only the run's progress.
+class progress_line final : public pipeline::sink {
  public:
   explicit progress_line(bool on) : on_(on) {}
-  std::function<void(std::uint64_t, std::size_t)> callback() {
-    if (!on_) return {};
-    return [this](std::uint64_t bytes, std::size_t inputs) {
-      auto now = std::chrono::steady_clock::now();
-      double secs = std::chrono::duration<double>(now - started_).count();
-      if (secs < 1.0 || now - last_drawn_ < std::chrono::milliseconds(250)) return;
-      last_drawn_ = now;
-      drawn_ = true;
-      std::fprintf(stderr, "\rfirstfault: read %.1f MB from %zu input(s), %.1f MB/s   ", static_cast<double>(bytes) / 1e6, inputs,
-                   static_cast<double>(bytes) / 1e6 / secs);
-    };
+  bool progress(std::uint64_t bytes, std::size_t inputs) override {
+    if (!on_) return true;
+    auto now = std::chrono::steady_clock::now();
+    double secs = std::chrono::duration<double>(now - started_).count();
+    if (secs < 1.0 || now - last_drawn_ < std::chrono::milliseconds(250)) return true;
+    last_drawn_ = now;
+    drawn_ = true;
+    std::fprintf(stderr, "\rfirstfault: read %.1f MB from %zu input(s), %.1f MB/s   ", static_cast<double>(bytes) / 1e6, inputs,
+                 static_cast<double>(bytes) / 1e6 / secs);
+    return true;
   }
   void clear() const {
     if (drawn_) std::fprintf(stderr, "\r\033[K");  // before anything else is printed
@@ -132,7 +132,6 @@ int diagnose_command::run(const kb::library& lib) {
   }
   history.get();  // a store that cannot be opened is said now, not in the middle of the progress line
   progress_line progress(!quiet_ && isatty(STDERR_FILENO));
-  opt.progress = progress.callback();
   // A key given is a request for keyed pseudonyms: it implies --redact.
   const bool key_given = !key_.empty() || !key_file_.empty();
   auto mo = mask_options(mask_config_, mask_rules_, no_mask_, redact_ || key_given);
@@ -153,7 +152,7 @@ int diagnose_command::run(const kb::library& lib) {
   if (opt.mask.enabled && opt.mask.redact && events_ && key_given) {  // the key the nodes' scans masked with
     if (auto k = mask_key(key_, key_file_, job_id_)) mask_.key = k.value();
   }
-  auto run = events_ ? from_events(lib, opt) : pipeline::diagnose(paths_, lib, opt);
+  auto run = events_ ? from_events(lib, opt) : pipeline::diagnose(paths_, lib, opt, progress);
   progress.clear();
   if (!run) {
     print_error(run.error().message);

@@ -34,7 +34,7 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-// The collector's bounds (pipeline.cpp), applied again while a file is read and while files are merged,
+// The collector's bounds (src/pipeline/collector_impl.hpp), applied again while a file is read and while files are merged,
 // so that neither one hostile file nor many files hold more than one run's collector would.
 constexpr int kMaxPerKey = 64;
 constexpr std::size_t kMaxFindings = 8192;

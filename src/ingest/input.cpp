@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 #include <nlohmann/json.hpp>
 #include <re2/re2.h>
 
@@ -34,6 +35,7 @@ bool line_reader::fill() {
   }
   long n = src_.read(buf_.data() + end_, buf_.size() - end_, &error_);
   if (n <= 0) {
+    if (n == 0 && follow_ && !finished_) return false;  // a followed file: nothing more yet
     eof_ = true;
     return false;
   }
@@ -114,31 +116,37 @@ bool line_reader::next(raw_line& out) {
     out.plain = false;
     return true;
   }
-  if (!physical(out)) return false;
-  if (!out.text.empty() && out.text.front() == '{' && out.text.back() == '}') {
-    auto lines = json_record_lines(out.text);
-    if (!lines.empty()) {
-      json_line_ = std::move(lines.front());
-      for (std::size_t i = 1; i < lines.size(); ++i) json_pending_.push_back(std::move(lines[i]));
-      json_line_no_ = out.line_no;
-      out.text = json_line_;
-      out.plain = false;
-      return true;
+  if (!joining_) {  // (a join that waits for its next record, follow(), goes on below)
+    if (!physical(out)) return false;
+    if (!out.text.empty() && out.text.front() == '{' && out.text.back() == '}') {
+      auto lines = json_record_lines(out.text);
+      if (!lines.empty()) {
+        json_line_ = std::move(lines.front());
+        for (std::size_t i = 1; i < lines.size(); ++i) json_pending_.push_back(std::move(lines[i]));
+        json_line_no_ = out.line_no;
+        out.text = json_line_;
+        out.plain = false;
+        return true;
+      }
     }
+    char stream = 0, tag = 0;
+    if (cri_record(out.text, &stream, &tag) == 0 || tag != 'P') return true;
+    // A partial record: the records of the same stream that continue it are joined into one line (its
+    // first record's header and line number), up to the line bound; another stream's record or a line of
+    // another shape ends the join and is returned next.
+    join_.assign(out.text);
+    join_first_ = out.line_no;
+    join_truncated_ = out.truncated;
+    join_cut_ = false;
+    join_stream_ = stream;
+    joining_ = true;
   }
-  char stream = 0, tag = 0;
-  if (cri_record(out.text, &stream, &tag) == 0 || tag != 'P') return true;
-  // A partial record: the records of the same stream that continue it are joined into one line (its
-  // first record's header and line number), up to the line bound; another stream's record or a line of
-  // another shape ends the join and is returned next.
-  join_.assign(out.text);
-  std::uint64_t first = out.line_no;
-  bool truncated = out.truncated, cut = false;
   raw_line nx;
-  while (physical(nx)) {
+  bool more = false;
+  while ((more = physical(nx))) {
     char s2 = 0, t2 = 0;
     std::size_t msg = cri_record(nx.text, &s2, &t2);
-    if (msg == 0 || s2 != stream) {
+    if (msg == 0 || s2 != join_stream_) {
       held_.assign(nx.text);
       held_line_no_ = nx.line_no;
       held_truncated_ = nx.truncated;
@@ -147,17 +155,25 @@ bool line_reader::next(raw_line& out) {
     }
     std::string_view part = nx.text.substr(msg);
     std::size_t room = opt_.max_line_bytes > join_.size() ? opt_.max_line_bytes - join_.size() : 0;
-    if (part.size() > room) cut = true;
+    if (part.size() > room) join_cut_ = true;
     join_.append(part.substr(0, std::min(part.size(), room)));
-    truncated |= nx.truncated;
+    join_truncated_ |= nx.truncated;
     if (t2 == 'F') break;
   }
-  if (cut && !truncated) ++cut_;
+  if (!more && follow_ && !eof_) return false;  // a followed file: the join waits for its next record
+  joining_ = false;
+  if (join_cut_ && !join_truncated_) ++cut_;
   out.text = join_;
-  out.line_no = first;
-  out.truncated = truncated || cut;
+  out.line_no = join_first_;
+  out.truncated = join_truncated_ || join_cut_;
   out.plain = false;
   return true;
+}
+
+void line_reader::drop_partial() {
+  begin_ = end_ = 0;
+  line_.clear();
+  partial_ = partial_cut_ = skip_lf_ = false;
 }
 
 bool line_reader::physical(raw_line& out) {
@@ -170,15 +186,17 @@ bool line_reader::physical(raw_line& out) {
     out.plain = false;
     return true;
   }
-  line_.clear();
-  bool cut = false;
+  // follow(): the start of a line read before, waiting for its rest
+  const bool resumed = std::exchange(partial_, false);
+  bool cut = resumed && partial_cut_;
+  if (!resumed) line_.clear();
   // The common case: the whole line is in the buffer, short enough and without NUL: a view into the
   // buffer, no copy (raw_line::text is only valid until the next call).
   if (skip_lf_ && begin_ < end_) {  // "\r\n" is one line end
     skip_lf_ = false;
     if (buf_[begin_] == '\n') ++begin_;
   }
-  if (begin_ < end_ && !skip_lf_) {
+  if (!resumed && begin_ < end_ && !skip_lf_) {
     const char* start = buf_.data() + begin_;
     std::size_t avail = end_ - begin_;
     // One pass for the line's end; a '\r' or NUL first (rare) takes the general code below.
@@ -211,6 +229,11 @@ bool line_reader::physical(raw_line& out) {
   }
   for (;;) {
     if (begin_ == end_ && !fill()) {
+      if (follow_ && !eof_) {  // a followed file: the rest of the line is not written yet
+        partial_ = !line_.empty() || cut;
+        partial_cut_ = cut;
+        return false;
+      }
       if (line_.empty() && !cut) return false;
       break;  // last line without a terminator
     }

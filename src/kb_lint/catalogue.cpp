@@ -199,7 +199,7 @@ std::vector<std::string> synthesise(const entry& e, std::string_view project) {
 }
 
 namespace {
-// The reading of one line, as the diagnosis would have it (pipeline.cpp, collector::match_line and
+// The reading of one line, as the diagnosis would have it (src/pipeline/collector.cpp, collector::match_line and
 // add_suspicious): which signatures keep the line, whether a benign one explains it, how suspicious it is.
 struct reading {
   bool benign = false;                         ///< a benign signature explains the whole line

@@ -281,21 +281,33 @@ class session {
     po.mask = opt_.mask;
     po.threads = opt_.threads;
     po.ingest.display_root = root;
-    po.cancelled = [flag = j.cancel] { return flag->load(); };
-    po.on_source = [&](std::uint32_t id, const std::string& raw) {
-      // The document's copy is open now (ingest holds its descriptor): its name goes at once, so an editor
-      // that kills the server mid-run (SIGTERM on quit) leaves no copy of an unsaved buffer behind.
-      if (j.kind == job::what::document) ::unlink(input.c_str());
-      if (raw_names.size() < kMaxFolderFiles) {
-        raw_names.resize(std::max<std::size_t>(raw_names.size(), id + 1));
-        raw_names[id] = raw;
+    // The language server's sink (sink.hpp): each source's name as read, so a diagnostic points at the real
+    // file; a stop when an edit made the run stale (asked as each input opens and after each block).
+    struct lsp_sink final : pipeline::sink {
+      const job& j;
+      const std::string& input;
+      std::vector<std::string>& raw_names;
+      std::map<std::string, std::string>& raw_of;
+      lsp_sink(const job& j_, const std::string& in, std::vector<std::string>& names, std::map<std::string, std::string>& of)
+          : j(j_), input(in), raw_names(names), raw_of(of) {}
+      bool begin(std::uint32_t id, const std::string& raw) override {
+        if (j.cancel->load()) return false;
+        // The document's copy is open now (ingest holds its descriptor): its name goes at once, so an editor
+        // that kills the server mid-run (SIGTERM on quit) leaves no copy of an unsaved buffer behind.
+        if (j.kind == job::what::document) ::unlink(input.c_str());
+        if (raw_names.size() < kMaxFolderFiles) {
+          raw_names.resize(std::max<std::size_t>(raw_names.size(), id + 1));
+          raw_names[id] = raw;
+        }
+        return true;
       }
-    };
-    po.on_finish = [&](pipeline::collector& col, const pipeline::run&) {
-      const auto& names = col.inputs().source_names;
-      for (std::size_t i = 0; i < names.size() && i < raw_names.size(); ++i) raw_of.emplace(names[i], raw_names[i]);
-    };
-    auto run = pipeline::diagnose({input}, *engine_, po);
+      bool progress(std::uint64_t, std::size_t) override { return !j.cancel->load(); }
+      void finish(pipeline::collector& col, const pipeline::run&) override {
+        const auto& names = col.inputs().source_names;
+        for (std::size_t i = 0; i < names.size() && i < raw_names.size(); ++i) raw_of.emplace(names[i], raw_names[i]);
+      }
+    } events(j, input, raw_names, raw_of);
+    auto run = pipeline::diagnose({input}, *engine_, po, events);
     if (!run) {
       if (run.error().code == errc::cancelled) r.cancelled = true;
       else r.error = run.error().message;

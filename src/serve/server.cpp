@@ -471,8 +471,15 @@ struct server::impl {
         return r ? std::optional<std::int64_t>(r.value()) : std::nullopt;
       };
     }
-    po.on_finish = [&](pipeline::collector& col, const pipeline::run& r) { keep_excerpts(col, r, dir, out); };
-    auto r = pipeline::diagnose({dir}, *eng, po);
+    // serve's sink (sink.hpp): at the end, the log viewer's excerpts, masked by the run's own masker.
+    struct excerpt_sink final : pipeline::sink {
+      impl& self;
+      const std::string& dir;
+      stored_report& out;
+      excerpt_sink(impl& s, const std::string& d, stored_report& o) : self(s), dir(d), out(o) {}
+      void finish(pipeline::collector& col, const pipeline::run& r) override { self.keep_excerpts(col, r, dir, out); }
+    } events(*this, dir, out);
+    auto r = pipeline::diagnose({dir}, *eng, po, events);
     if (!r) return r.error().message;
     run_out = std::move(r.value());
     out.json = report::to_json(run_out).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);

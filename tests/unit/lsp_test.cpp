@@ -174,7 +174,7 @@ TEST(lsp_diagnostics, lines_of_sources_the_client_cannot_open_are_left_out) {
 
 namespace {
 
-// pipeline::options::cancelled, which the server sets when an edit makes a running diagnosis stale: asked
+// The sink's stop (sink.hpp), which the server gives when an edit makes a running diagnosis stale: asked
 // after each block, it stops the run with errc::cancelled and no report.
 TEST(lsp_cancel, a_diagnosis_asked_to_stop_ends_with_cancelled_and_one_never_asked_runs_to_the_end) {
   fs::path dir = fs::temp_directory_path() / ("ff-lsp-cancel-" + std::to_string(::getpid()));
@@ -183,21 +183,31 @@ TEST(lsp_cancel, a_diagnosis_asked_to_stop_ends_with_cancelled_and_one_never_ask
     std::ofstream f(dir / "big.log");
     for (int i = 0; i < 40000; ++i) f << "[rank0]: step " << i << " loss 0.25 some filler text to make the block fill up\n";
   }
-  int asked = 0;
+  // The server's sink asks its flag as each input opens and after each block (sink.hpp).
+  struct asking_sink final : ff::pipeline::sink {
+    int asked = 0;
+    bool stop_at_second = true;
+    std::vector<std::string> seen;
+    bool begin(std::uint32_t id, const std::string& raw) override {
+      if (stop_at_second && ++asked >= 2) return false;
+      seen.push_back(std::to_string(id) + ":" + raw);
+      return true;
+    }
+    bool progress(std::uint64_t, std::size_t) override { return !(stop_at_second && ++asked >= 2); }
+  } asking;
   ff::pipeline::options po;
   po.learn_lines = 0;
-  po.cancelled = [&] { return ++asked >= 2; };
-  auto r = ff::pipeline::diagnose({(dir / "big.log").string()}, ff::testing::engine(), po);
+  auto r = ff::pipeline::diagnose({(dir / "big.log").string()}, ff::testing::engine(), po, asking);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, ff::errc::cancelled);
-  EXPECT_EQ(asked, 2);  // stopped at the first block after the answer turned
-  po.cancelled = [&] { return false; };
-  std::vector<std::string> seen;
-  po.on_source = [&](std::uint32_t id, const std::string& raw) { seen.push_back(std::to_string(id) + ":" + raw); };
-  auto whole = ff::pipeline::diagnose({(dir / "big.log").string()}, ff::testing::engine(), po);
+  EXPECT_EQ(asking.asked, 2);  // stopped at the first block after the answer turned
+  asking.stop_at_second = false;
+  asking.seen.clear();
+  auto whole = ff::pipeline::diagnose({(dir / "big.log").string()}, ff::testing::engine(), po, asking);
   fs::remove_all(dir);
   ASSERT_TRUE(whole) << whole.error().message;
   EXPECT_EQ(whole.value().total_lines, 40000u);
+  const auto& seen = asking.seen;
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0], "0:" + (dir / "big.log").string());
 }

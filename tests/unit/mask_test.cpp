@@ -523,7 +523,7 @@ TEST(mask_gate, light_path_checks_are_digit_blind) {
       // may_plan: digit-blind, and true of a text whenever true of a trimmed part of it (the light path asks
       // it of the catalogue's body and skips read_planned of the learner's shorter, trimmed body)
       ASSERT_EQ(ff::extract::may_plan(body), ff::extract::may_plan(redrawn)) << l << "\n" << m << " at " << k;
-      if (ff::text::is_plain(body)) {  // the step's place (collector::impl::step_of keeps it per shape and body start)
+      if (ff::text::is_plain(body)) {  // the step's place (line::step_memo keeps it per shape and body start)
         const auto a_step = ff::extract::find_step(body), b_step = ff::extract::find_step(redrawn);
         ASSERT_EQ(a_step.found, b_step.found) << l << "\n" << m << " at " << k;
         ASSERT_EQ(a_step.at + a_step.len, b_step.at + b_step.len) << l << "\n" << m << " at " << k;
