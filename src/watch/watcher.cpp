@@ -311,6 +311,12 @@ pipeline::run follower::emit(const std::string& type, std::string extra_text, co
     a.text = header(type) + ": " + brief +
              (brief == first_brief_ ? fmt::format(" ({} collateral group(s) now)", r.diag.collateral.size())
                                     : " (was: " + first_brief_ + ")");
+  } else if ((type == "hang" || type == "slow_rank") && r.diag.verdict == correlate::verdict::healthy) {
+    // A silence or a slow rank with no failure line yet: the report would say "verdict: healthy" under a
+    // "possible hang" (issue 46: watch messages must not contradict each other). Say what was read instead.
+    a.text = header(type) + "\n" + extra_text +
+             fmt::format("no failure line yet in {} line(s) from {} file(s): the {} above is the only sign of trouble so far\n",
+                         mx_.lines, files_.size(), type == "hang" ? "silence" : "slow rank");
   } else {
     a.text = header(type) + "\n" + extra_text + report::to_terminal(r, {false});
     if (type == "failure") first_brief_ = brief_of(r);

@@ -110,6 +110,24 @@ done
 check "a silent rank without a failure is reported as a possible hang" grep -q '"type":"hang"' "$tmp/alerts2.jsonl"
 kill -INT $wpid 2>/dev/null; wait $wpid 2>/dev/null
 
+# The same silence as text: the alert says what was read, never "verdict: healthy" under "possible hang".
+mkdir -p "$tmp/job2t"
+for r in 0 1; do echo "[rank$r]: step 1" >"$tmp/job2t/rank$r.log"; done
+MPORT=$(port)
+"$BIN" watch "$tmp/job2t" --silence 2s --poll-ms 50 --run-for 60 --metrics "127.0.0.1:$MPORT" --no-history \
+  >"$tmp/alerts2t.txt" 2>"$tmp/watch2t.err" &
+wpid=$!; pids+=($wpid)
+wait_metric_ge firstfault_files_followed 2 || echo "     watch did not become ready"
+for i in $(seq 2 600); do
+  echo "[rank0]: step $i" >>"$tmp/job2t/rank0.log"
+  grep -q 'possible hang' "$tmp/alerts2t.txt" 2>/dev/null && break
+  sleep 0.05
+done
+kill -INT $wpid 2>/dev/null; wait $wpid 2>/dev/null
+check "a text hang alert names the silent rank" grep -q 'possible hang: rank 1' "$tmp/alerts2t.txt"
+check "a text hang alert does not say healthy" sh -c "! grep -q 'verdict: healthy' '$tmp/alerts2t.txt'"
+check "a text hang alert says no failure line was read yet" grep -q 'no failure line yet' "$tmp/alerts2t.txt"
+
 # Text alerts: the first failure alert is the whole report with a wall-clock time in its header; a later
 # update is one line.
 mkdir -p "$tmp/job3"
