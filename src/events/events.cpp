@@ -334,7 +334,7 @@ template <class V, class R>
 only<R, correlate::inputs::marked_line> fields(V&& v, R& x) {  // correlate::inputs::marked_line
   v("source", x.source), v("text", x.text, capped(limits::kLastLineBytes)), v("line", x.line_no);
   v("rank", x.rank), v("local_rank", x.local_rank), v("ts", x.ts), v("ts_inherited", x.ts_inherited, kOmitDefault);
-  v("job", x.job, kOmitDefault);
+  v("job", x.job, kOmitDefault), v("fields", x.fields, kOmitDefault);
 }
 template <class V, class R>
 only<R, correlate::inputs::stream_end> fields(V&& v, R& x) {  // correlate::inputs::stream_end
@@ -379,6 +379,20 @@ struct from_record {
   void operator()(const char* k, bool& x, how = {}) const { x = boolean(j, k); }
   void operator()(const char* k, std::optional<normalize::timestamp>& x, how = {}) const { x = ots(j, k); }
   void operator()(const char* k, std::vector<int>& x, how h = {}) const { x = int_list(j, k, h.cap); }
+  // A signature's captured fields: [[name, value], ...], at most kMaxFields pairs.
+  void operator()(const char* k, match::fields& x, how = {}) const {
+    x.clear();
+    if (!j.contains(k)) return;
+    if (!j[k].is_array()) throw bad_record{std::string("field \"") + k + "\" is not a list"};
+    for (const auto& kv : j[k]) {
+      if (!kv.is_array() || kv.size() != 2 || !kv[0].is_string() || !kv[1].is_string())
+        throw bad_record{std::string("field \"") + k + "\" holds a non-pair"};
+      if (x.size() >= kMaxFields) break;
+      x.emplace_back(text::sanitize(kv[0].get_ref<const std::string&>()),
+                     std::string(text::prefix_utf8(text::sanitize(kv[1].get_ref<const std::string&>()), limits::kLastLineBytes)));
+    }
+  }
+  static constexpr std::size_t kMaxFields = 16;
   template <class T>
   void operator()(const char* k, std::optional<T>& x, how = {}) const { x = onum<T>(j, k); }
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
@@ -457,6 +471,7 @@ status write(const std::string& path, const pipeline::scanned& s, const kb::libr
   for (const auto& [h, ranks] : in.host_ranks) w.line({{"t", "host_ranks"}, {"host", h}, {"ranks", ranks}});
   for (const auto& e : in.stream_ends) w.line(record("stream_end", e));
   for (const auto& x : in.work_lines) w.line(record("work_line", x));
+  for (const auto& x : in.fact_lines) w.line(record("fact_line", x));
   for (const auto& x : in.success_ends) w.line(record("success_end", x));
   for (const auto& [rank, frames] : in.stack_tops)
     for (const auto& d : frames) {
@@ -576,9 +591,10 @@ class record_reader {
       else bound_hit_ = true;
     } else if (t == "host_ranks") {
       add_pairs(in_.host_ranks, str(j, "host"), int_list(j, "ranks", kMaxPairs), host_pairs_, bound_hit_);
-    } else if (t == "work_line" || t == "success_end") {
+    } else if (t == "work_line" || t == "success_end" || t == "fact_line") {
       auto x = parsed<correlate::inputs::marked_line>(j);
       if (t == "success_end") in_.keep_success_end(std::move(x));
+      else if (t == "fact_line") in_.keep_fact_line(std::move(x));
       else in_.keep_work_line(std::move(x));
     } else if (t == "stream_end") {
       if (in_.stream_ends.size() < limits::kMaxStreamEnds) in_.stream_ends.push_back(parsed<correlate::inputs::stream_end>(j));
@@ -794,6 +810,7 @@ struct merger::state {
       if (in.stream_ends.size() < limits::kMaxStreamEnds) in.stream_ends.push_back(std::move(e));
     for (auto& e : pin.success_ends) in.keep_success_end(std::move(e));
     for (auto& x : pin.work_lines) in.keep_work_line(std::move(x));
+    for (auto& x : pin.fact_lines) in.keep_fact_line(std::move(x));
     for (auto& [rank, frames] : pin.stack_tops) {
       if (in.stack_tops.size() >= kMaxStackTopRanks && !in.stack_tops.count(rank)) {
         bound_hit = true;

@@ -118,6 +118,7 @@ MPORT=$(port)
   >"$tmp/alerts2t.txt" 2>"$tmp/watch2t.err" &
 wpid=$!; pids+=($wpid)
 wait_metric_ge firstfault_files_followed 2 || echo "     watch did not become ready"
+echo "[rank1]: step 2 loss 0.7" >>"$tmp/job2t/rank1.log"
 for i in $(seq 2 600); do
   echo "[rank0]: step $i" >>"$tmp/job2t/rank0.log"
   grep -q 'possible hang' "$tmp/alerts2t.txt" 2>/dev/null && break
