@@ -1,0 +1,395 @@
+// The inference rules (correlate_rules.hpp): verdicts reasoned across ranks when no line states a cause.
+// Split from rules.cpp, whose helpers they share (rules_detail.hpp).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <re2/re2.h>
+
+#include "firstfault/correlate_rules.hpp"
+#include "firstfault/limits.hpp"
+#include "firstfault/text.hpp"
+#include "correlate/rules_detail.hpp"
+
+namespace ff::correlate::rules {
+
+using normalize::timestamp;
+
+// Longer than the ~120-line guideline on purpose: a table of rules in the order they are tried (see
+// rank_rules()); kb lint checks that each rule's outputs have knowledge-base entries and back.
+const std::vector<inference_rule>& inference_rules() {
+  static const std::vector<inference_rule> rules = {
+      {"numel_differs_at_seq", "watchdog lines at the same SeqNum with different NumelIn: ranks passed different sizes",
+       "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications",
+       {"numel_differs_at_seq"},
+       [](const context& ctx) -> std::optional<inference> {
+         std::map<std::string, std::map<std::string, std::vector<int>>> by_seq;
+         for (const auto& f : ctx.fs) {
+           auto seq = field(f, "seq"), n = field(f, "numel_in");
+           if (!seq.empty() && !n.empty() && f.rank) by_seq[seq][n].push_back(*f.rank);
+         }
+         for (const auto& [seq, by_n] : by_seq) {
+           if (by_n.size() < 2) continue;
+           inference inf;
+           inf.entry = "numel_differs_at_seq";
+           const std::vector<int>* odd = nullptr;
+           int singles = 0;
+           bool majority = false;
+           for (const auto& [n, rs] : by_n) {
+             if (rs.size() == 1) { odd = &rs; ++singles; }
+             else majority = true;
+           }
+           if (by_n.size() == 2 && singles == 1 && majority) {
+             inf.rank = (*odd)[0];
+             inf.why = "the only rank whose NumelIn differs at SeqNum " + seq;
+           } else {
+             inf.why = "NumelIn differs at SeqNum " + seq + " but no single rank stands out";
+           }
+           for (const auto& f : ctx.fs)
+             if (field(f, "seq") == seq && !field(f, "numel_in").empty()) inf.findings.push_back(&f);
+           return inf;
+         }
+         return std::nullopt;
+       }},
+      {"named_culprit", "a symptom line names the culprit (desync report, monitored barrier)",
+       "https://pytorch.org/docs/stable/distributed.html#torch.distributed.monitored_barrier",
+       {"timeout_absent_rank"},
+       [](const context& ctx) -> std::optional<inference> {
+         std::vector<const finding*> named;
+         for (const auto& f : ctx.fs)
+           if (initiator_of(ctx, f)) named.push_back(&f);
+         auto d = culprit_from(ctx, named);
+         if (!d) return std::nullopt;
+         return inference{"timeout_absent_rank", d->rank, d->why, named, {}};
+       }},
+      {"timeout_absent_rank", "every known rank but one timed out in a collective: the missing rank held them up "
+                              "(rank 0 alone: exclusive work; a different last step: uneven inputs; else a straggler)",
+       "https://pytorch.org/docs/stable/distributed.html (collectives block until every rank joins)",
+       {"timeout_absent_rank", "timeout_absent_rank0", "timeout_absent_rank_uneven_steps"},
+       [](const context& ctx) -> std::optional<inference> {
+         auto v = timeouts(ctx);
+         if (v.timed_out.empty() || v.absent.empty()) return std::nullopt;
+         auto absent = v.absent;
+         auto is_absent = [&](int r) { return std::find(absent.begin(), absent.end(), r) != absent.end(); };
+         // The timed-out collective began `ran_ms` before the watchdog line (own wall-clock times only).
+         std::optional<double> began;
+         for (const auto* f : v.lines) {
+           auto ran = field(*f, "ran_ms");
+           if (!f->ts || f->ts_inherited || ran.empty() || f->ts->kind != timestamp::clock::wall) continue;
+           double b = f->ts->seconds - std::atof(ran.c_str()) / 1000.0;
+           began = began ? std::min(*began, b) : b;
+         }
+         // What the silent ranks were doing: their last work line (saving, evaluating, preprocessing). A line
+         // with no rank is rank 0's when rank 0 is silent and wrote nothing attributed to it: scripts log on
+         // rank 0 only (Hugging Face and Lightning log on the main process by default).
+         std::map<int, const inputs::marked_line*> work;
+         for (const auto& w : ctx.in->work_lines) {
+           auto r = ctx.resolve(w.rank, w.local_rank);
+           if (!r && !w.rank && !w.local_rank && !ctx.activity.count(0)) r = 0;
+           if (r && is_absent(*r)) work[*r] = &w;
+         }
+         auto work_began = [&](const inputs::marked_line& w) {  // it started by the time the collective began
+           return began && w.ts && !w.ts_inherited && w.ts->kind == timestamp::clock::wall && w.ts->seconds <= *began + 1.0;
+         };
+         // The work line came after the rank's last progress step: the work, not training, was the last
+         // thing the rank did (no step at all, a later line of the same file, or a later own time).
+         auto work_after_progress = [&](int r, const inputs::marked_line& w) {
+           auto it = ctx.activity.find(r);
+           if (it == ctx.activity.end() || !it->second.last_step) return true;
+           const auto& a = it->second;
+           if (ctx.in->source_name(a.last_step_source) == w.source) return w.line_no > a.last_step_line_no;
+           return w.ts && !w.ts_inherited && a.last_step_ts && w.ts->kind == a.last_step_ts->kind && w.ts->seconds >= a.last_step_ts->seconds;
+         };
+         // Timeout arithmetic: of several silent ranks, the one whose last line (or work line) came before
+         // the collective began never reached it.
+         if (absent.size() > 1) {
+           std::vector<int> stopped_before;
+           if (began)
+             for (int r : absent) {
+               auto it = ctx.activity.find(r);
+               bool by_line = it != ctx.activity.end() && it->second.last_ts && it->second.last_ts->kind == timestamp::clock::wall &&
+                              it->second.last_ts->seconds <= *began + 1.0;
+               bool by_work = work.count(r) && work_began(*work[r]) && work_after_progress(r, *work[r]);
+               if (by_line || by_work) stopped_before.push_back(r);
+             }
+           // With no times: the one silent rank that said it started work of its own, the others silent.
+           if (stopped_before.empty() && work.size() == 1 &&
+               std::none_of(absent.begin(), absent.end(), [&](int r) { return r != work.begin()->first && ctx.activity.count(r); }))
+             stopped_before.push_back(work.begin()->first);
+           if (stopped_before.size() == 1) absent = stopped_before;
+         }
+         // Silent from the start: no line of the rank at all. At the job's first collectives (SeqNum 1-3: the
+         // barrier after init_process_group, DDP's parameter broadcast) a rank that never arrived was still
+         // doing start-up work alone (dataset preprocessing on the main process); later, its absence from an
+         // excerpt says nothing about why, so no verdict is given.
+         auto silent = [&](int r) { return !ctx.activity.count(r) && !work.count(r); };
+         if (std::all_of(absent.begin(), absent.end(), silent)) {
+           const finding* with_seq = nullptr;
+           bool at_start = true;
+           for (const auto* f : v.lines)
+             if (auto seq = to_int(field(*f, "seq"))) {
+               at_start &= *seq >= 1 && *seq <= 3;
+               if (!with_seq) with_seq = f;
+             }
+           if (!with_seq || !at_start) return std::nullopt;
+           inference inf;
+           inf.entry = "timeout_absent_rank0";
+           if (absent.size() == 1) inf.rank = absent[0];
+           inf.findings = v.lines;
+           inf.why = "ranks " + text::rank_ranges({v.timed_out.begin(), v.timed_out.end()}) + " timed out in the job's first collectives (SeqNum " +
+                     field(*with_seq, "seq") + "); rank" + (absent.size() > 1 ? "s " : " ") + text::rank_ranges(absent) +
+                     " never arrived and printed nothing: start-up work done by one rank alone";
+           return inf;
+         }
+         if (absent.size() != 1) return std::nullopt;
+         int c = absent[0];
+         inference inf;
+         inf.rank = c;
+         inf.findings = v.lines;
+         inf.why = "every other rank (" + text::rank_ranges({v.timed_out.begin(), v.timed_out.end()}) +
+                   ") timed out in a collective; rank " + std::to_string(c) + " never did";
+         // Corroboration: torchelastic sent SIGTERM to a worker that was still running (its pid is not
+         // among the failed workers), which is what a rank stuck outside the collective looks like.
+         // Only when exactly one such worker exists: after a failure torchelastic stops every survivor.
+         std::vector<int> running;
+         for (const auto& t : ctx.in->terminated)
+           if (std::none_of(ctx.exits.begin(), ctx.exits.end(), [&](const auto& e) { return e.pid && *e.pid == t.pid; }) &&
+               std::find(running.begin(), running.end(), t.pid) == running.end())
+             running.push_back(t.pid);
+         if (running.size() == 1)
+           inf.why += "; torchelastic had to stop a worker that was still running (pid " + std::to_string(running[0]) + ")";
+         // Uneven inputs only when the ranks said so: the silent rank planned a different number of steps
+         // (its "N batches" or "i/N" lines). A rank that is merely a step behind is what a straggler looks
+         // like too, and the straggler's fix (find what that rank was doing) covers both.
+         // Plans are compared only between lines of one shape ("iter i/N" of the same loop): an evaluation
+         // loop's "eval batch 2/400" on one rank says nothing about another rank's "step 1/1000".
+         std::optional<long> own_plan, other_plan;
+         int other_rank = -1;
+         std::string own_shape;
+         if (auto it = ctx.activity.find(c); it != ctx.activity.end() && it->second.planned_steps) {
+           own_plan = it->second.planned_steps;
+           own_shape = extract::line_template(it->second.planned_line);
+         }
+         for (const auto& [r, act] : ctx.activity) {
+           if (!act.planned_steps || r == c || extract::line_template(act.planned_line) != own_shape) continue;
+           if (!other_plan || *act.planned_steps > *other_plan) { other_plan = act.planned_steps; other_rank = r; }
+         }
+         inf.entry = "timeout_absent_rank";
+         if (own_plan && other_plan && *own_plan != *other_plan) {
+           inf.entry = "timeout_absent_rank_uneven_steps";
+           inf.why += "; it planned " + std::to_string(*own_plan) + " steps, rank " + std::to_string(other_rank) +
+                      " " + std::to_string(*other_plan);
+           if (auto e = planned_evidence(ctx, c)) inf.extra.push_back(*e);
+           if (auto e = planned_evidence(ctx, other_rank)) inf.extra.push_back(*e);
+         } else if (work.count(c) && work_after_progress(c, *work[c])) {
+           const auto& w = *work[c];
+           inf.entry = "timeout_absent_rank0";
+           inf.why += "; its last sign of life was work of its own" + std::string(work_began(w) ? ", begun when the collective began" : "");
+           inf.extra.push_back({w.source, "rank " + std::to_string(c) + (w.rank || w.local_rank ? "" : " (a line of no rank)") + " started: " + w.text,
+                                format_time(w.ts), w.line_no, c, std::nullopt});
+         }
+         // The rank's last line, unless it is the work line already quoted.
+         if (auto e = last_line_evidence(ctx, c);
+             e && std::none_of(inf.extra.begin(), inf.extra.end(), [&](const evidence& x) { return x.source == e->source && x.line_no == e->line_no; }))
+           inf.extra.push_back(*e);
+         return inf;
+       }},
+      {"timeout_in_different_collectives", "every rank timed out, in different torch.distributed calls: the ranks disagree on "
+                                           "which collective comes next",
+       "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications",
+       {"timeout_in_different_collectives"},
+       [](const context& ctx) -> std::optional<inference> {
+         auto v = timeouts(ctx);
+         if (v.timed_out.empty() || !v.absent.empty()) return std::nullopt;
+         std::set<long> plans;
+         for (const auto& [_, act] : ctx.activity)
+           if (act.planned_steps) plans.insert(*act.planned_steps);
+         if (plans.size() >= 2) return std::nullopt;  // uneven plans explain it better
+         std::map<std::string, std::set<int>> by_call;
+         for (const auto* f : v.lines)
+           if (auto c = field(*f, "collective"); !c.empty() && f->rank) by_call[c].insert(*f->rank);
+         if (by_call.size() < 2) return std::nullopt;
+         inference inf;
+         inf.entry = "timeout_in_different_collectives";
+         inf.findings = v.lines;
+         std::string calls;
+         for (const auto& [c, rs] : by_call)
+           calls += (calls.empty() ? "" : ", ") + c + " on rank(s) " + text::rank_ranges({rs.begin(), rs.end()});
+         const std::set<int>* odd = nullptr;
+         int singles = 0;
+         for (const auto& [c, rs] : by_call)
+           if (rs.size() == 1) { odd = &rs; ++singles; }
+         if (by_call.size() == 2 && singles == 1 && v.timed_out.size() >= 3) {
+           inf.rank = *odd->begin();
+           inf.why = "the only rank in a different collective (" + calls + ")";
+         } else {
+           inf.why = "ranks timed out in different collectives (" + calls + "); which one diverged first is not in the logs";
+         }
+         return inf;
+       }},
+      {"uneven_planned_steps", "every rank timed out, but the ranks planned different numbers of steps (uneven shards): the "
+                               "rank with the fewest left the loop first",
+       "https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler (drop_last)",
+       {"timeout_absent_rank_uneven_steps"},
+       [](const context& ctx) -> std::optional<inference> {
+         auto v = timeouts(ctx);
+         // Tracebacks printed without a rank prefix (interleaved on one console) still say the run died in
+         // collective timeouts; with no rank known to be elsewhere, the plans alone decide.
+         std::vector<const finding*> rankless;
+         if (v.timed_out.empty())
+           for (const auto& f : ctx.fs)
+             if (is_timeout(ctx.sig(f)) && !f.rank && !ctx.survived.count(&f)) rankless.push_back(&f);
+         if (rankless.empty() && (v.timed_out.empty() || !v.absent.empty())) return std::nullopt;
+         if (!rankless.empty()) v.lines = rankless;
+         // Only plans stated by lines of one shape (the most common one) are compared: see timeout_absent_rank.
+         std::map<std::string, int> shapes;
+         std::map<int, std::string> shape_of;
+         for (const auto& [r, act] : ctx.activity)
+           if (act.planned_steps) ++shapes[shape_of[r] = extract::line_template(act.planned_line)];
+         if (shapes.empty()) return std::nullopt;
+         auto shape = std::max_element(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+         std::map<long, std::vector<int>> by_plan;
+         for (const auto& [r, s] : shape_of)
+           if (s == shape) by_plan[*ctx.activity.at(r).planned_steps].push_back(r);
+         if (by_plan.size() < 2) return std::nullopt;
+         inference inf;
+         inf.entry = "timeout_absent_rank_uneven_steps";
+         inf.findings = v.lines;
+         const auto& fewest = by_plan.begin()->second;
+         // The lines that decided: where the rank with the fewest steps and one rank with the most said so.
+         if (auto e = planned_evidence(ctx, fewest[0])) inf.extra.push_back(*e);
+         if (auto e = planned_evidence(ctx, by_plan.rbegin()->second[0])) inf.extra.push_back(*e);
+         if (fewest.size() == 1) {
+           if (auto e = last_line_evidence(ctx, fewest[0])) inf.extra.push_back(*e);
+           inf.rank = fewest[0];
+           inf.why = "rank " + std::to_string(fewest[0]) + " planned " + std::to_string(by_plan.begin()->first) +
+                     " steps, the others " + std::to_string(by_plan.rbegin()->first) +
+                     ": it left the loop first while its peers waited in a collective";
+         } else {
+           inf.why = "ranks planned different numbers of steps, but no single rank stands out";
+         }
+         return inf;
+       }},
+      {"stack_dump_odd_rank", "stack dumps (py-spy, faulthandler) of several ranks: all but one wait in a collective, the "
+                              "one elsewhere (file I/O, data loading, its own work) held the others up",
+       "https://github.com/benfred/py-spy (py-spy dump); https://docs.python.org/3/library/faulthandler.html",
+       {"timeout_absent_rank"},
+       [](const context& ctx) -> std::optional<inference> {
+         // In a collective: a torch.distributed frame, DDP's reducer, or autograd's backward (DDP all-reduces
+         // gradients there), as the innermost frame of the main thread.
+         static const re2::RE2 coll_fn(
+             R"(^(?:all_reduce|all_gather\w*|reduce_scatter\w*|broadcast\w*|barrier|monitored_barrier|reduce|gather|scatter|all_to_all\w*|send|recv|isend|irecv|wait|run_backward|_engine_run_backward|backward)$)");
+         std::map<int, std::pair<bool, const inputs::dump_frame*>> by_rank;  // rank -> (in collective, a frame)
+         for (const auto& [r, frames] : ctx.in->stack_tops) {
+           bool any_main = std::any_of(frames.begin(), frames.end(), [](const auto& f) { return f.top.main_thread; });
+           bool in_coll = false;
+           const inputs::dump_frame* shown = nullptr;
+           for (const auto& f : frames) {
+             if (any_main && !f.top.main_thread) continue;
+             bool c = f.top.file.find("torch/distributed") != std::string::npos ||
+                      f.top.file.find("nn/parallel/distributed.py") != std::string::npos ||
+                      re2::RE2::FullMatch(f.top.function, coll_fn);
+             in_coll = in_coll || c;
+             if (!shown || (!c && !in_coll)) shown = &f;
+           }
+           if (shown) by_rank[r] = {in_coll, shown};
+         }
+         if (by_rank.size() < 2) return std::nullopt;
+         std::vector<int> elsewhere, waiting;
+         for (const auto& [r, v] : by_rank) (v.first ? waiting : elsewhere).push_back(r);
+         if (elsewhere.size() != 1 || waiting.empty()) return std::nullopt;
+         int c = elsewhere[0];
+         const auto* f = by_rank[c].second;
+         inference inf;
+         inf.entry = "timeout_absent_rank";
+         inf.rank = c;
+         inf.why = "stack dumps: ranks " + text::rank_ranges(waiting) + " wait in a collective, rank " + std::to_string(c) +
+                   " is in " + f->top.function + " (" + f->top.file + ")";
+         inf.extra.push_back({f->source, "rank " + std::to_string(c) + " innermost frame: " + f->top.text, "", f->line_no, c,
+                              std::nullopt});
+         return inf;
+       }},
+      {"ends_in_launch_banner", "nothing looks wrong, but every input ends in the launcher's start-up (rendezvous, world "
+                                "info): the job never got past start-up, usually because a node or worker never joined",
+       "https://pytorch.org/docs/stable/elastic/run.html (rendezvous); DeepSpeed launcher (deepspeed/launcher/launch.py)",
+       {"ends_in_launch_banner"},
+       [](const context& ctx) -> std::optional<inference> {
+         if (ctx.in->stream_ends.empty() || !ctx.fs.empty() || !ctx.in->suspicious.empty()) return std::nullopt;
+         if (!ends_in_startup(ctx, false)) return std::nullopt;
+         for (const auto& [_, act] : ctx.activity)
+           if (act.last_step) return std::nullopt;  // a rank trained: this is not a start-up hang
+         inference inf;
+         inf.entry = "ends_in_launch_banner";
+         inf.why = "every input ends in the launcher's start-up; no rank reported any progress";
+         for (const auto& e : ctx.in->stream_ends)
+           if (inf.extra.size() < 4) inf.extra.push_back({e.source, "last line: " + e.text, "", e.line_no, std::nullopt, std::nullopt});
+         return inf;
+       }},
+      {"launcher_exit", "no line explains the failure, no rank timed out, and the launcher names the first worker that "
+                        "exited (torchelastic Root Cause, mpirun's first process, srun's first task, CalledProcessError): "
+                        "the exit code says what kind of end it was",
+       "https://pytorch.org/docs/stable/elastic/errors.html; https://slurm.schedmd.com/srun.html; Open MPI help-orterun.txt",
+       {"launcher_exit_error", "launcher_exit_sigkill", "launcher_exit_sigsegv"},
+       [](const context& ctx) -> std::optional<inference> {
+         // Waiting ranks (a timeout, with or without a rank): the launcher names a victim, not the cause.
+         if (std::any_of(ctx.fs.begin(), ctx.fs.end(), [&](const finding& f) { return is_timeout(ctx.sig(f)) && !ctx.survived.count(&f); }))
+           return std::nullopt;
+         const extract::exit_record* best = nullptr;
+         for (const auto& e : ctx.exits)  // the launcher's own "first failure" first
+           if (e.root_cause && e.rank && e.exitcode && *e.exitcode != 0 && (!best || (!e.time.empty() && e.time < best->time)))
+             best = &e;
+         if (!best)
+           for (const auto& e : ctx.exits)
+             if (e.rank && e.exitcode && *e.exitcode != 0) { best = &e; break; }
+         if (!best) return std::nullopt;
+         int code = *best->exitcode;
+         inference inf;
+         inf.rank = best->rank;
+         inf.entry = code == -9 || best->signal == "SIGKILL" ? "launcher_exit_sigkill"
+                     : code == -11 || best->signal == "SIGSEGV" ? "launcher_exit_sigsegv"
+                     : code > 0 ? "launcher_exit_error" : "";
+         if (inf.entry.empty()) return std::nullopt;  // other signals (SIGTERM, SIGABRT) say who stopped it, not why
+         inf.why = first_failure_phrase(*best) + " (rank " + std::to_string(*best->rank) + ", exit code " + std::to_string(code) + ")";
+         inf.extra.push_back({best->source, "launcher: rank " + std::to_string(*best->rank) + " exited with code " + std::to_string(code),
+                              best->time, best->line_no, best->rank, best->host.empty() ? std::nullopt : std::optional<std::string>(best->host)});
+         for (const auto& f : ctx.fs)
+           if (ctx.sig(f).kind == "rank_exception" || ctx.sig(f).category == "launch") inf.findings.push_back(&f);
+         return inf;
+       }},
+      {"xid_cleanup_names_prior", "no cause line, but the driver's Xid 45 cleanup notice names the earlier Xid that caused it",
+       "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html (Xid 45: preemptive cleanup, due to previous errors)",
+       {"xid_cleanup_names_prior"},
+       [](const context& ctx) -> std::optional<inference> {
+         inference inf;
+         for (const auto& f : ctx.fs)
+           if (!field(f, "prior_xid").empty()) inf.findings.push_back(&f);
+         if (inf.findings.empty()) return std::nullopt;
+         inf.entry = "xid_cleanup_names_prior";
+         inf.why = "the GPU fault is node-level; no line names a rank";
+         return inf;
+       }},
+      {"outside_stop_signal", "no line names a cause, no rank timed out or failed first, and the launcher itself received a "
+                              "stop signal (SIGTERM/SIGINT/SIGHUP): the job was stopped from outside",
+       "torch/distributed/elastic/agent/server/api.py (\"Received ... death signal, shutting down workers\")",
+       {"outside_stop_signal"},
+       [](const context& ctx) -> std::optional<inference> {
+         static const re2::RE2 stop(R"(Received (?:Signals\.SIG(?:TERM|INT|HUP)|1|2|15) death signal, shutting down workers)");
+         if (!timeouts(ctx).timed_out.empty()) return std::nullopt;
+         for (const auto& e : ctx.exits)
+           if (e.exitcode && *e.exitcode > 0) return std::nullopt;  // a worker failed on its own
+         for (const auto& f : ctx.fs)
+           if (re2::RE2::PartialMatch(f.text, stop)) {
+             inference inf;
+             inf.entry = "outside_stop_signal";
+             inf.why = "the signal came from outside the job; no rank had failed before it";
+             inf.findings.push_back(&f);
+             return inf;
+           }
+         return std::nullopt;
+       }},
+  };
+  return rules;
+}
+
+}  // namespace ff::correlate::rules

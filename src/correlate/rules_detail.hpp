@@ -1,0 +1,35 @@
+// Helpers the rule tables share (rules.cpp, inference_rules.cpp). Internal to the correlate stage.
+#pragma once
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "firstfault/correlate_rules.hpp"
+
+namespace ff::correlate::rules {
+
+/// A non-negative integer of at most 9 digits, else none.
+std::optional<int> to_int(const std::string& s);
+/// A collective or barrier timeout: a symptom in the synchronization category, or tagged as a hang.
+bool is_timeout(const kb::signature& s);
+
+/// Timeouts by rank: the ranks that timed out (survived ones aside), their lines, and the known ranks that
+/// never timed out (every rank below the highest seen exists).
+struct timeout_view {
+  std::set<int> timed_out;
+  std::vector<const finding*> lines;
+  std::vector<int> absent;
+};
+timeout_view timeouts(const context& ctx);
+
+/// A rank's last line, and the line that stated its planned steps, as evidence with file and line.
+std::optional<evidence> last_line_evidence(const context& ctx, int r);
+std::optional<evidence> planned_evidence(const context& ctx, int r);
+
+/// The first finding of `list` whose signature names an initiator, as a rank decision with its reason.
+std::optional<rank_decision> culprit_from(const context& ctx, const std::vector<const finding*>& list);
+/// How the launcher that printed an exit report calls its first failure.
+std::string first_failure_phrase(const extract::exit_record& e);
+
+}  // namespace ff::correlate::rules
