@@ -71,16 +71,10 @@ std::string progress_value(const rules::context& ctx, std::optional<int> rank, c
   return "";
 }
 
-std::string nproc_value(const rules::context& ctx) {
-  int local_max = -1;
-  for (const auto& [l, ranks] : ctx.in->local_to_rank) local_max = std::max(local_max, l);
-  for (const auto& [key, act] : ctx.in->activity)
-    if (key.kind == rank_key::scope::local) local_max = std::max(local_max, key.number);
-  if (local_max >= 0) return std::to_string(local_max + 1);
-  if (ctx.in->hosts.size() <= 1 && !ctx.all_ranks.empty() && *ctx.all_ranks.begin() >= 0)
-    return std::to_string(*ctx.all_ranks.rbegin() + 1);
-  return "";
-}
+// Processes per node: not inferred from the ranks a log shows (a pasted excerpt of an 8-GPU job may show
+// ranks 0-5 only, and "6" would read as a fact). No line states it in a form read yet, so the template's
+// fallback is shown.
+std::string nproc_value(const rules::context&) { return ""; }
 
 std::string ckpt_dir_value(const rules::context& ctx, std::optional<int> rank) {
   // A path the failing line names itself (OSError's file name) comes first.

@@ -12,7 +12,7 @@ namespace ff::correlate {
 /// The value of one run fact by its placeholder name, or "" when the run's lines do not establish it (the
 /// template that needs it is then shown with its fallback, or left out; never a guess):
 ///  - `script`: the script the job ran, as a traceback printed it (extract::line_note::entry_script);
-///  - `nproc`: processes per node: local ranks seen (0..max), or on one host the ranks seen;
+///  - `nproc`: processes per node: none yet (the ranks an excerpt shows are not the job's; see run_facts.cpp);
 ///  - `ckpt_dir`: the directory of the last checkpoint path a line named (an errno message's file, a
 ///    "saving checkpoint to" or "saved checkpoint" line), the initiating rank's when it named one;
 ///  - `progress.step`, `progress.planned`: the last progress line's step and the steps planned;
