@@ -276,10 +276,13 @@ std::vector<lint_issue> lint_vocabulary(const library& lib) {
   std::vector<lint_issue> out;
   re2::RE2::Options o;
   o.set_log_errors(false);
-  for (const auto& [name, t] : lib.tables) {
+  for (const auto& table_entry : lib.tables) {
+    const auto& name = table_entry.first;
+    const auto& t = table_entry.second;  // not a structured binding: clang 14 cannot capture one in a lambda
     if (!t.has_column("sample") || (!t.has_column("word") && !t.has_column("regex"))) continue;
     const std::string file = "_tables/" + name + ".tsv";
-    for (const auto& [key, cells] : t.rows) {
+    for (const auto& row : t.rows) {
+      const auto& key = row.first;
       auto cell = [&](const char* c) { return t.get(key, c); };
       auto add = [&](const std::string& m) { out.push_back({file, key, m}); };
       const std::string sample = cell("sample");
