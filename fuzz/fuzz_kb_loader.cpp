@@ -4,6 +4,7 @@
 #include <string>
 
 #include "firstfault/kb.hpp"
+#include "firstfault/kb_lint.hpp"
 #include "firstfault/match.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
