@@ -184,14 +184,18 @@ bool extractor::feed_launcher_exit(std::string_view t, std::uint64_t line_no, st
         return true;
       }
     }
-    // srun: "srun: error: node3: task 5: Exited with exit code 2" (the task id is the rank under srun)
+    // srun: "srun: error: node3: task 5: Exited with exit code 2", or the signal's text ("Killed", "Segmentation
+    // fault"), from Slurm's launch plugin (launch_slurm.c, _task_finish); the task id is the rank under srun
     static const re2::RE2 srun_re(R"(srun: error: ([\w.-]+): tasks? (\d+): (?:Exited with exit code (\d+)|(Killed|Segmentation fault|Aborted|Terminated)))");
-    std::string host, what;
+    // The code is read as text: RE2 fails a whole match when an int argument's group took no part in it,
+    // which hid every "Killed" / "Segmentation fault" task (only "Exited with exit code N" was read).
+    std::string host, what, code_text;
     int task = 0, code = 0;
-    if (contains(t, "srun: error:") && re2::RE2::PartialMatch(sp, srun_re, &host, &task, &code, &what)) {
+    if (contains(t, "srun: error:") && re2::RE2::PartialMatch(sp, srun_re, &host, &task, &code_text, &what)) {
       auto r = new_record("srun", line_no);
       r.rank = task;
       r.host = host;
+      if (!code_text.empty() && code_text.size() < 10) code = std::stoi(code_text);
       if (what.empty()) r.exitcode = code;
       else r.signal = what == "Killed" ? "SIGKILL" : what == "Segmentation fault" ? "SIGSEGV" : what == "Aborted" ? "SIGABRT" : "SIGTERM";
       r.exitcode = what.empty() ? code : what == "Killed" ? -9 : what == "Segmentation fault" ? -11 : what == "Aborted" ? -6 : -15;

@@ -470,6 +470,23 @@ TEST(mpirun_exit_block, a_rank_killed_by_a_signal) {
   EXPECT_EQ(f.exits[0].host, "vm");
 }
 
+// srun's task exit lines (Slurm's launch plugin, launch_slurm.c, _task_finish: "NODE: task N: Exited with exit code C" or the
+// signal's strsignal text): a task killed by a signal is read too, not only one that exited with a code.
+TEST(srun_exit, tasks_killed_by_a_signal_and_exited_with_a_code) {
+  auto f = feed_all({"srun: error: localhost: task 1: Killed", "srun: error: node3: task 5: Segmentation fault",
+                     "srun: error: node3: task 2: Exited with exit code 2", "srun: error: localhost: task 0: Terminated"});
+  ASSERT_EQ(f.exits.size(), 4u);
+  EXPECT_EQ(f.exits[0].rank, 1);
+  EXPECT_EQ(f.exits[0].exitcode, -9);
+  EXPECT_EQ(f.exits[0].signal, "SIGKILL");
+  EXPECT_EQ(f.exits[0].host, "localhost");
+  EXPECT_EQ(f.exits[1].exitcode, -11);
+  EXPECT_EQ(f.exits[1].signal, "SIGSEGV");
+  EXPECT_EQ(f.exits[2].exitcode, 2);
+  EXPECT_EQ(f.exits[2].signal, "");
+  EXPECT_EQ(f.exits[3].signal, "SIGTERM");
+}
+
 // Slurm's job.step id is not a training step: "STEP 8.0" in slurmstepd's CANCELLED line.
 TEST(progress, a_dotted_step_id_is_not_progress) {
   EXPECT_FALSE(ff::extract::read_step("slurmstepd-node1: error: *** STEP 8.0 ON node1 CANCELLED AT 2026-12-06T16:39:19 ***", true));
