@@ -35,21 +35,21 @@ check "first batch: no unmasked address" sh -c 'printf "%s" "$1" | grep -qF 10.1
 printf 'worker-b: gpu-a:123:456 [0] NCCL INFO Channel 00/02 : 0 1 2 3\n' >"$tmp/twohost-a.log"
 printf '[rank1]: RuntimeError: connection to worker-b was refused by peer\n' >"$tmp/twohost-b.log"
 run diagnose --redact --no-history --format json "$tmp/twohost-a.log" "$tmp/twohost-b.log"
-check "first batch: a pdsh host around an NCCL header is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qF worker-b && exit 1; exit 0' _ "$out"
+check "first batch: a pdsh host around an NCCL header is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qwF worker-b && exit 1; exit 0' _ "$out"
 # ... and after the first batch (here: no batch at all), where such a line takes the light path
 run diagnose --redact --no-history --format json --learn-lines 0 "$tmp/twohost-a.log" "$tmp/twohost-b.log"
-check "light path: a pdsh host around an NCCL header is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qF worker-b && exit 1; exit 0' _ "$out"
+check "light path: a pdsh host around an NCCL header is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qwF worker-b && exit 1; exit 0' _ "$out"
 printf 'Dec  6 10:00:00 gpu-b kernel: gpu-a:123:456 [0] NCCL INFO Channel 00/02 : 0 1 2 3\n' >"$tmp/twohost-c.log"
 printf '[rank1]: RuntimeError: connection to gpu-b was refused by peer\n' >"$tmp/twohost-d.log"
 run diagnose --redact --no-history --format json --learn-lines 0 "$tmp/twohost-c.log" "$tmp/twohost-d.log"
-check "light path: a syslog host around an NCCL header is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qF gpu-b && exit 1; exit 0' _ "$out"
+check "light path: a syslog host around an NCCL header is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qwF gpu-b && exit 1; exit 0' _ "$out"
 # two NCCL headers in a row: the peel keeps the inner host; the outer one must be learnt too (first batch
 # and light path; the line is the first of its shape)
 printf 'node-a:1:2 [0] node-b:3:4 [1] NCCL INFO Channel 00/02 : 0 1 2 3\n' >"$tmp/twohost-e.log"
 printf '[rank1]: RuntimeError: connection to node-a was refused by peer\n' >"$tmp/twohost-f.log"
 for learn in 256 0; do
   run diagnose --redact --no-history --format json --learn-lines "$learn" "$tmp/twohost-e.log" "$tmp/twohost-f.log"
-  check "two NCCL headers (--learn-lines $learn): the outer host is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qF node-a && exit 1; exit 0' _ "$out"
+  check "two NCCL headers (--learn-lines $learn): the outer host is masked elsewhere" sh -c 'printf "%s" "$1" | grep -qwF node-a && exit 1; exit 0' _ "$out"  # whole word: a pseudonym may start "node-a"
 done
 # failure: exit 1, JSON valid against the schema, right kind and rank
 run diagnose "$CORPUS/gh-funasr-2006/logs" --format json
@@ -680,7 +680,7 @@ check "history show --format json is the stored JSON" sh -c 'printf "%s" "$1" | 
 export XDG_DATA_HOME=$tmp/data
 
 run diagnose "$CORPUS/gh-funasr-2006/logs" --redact --reveal --format json
-check "--reveal maps the masked first failing host to its real name, on stderr only" sh -c 'printf "%s" "$1" | grep -qE "^  [^ ]+ = [^ ]+$" && ! printf "%s" "$2" | grep -qF "$(printf "%s" "$1" | sed -n "s/^  [^ ]* = //p" | head -1)"' _ "$err" "$out"
+check "--reveal maps the masked first failing host to its real name, on stderr only" sh -c 'printf "%s" "$1" | grep -qE "^  [^ ]+ = [^ ]+$" && ! printf "%s" "$2" | grep -qwF "$(printf "%s" "$1" | sed -n "s/^  [^ ]* = //p" | head -1)"' _ "$err" "$out"
 run diagnose "$CORPUS/run-k_straggler_timeout/logs" --no-history
 check "the report says when torchrun's own Root Cause names another rank" has "$out" "note: torchrun's \"Root Cause (first observed failure)\" names rank 0"
 # completion scripts, man page and install, all generated from the same CLI definitions
