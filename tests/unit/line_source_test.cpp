@@ -74,7 +74,7 @@ TEST(line_source, a_followed_file_written_in_pieces_gives_the_lines_of_a_whole_r
   const std::vector<std::string> inputs = {
       "plain\nlines\r\nwith\rcarriage returns\r\n\r\nand a last one without",
       "10%|#         | 10/100 [00:01<00:09, 9.1it/s]\r20%|##        | 20/100\r100%|##########| 100/100\nRuntimeError: boom\n",
-      std::string("a NUL run\0\0\0here\nnext\n", 24),
+      std::string("a NUL run\0\0\0here\nnext\n", 22),  // 22 bytes: the literal's own, without its terminating NUL
       cri,
       "{\"time\": \"2026-12-06T16:41:05.341Z\", \"level\": \"error\", \"rank\": 3, \"message\": \"boom\", \"exc_info\": "
       "\"Traceback (most recent call last):\\n  File \\\"x.py\\\", line 1\\nValueError: bad\"}\nafter\n",
