@@ -6,7 +6,6 @@
 
 #include "firstfault/limits.hpp"
 
-#include "kb/embedded.hpp"
 #include "rules.hpp"
 #include "secret_keys.hpp"
 

@@ -3,7 +3,6 @@
 
 #include "firstfault/mask.hpp"
 
-#include "kb/embedded.hpp"
 #include "kb_data/tables.hpp"
 #include "secret_keys.hpp"
 
@@ -169,27 +168,10 @@ std::vector<std::string> expand_hostlist(std::string_view list, std::size_t max)
 const std::vector<secret_format>& secret_formats() {
   static const std::vector<secret_format> rows = [] {
     std::vector<secret_format> out;
-    std::string_view text;
-    for (std::size_t i = 0; i < kb::detail::kEmbeddedCount; ++i)
-      if (std::string_view(kb::detail::kEmbedded[i].name) == "_tables/secret_formats.tsv") text = kb::detail::kEmbedded[i].text;
-    bool header = true;
-    while (!text.empty()) {
-      const auto nl = text.find('\n');
-      std::string_view line = text.substr(0, nl);
-      text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      if (line.empty() || line[0] == '#') continue;
-      std::vector<std::string> cells;
-      for (std::size_t from = 0;;) {
-        const auto tab = line.find('\t', from);
-        cells.emplace_back(line.substr(from, tab == std::string_view::npos ? std::string_view::npos : tab - from));
-        if (tab == std::string_view::npos) break;
-        from = tab + 1;
-      }
-      if (std::exchange(header, false)) continue;  // name issuer token regex source sample
-      if (cells.size() != 6) continue;  // (kb lint refuses such a row: the library loads the table too)
-      out.push_back({cells[0], cells[1], cells[2], cells[3], cells[4], cells[5]});
-    }
+    const auto& t = kb::detail::embedded_table("secret_formats");  // (kb lint refuses rows of another width)
+    const int c[6] = {t.column("name"), t.column("issuer"), t.column("token"), t.column("regex"), t.column("source"), t.column("sample")};
+    if (std::any_of(std::begin(c), std::end(c), [](int i) { return i < 0; })) return out;
+    for (const auto& r : t.rows) out.push_back({r[c[0]], r[c[1]], r[c[2]], r[c[3]], r[c[4]], r[c[5]]});
     return out;
   }();
   return rows;
