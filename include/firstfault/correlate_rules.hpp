@@ -73,6 +73,14 @@ context make_context(const inputs& in, const kb::library& lib);
 /// (https://pytorch.org/docs/stable/elastic/errors.html), so a logged and caught exception is not one.
 std::map<const finding*, std::string> survived_errors(const context& ctx);
 
+/// A group of lines that look wrong (no signature explains them) was survived: the run ended well after the
+/// group's last line (as ended_well()), or, by the lines' own times on one clock, a rank trained to a later
+/// step a second or more after it: each of the group's ranks when its lines carry ranks, any rank when they
+/// carry none (start-up and helper chatter). Untimed lines are never ordered against progress (print()'s
+/// progress lines reach a piped file late: step_after). Returns the reason the report shows, or "".
+/// Source: on-call practice, as survived_errors (issue 43, "errors the run survived").
+std::string suspicious_survived(const context& ctx, const suspicious_line& s);
+
 /// The run ended well: no worker failed, and a line says the job or a node's workers finished (a signature
 /// tagged outcome.success), or every rank record that wrote a line said it finished (outcome.rank_done).
 /// Returns that line (the last such), or none.

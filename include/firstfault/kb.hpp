@@ -94,6 +94,11 @@ struct signature {
   /// steps ("{progress.step} of {progress.planned} steps, {progress.step_time} each"); a sentence with a
   /// placeholder this run has no value for is left out (correlate.cpp, run_value()).
   std::vector<std::string> facts;
+  /// `transient_above: {field: F, value: N}`, with tag event.transient: the line is survived while its
+  /// extracted number F is at least N (a loss scale still many halvings above its floor: the scaler is
+  /// settling, not collapsing). Empty field: no such bound.
+  std::string transient_field;
+  int transient_above = 0;
   std::vector<code_fix> fix_code;
   std::vector<example> positive, negative;
   std::vector<std::string> field_order;  ///< top-level keys in file order (for lint)

@@ -262,6 +262,7 @@ class collector {
   bool token_may_mask(const normalize::line_meta& meta, const shape_facts* facts, std::size_t& token_len,
                       const std::string*& token_shape) const;
   void add_suspicious(const stream& st, std::string_view body, char level, bool exception_line, std::optional<int> rank,
+                      std::optional<normalize::timestamp> own_ts,
                       std::uint64_t line_no);
   // What process() learns about one line, step by step (attribute, rank_state_for, note_host_and_pairs, ...).
   struct line_facts {

@@ -138,9 +138,9 @@ decision decide_root(const rules::context& ctx, const kb::library& lib, diagnosi
 // benign messages were set aside, no failed worker).
 void set_verdict(diagnosis& d, decision& dec, const rules::context& ctx, const inputs& in) {
   // A line that looks wrong before the run's successful end was survived, like an error (rules::ended_well).
-  bool any_suspicious = std::any_of(in.suspicious.begin(), in.suspicious.end(), [&](const suspicious_line& x) {
-    return !ctx.ended_well || (x.source == ctx.ended_well->source && x.line_no > ctx.ended_well->line_no);
-  });
+  // Lines that look wrong count unless the run went on after them (rules::suspicious_survived).
+  bool any_suspicious = std::any_of(in.suspicious.begin(), in.suspicious.end(),
+                                    [&](const suspicious_line& x) { return rules::suspicious_survived(ctx, x).empty(); });
   bool bad_exit = rules::any_worker_failed(ctx);
   if (dec.root_sig) {
     d.verdict = verdict::failure;
@@ -363,9 +363,11 @@ void group_collateral(diagnosis& d, const decision& dec, const rules::context& c
 
 // Lines that look wrong: severity first, then rarity across ranks (the odd rank out first), then order of
 // appearance.
-void rank_suspicious(diagnosis& d, const inputs& in) {
-  if (d.verdict == verdict::healthy) return;
+void rank_suspicious(diagnosis& d, const inputs& in, const rules::context& ctx) {
   d.suspicious = in.suspicious;
+  for (auto& s : d.suspicious) s.survived = rules::suspicious_survived(ctx, s);
+  // A healthy report lists only the lines it judged survived, each with its reason.
+  if (d.verdict == verdict::healthy) std::erase_if(d.suspicious, [](const suspicious_line& s) { return s.survived.empty(); });
   std::stable_sort(d.suspicious.begin(), d.suspicious.end(), [](const suspicious_line& a, const suspicious_line& b) {
     if (a.strong != b.strong) return a.strong;
     return std::max<std::size_t>(1, a.ranks.size()) < std::max<std::size_t>(1, b.ranks.size());
@@ -485,7 +487,7 @@ diagnosis correlate(const inputs& in, const kb::library& lib) {
   else if (dec.root_sig) explain_inferred(d, dec, ctx);
   set_confidence(d, dec);
   group_collateral(d, dec, ctx);
-  rank_suspicious(d, in);
+  rank_suspicious(d, in, ctx);
   note_launcher_root_cause(d, ctx);
   fill_slurm_job_id(d, ctx, in);
   explain_verify_vars(d, lib);

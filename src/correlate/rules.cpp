@@ -375,6 +375,28 @@ const inputs::marked_line* ended_well(const context& ctx) {
   return any ? &ends.back() : nullptr;
 }
 
+namespace {
+// DeepSpeed's dynamic loss scaler grows the scale again only after loss_scale_window (default 1000) steps
+// without an overflow (https://www.deepspeed.ai/docs/config-json/#fp16-training-options, Megatron's
+// DynamicGradScaler growth_interval likewise): before that, halvings from the initial scale are its search
+// for a level that fits; after it, a run of halvings is a reaction to the gradients.
+constexpr long kSettlingSteps = 1000;
+
+// The largest step a progress line of the run (a fact line: its `step` field) stated before line `f`: earlier
+// in the same file, or earlier on the same clock by the lines' own times. 0 when none did.
+long progress_before(const context& ctx, const finding& f) {
+  long best = f.step_at.value_or(0);
+  for (const auto& m : ctx.in->fact_lines) {
+    const bool before = m.source == f.source ? m.line_no < f.line_no
+                                             : m.ts && f.ts && !m.ts_inherited && m.ts->kind == f.ts->kind && m.ts->seconds < f.ts->seconds;
+    if (!before) continue;
+    for (const auto& [k, v] : m.fields)
+      if (k == "step") best = std::max(best, std::strtol(v.c_str(), nullptr, 10));
+  }
+  return best;
+}
+}  // namespace
+
 std::map<const finding*, std::string> survived_errors(const context& ctx) {
   std::map<const finding*, std::string> out;
   // The run ended well: a line that says so (a worker group that succeeded, a benchmark's result) and no
@@ -414,37 +436,82 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
                                                ? ended_well->line_no > f.line_no
                                                : f.ts && ended_well->ts && !ended_well->ts_inherited && f.ts->kind == ended_well->ts->kind &&
                                                      f.ts->seconds + 1.0 <= ended_well->ts->seconds);
-    if (before_end) {
-      out[&f] = "the run ended well after it: \"" + std::string(text::prefix_utf8(ended_well->text, limits::kQuoteBytes)) + "\"";
-      continue;
+    // Why the run is known to have gone past the line, the strongest evidence first; empty: not survived.
+    auto why = [&]() -> std::string {
+      if (before_end) return "the run ended well after it: \"" + std::string(text::prefix_utf8(ended_well->text, limits::kQuoteBytes)) + "\"";
+      // A transient before the rank's first progress line (overflows while the scale settles, in the first
+      // steps) is survived when a rank trained after it, as a rank-less line is (below).
+      if (f.rank && !(transient && !f.step_at)) {
+        auto it = ctx.activity.find(*f.rank);
+        // The rank had made progress before the line and went past it (a step printed before the error
+        // and a later one): buffered progress that only reached the file after the error is not later.
+        if (it == ctx.activity.end() || !f.step_at || !it->second.last_step || *it->second.last_step <= *f.step_at ||
+            !step_after(ctx, it->second, f) || waited_on_or_failed.count(*f.rank))
+          return {};
+        return "rank " + std::to_string(*f.rank) + " went on to step " + std::to_string(*it->second.last_step) + " after it (it was at step " +
+               std::to_string(*f.step_at) + ")";
+      }
+      // A line of no rank: a start-up message (an agent's store or rendezvous warning) or a symptom (a
+      // connection retry) is survived when a rank trained after it. A rank-less cause of another layer (an Xid)
+      // may still be what slowly broke the run, and is kept.
+      if ((f.local_rank && !transient) || (s.is_cause() && s.category != "launch")) return {};
+      // Every record, resolved to a global rank or not (local ranks of several nodes on one host stay local).
+      for (const auto& [key, act] : ctx.in->activity) {
+        if (key.attempt && ctx.in->only_attempt && *key.attempt != *ctx.in->only_attempt) continue;
+        if (!step_after(ctx, act, f)) continue;
+        return std::string(key.kind == rank_key::scope::global ? "rank " : "local rank ") + std::to_string(key.number) + " trained to step " +
+               std::to_string(*act.last_step) + " after it";
+      }
+      return {};
+    };
+    std::string reason = why();
+    // A transient whose number is still far from its floor (kb transient_above), in the run's first steps:
+    // the loop is settling. Later in a run (a progress line before it at step kSettlingSteps or more) the same
+    // halvings are the scaler reacting to a spike, and only training on past them says it was survived.
+    if (reason.empty() && transient && !s.transient_field.empty() && progress_before(ctx, f) < kSettlingSteps) {
+      const std::string v = field(f, s.transient_field);
+      char* num_end = nullptr;
+      const double x = v.empty() ? 0 : std::strtod(v.c_str(), &num_end);
+      if (!v.empty() && num_end && *num_end == '\0' && x >= s.transient_above)
+        reason = "its " + s.transient_field + " is " + v + ", still at least " + std::to_string(s.transient_above) +
+                 ": the scaler is settling, not collapsing to its floor";
     }
-    // A transient before the rank's first progress line (overflows while the scale settles, in the first
-    // steps) is survived when a rank trained after it, as a rank-less line is (below).
-    if (f.rank && !(transient && !f.step_at)) {
-      auto it = ctx.activity.find(*f.rank);
-      // The rank had made progress before the line and went past it (a step printed before the error
-      // and a later one): buffered progress that only reached the file after the error is not later.
-      if (it == ctx.activity.end() || !f.step_at || !it->second.last_step || *it->second.last_step <= *f.step_at ||
-          !step_after(ctx, it->second, f) || waited_on_or_failed.count(*f.rank))
-        continue;
-      out[&f] = "rank " + std::to_string(*f.rank) + " went on to step " + std::to_string(*it->second.last_step) +
-                " after it (it was at step " + std::to_string(*f.step_at) + ")";
-      continue;
-    }
-    // A line of no rank: a start-up message (an agent's store or rendezvous warning) or a symptom (a
-    // connection retry) is survived when a rank trained after it. A rank-less cause of another layer (an Xid)
-    // may still be what slowly broke the run, and is kept.
-    if ((f.local_rank && !transient) || (s.is_cause() && s.category != "launch")) continue;
-    // Every record, resolved to a global rank or not (local ranks of several nodes on one host stay local).
-    for (const auto& [key, act] : ctx.in->activity) {
-      if (key.attempt && ctx.in->only_attempt && *key.attempt != *ctx.in->only_attempt) continue;
-      if (!step_after(ctx, act, f)) continue;
-      out[&f] = std::string(key.kind == rank_key::scope::global ? "rank " : "local rank ") + std::to_string(key.number) + " trained to step " +
-                std::to_string(*act.last_step) + " after it";
-      break;
-    }
+    if (!reason.empty()) out[&f] = std::move(reason);
   }
   return out;
+}
+
+std::string suspicious_survived(const context& ctx, const suspicious_line& s) {
+  const std::string& last_source = s.last_source.empty() ? s.source : s.last_source;
+  const std::uint64_t last_line = s.last_source.empty() ? s.line_no : s.last_line_no;
+  if (const auto* end = ctx.ended_well) {
+    const bool before = end->source == last_source ? end->line_no > last_line
+                                                   : s.last_ts && end->ts && !end->ts_inherited && s.last_ts->kind == end->ts->kind &&
+                                                         s.last_ts->seconds + 1.0 <= end->ts->seconds;
+    if (before) return "the run ended well after it: \"" + std::string(text::prefix_utf8(end->text, limits::kQuoteBytes)) + "\"";
+  }
+  if (!s.last_ts) return {};
+  auto later = [&](const rank_activity& act) {
+    return act.last_step && act.last_step_ts && act.last_step_ts->kind == s.last_ts->kind &&
+           act.last_step_ts->seconds >= s.last_ts->seconds + 1.0;
+  };
+  if (!s.ranks.empty()) {
+    long step = 0;
+    for (int r : s.ranks) {
+      auto it = ctx.activity.find(r);
+      if (it == ctx.activity.end() || !later(it->second)) return {};
+      step = std::max(step, *it->second.last_step);
+    }
+    return (s.ranks.size() == 1 ? "rank " + std::to_string(s.ranks.front()) : "ranks " + text::rank_ranges(s.ranks)) +
+           " trained to step " + std::to_string(step) + " after it";
+  }
+  for (const auto& [key, act] : ctx.in->activity) {
+    if (key.attempt && ctx.in->only_attempt && *key.attempt != *ctx.in->only_attempt) continue;
+    if (!later(act)) continue;
+    return std::string(key.kind == rank_key::scope::global ? "rank " : "local rank ") + std::to_string(key.number) + " trained to step " +
+           std::to_string(*act.last_step) + " after it";
+  }
+  return {};
 }
 
 std::optional<int> initiator_of(const context& ctx, const finding& f) {

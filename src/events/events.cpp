@@ -329,6 +329,7 @@ only<R, correlate::suspicious_line> fields(V&& v, R& x) {  // correlate::suspici
   v("source", x.source), v("text", x.text, capped(limits::kSuspiciousTextBytes)), v("line", x.line_no), v("rank", x.rank);
   v("strong", x.strong), v("tmpl", x.tmpl), v("count", x.count, how{false, 0, 1});
   v("ranks", x.ranks, capped(static_cast<std::size_t>(limits::kMaxListedRanks)));
+  v("last_source", x.last_source, kOmitDefault), v("last_line", x.last_line_no, kOmitDefault), v("last_ts", x.last_ts, kOmitDefault);
 }
 template <class V, class R>
 only<R, correlate::inputs::marked_line> fields(V&& v, R& x) {  // correlate::inputs::marked_line
@@ -792,6 +793,12 @@ struct merger::state {
       }
       auto& g = in.suspicious[it->second];
       g.count += x.count;
+      // the group's last line: the later of the two by time (a file's own order does not span nodes)
+      if (x.last_ts && (!g.last_ts || (g.last_ts->kind == x.last_ts->kind && x.last_ts->seconds > g.last_ts->seconds))) {
+        g.last_source = x.last_source;
+        g.last_line_no = x.last_line_no;
+        g.last_ts = x.last_ts;
+      }
       std::vector<int> u;
       std::set_union(g.ranks.begin(), g.ranks.end(), x.ranks.begin(), x.ranks.end(), std::back_inserter(u));
       if (u.size() > static_cast<std::size_t>(limits::kMaxListedRanks)) u.resize(static_cast<std::size_t>(limits::kMaxListedRanks));

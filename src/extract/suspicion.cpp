@@ -34,6 +34,15 @@ std::string crash_pattern() {
   return alt;
 }
 
+// The rows of kb/_tables/failure_words.tsv (RE2 each) as one alternation: failure at any level tag.
+std::string failure_words_pattern() {
+  std::string alt;
+  const auto& t = kb::detail::embedded_table("failure_words");
+  if (const int c = t.column("regex"); c >= 0)
+    for (const auto& r : t.rows) alt += (alt.empty() ? "" : "|") + r[static_cast<std::size_t>(c)];
+  return alt;
+}
+
 // \b(?:STATE|...)\b over the rows of kb/_tables/job_states.tsv, each word quoted.
 std::string job_states_pattern() {
   std::string alt;
@@ -54,8 +63,11 @@ suspicion classify_line(std::string_view body, char level) {
   static const re2::RE2 warning(R"(^\s*(?:\[?(?:WARNING|WARN|Warning)\b|[\w.]*Warning:|\S+:\d+: \w*Warning:))");
   // A logger's level word among the first tokens ("train WARNING eval: ...", "W1201 ...") counts too.
   static const re2::RE2 warning_level(R"(^[\w.:\-\[\] ]{0,60}?\b(?:WARNING|WARN)\b)");
+  // ... unless it says an operation did not happen (kb/_tables/failure_words.tsv: refused, timed out,
+  // unreachable, cannot resolve, permission denied, no such file, killed): failure whatever the level tag.
+  static const re2::RE2 failure_words(failure_words_pattern());
   if (level == 'W' || re2::RE2::PartialMatch(sp(body), warning) || re2::RE2::PartialMatch(sp(body), warning_level))
-    return suspicion::none;
+    return re2::RE2::PartialMatch(sp(body), failure_words) ? suspicion::weak : suspicion::none;
   if (!exception_type(body).empty()) return suspicion::strong;
   if (level == 'E') return suspicion::weak;
   static const re2::RE2 zero(R"((?i)\b0 (?:errors?|failures?|failed)\b|\b(?:errors?|failures?|failed)\s*[=:]\s*0\b|\bno errors?\b|\bwithout errors?\b)");
@@ -64,6 +76,7 @@ suspicion classify_line(std::string_view body, char level) {
   // Scheduler states as sacct/squeue print them, and Killed: kb/_tables/job_states.tsv.
   static const re2::RE2 weak_states(job_states_pattern());
   if (re2::RE2::PartialMatch(sp(body), weak_states)) return suspicion::weak;
+  if (re2::RE2::PartialMatch(sp(body), failure_words)) return suspicion::weak;
   if (re2::RE2::PartialMatch(sp(body), weak_words)) {
     // A line whose only error words are zero counts ("0 errors", "failed: 0") is a summary, not a failure.
     std::string rest(body);
@@ -189,6 +202,8 @@ std::vector<std::string> gate_patterns() {
       R"((?i)nccl warn|segmentation fault|core dumped|terminate called after throwing|aborted|bus error|panic|killed)",
       R"(SIG(?:SEGV|ABRT|BUS|KILL|ILL|FPE))", R"(CANCELLED|NODE_FAIL|OUT_OF_ME|TIMEOUT|PREEMPTED|BOOT_FAIL|DEADLINE)",
       R"((?i)error|exception|interrupt|exit|failure|failed|fatal|unhandled|timed out|non-zero)",
+      // kb/_tables/failure_words.tsv: failure at any level tag ("killed" and "timed out" are above)
+      R"((?i)refused|no route to host|unreachable|resolve|name or service not known|permission denied|no such file|command not found)",
       R"((?i)return(?:ed)?\s*(?:with\s*)?(?:code|status|value)?\s*[=:]?\s*-?[1-9])",
   };
 }

@@ -25,7 +25,7 @@ auto cache_fields(signature& s) {
   return std::tie(s.file, s.line_of_name, s.macros_used, s.title, s.id, s.name, s.status, s.level, s.description, s.author, s.date,
                   s.references, s.tags, s.systems, s.collateral_of, s.related, s.kind, s.category, s.role, s.inferred_by, s.layer,
                   s.initiator.kind, s.initiator.exit_code, s.match_in_stack, s.priority, s.fingerprints, s.extract, s.lookup_table,
-                  s.lookup_field, s.root_cause, s.fix, s.verify, s.confirm, s.prevention, s.falsepositives, s.facts, s.fix_code, s.positive,
+                  s.lookup_field, s.root_cause, s.fix, s.verify, s.confirm, s.prevention, s.falsepositives, s.facts, s.transient_field, s.transient_above, s.fix_code, s.positive,
                   s.negative, s.field_order);
 }
 auto cache_fields(example& e) { return std::tie(e.line, e.expect); }
@@ -124,7 +124,7 @@ std::string to_string(const initiator& i) {
 namespace {
 
 // Bump when `signature` gains, loses or changes a field (the size catches most changes by itself).
-const std::string kKbCacheSchema = "kb-signatures-6-" + std::to_string(sizeof(signature));
+const std::string kKbCacheSchema = "kb-signatures-7-" + std::to_string(sizeof(signature));
 
 std::vector<std::string> str_list(const YAML::Node& n) {
   std::vector<std::string> out;
@@ -207,6 +207,15 @@ result<signature> parse_signature(const std::string& file, const std::string& te
     s.prevention = str_list(d["prevention"]);
     s.falsepositives = str_list(d["falsepositives"]);
     s.facts = str_list(d["facts"]);
+    if (const auto& t = d["transient_above"]) {
+      s.transient_field = str(t["field"]);
+      try {
+        s.transient_above = t["value"].as<int>();
+      } catch (const std::exception&) {
+        return error{file + ": transient_above.value must be a whole number", errc::knowledge_base};
+      }
+      if (s.transient_field.empty()) return error{file + ": transient_above needs a field (an extract group)", errc::knowledge_base};
+    }
     if (d["fix_code"])
       for (const auto& c : d["fix_code"]) s.fix_code.push_back({str(c["stack"]), str(c["code"])});
     if (d["examples"]) {

@@ -18,7 +18,7 @@ namespace {
 const std::vector<std::string> kOrder = {
     "title", "id", "name", "status", "level", "description", "references", "author", "date", "modified", "tags",
     "related", "kind", "category", "role", "layer", "priority", "systems", "collateral_of", "initiator", "match_in_stack", "inferred_by", "fingerprints",
-    "extract", "lookup", "root_cause", "facts", "fix", "fix_code", "verify", "confirm", "prevention", "falsepositives", "examples"};
+    "extract", "lookup", "transient_above", "root_cause", "facts", "fix", "fix_code", "verify", "confirm", "prevention", "falsepositives", "examples"};
 const std::vector<std::string> kRequired = {"title", "id", "name", "status", "level", "description", "references",
                                             "author", "date", "tags", "kind", "category", "role", "systems",
                                             "root_cause", "fix", "verify", "confirm", "examples"};

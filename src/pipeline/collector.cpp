@@ -116,7 +116,7 @@ collector::stream collector::open_stream(const ingest::source& raw_src) {
 }
 
 void collector::add_suspicious(const stream& st, std::string_view body, char level, bool exception_line,
-                               std::optional<int> rank, std::uint64_t line_no) {
+                               std::optional<int> rank, std::optional<normalize::timestamp> own_ts, std::uint64_t line_no) {
   auto& im = *impl_;
   auto sev = extract::classify_line(body, level);
   if (exception_line && sev == extract::suspicion::none) sev = extract::suspicion::strong;
@@ -139,6 +139,9 @@ void collector::add_suspicious(const stream& st, std::string_view body, char lev
   }
   auto& g = in.suspicious[it->second];
   ++g.count;
+  g.last_source = st.display;  // the group's last line: the run must have gone on after it (correlate)
+  g.last_line_no = line_no;
+  g.last_ts = own_ts;
   if (rank && !std::binary_search(g.ranks.begin(), g.ranks.end(), *rank) && g.ranks.size() < static_cast<std::size_t>(limits::kMaxListedRanks))
     g.ranks.insert(std::upper_bound(g.ranks.begin(), g.ranks.end(), *rank), *rank);
 }
@@ -521,7 +524,7 @@ std::optional<int> collector::match_line(stream& st, const line_facts& f, char l
     keep_finding(st, f, h, note);
     kept_any = true;
   }
-  if (!kept_any) add_suspicious(st, f.body, level, note.exception_line, f.rank, f.line_no);
+  if (!kept_any) add_suspicious(st, f.body, level, note.exception_line, f.rank, f.ts_inherited ? std::nullopt : f.ts, f.line_no);
   return restart_to;
 }
 

@@ -289,7 +289,8 @@ std::string to_html_body(const pipeline::run& r, const html_options& opt) {
   if (!d.suspicious.empty()) {
     o += "<h2>Lines that look wrong</h2><pre id=\"suspicious\">";
     for (const auto& s2 : d.suspicious)
-      o += link_or_text(opt, s2.source, s2.line_no, suspicious_where(s2)) + " " + esc(s2.text) + "\n";
+      o += link_or_text(opt, s2.source, s2.line_no, suspicious_where(s2)) + " " + esc(s2.text) +
+           (s2.survived.empty() ? "" : " <em>(survived: " + esc(s2.survived) + ")</em>") + "\n";
     o += "</pre>\n";
   }
   auto notes = note_lines(r.errors);
@@ -522,6 +523,8 @@ nlohmann::json to_json(const pipeline::run& r) {
     j["suspicious"].push_back({{"file", s.source}, {"line", s.line_no}, {"text", s.text},
                                {"rank", s.rank ? nlohmann::json(*s.rank) : nlohmann::json(nullptr)},
                                {"template", s.tmpl}, {"count", s.count}, {"ranks", s.ranks}, {"strong", s.strong}});
+  for (std::size_t i = 0; i < d.suspicious.size(); ++i)
+    if (!d.suspicious[i].survived.empty()) j["suspicious"][i]["survived"] = d.suspicious[i].survived;
   j["inputs"] = nlohmann::json::array();
   for (const auto& i : r.inputs) j["inputs"].push_back({{"path", i.path}, {"lines", i.lines}, {"bytes", i.bytes}});
   j["input_errors"] = nlohmann::json::array();
@@ -552,7 +555,7 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
   if (d.verdict == correlate::verdict::healthy) {
     // Lines that looked wrong and were survived (rules::survived_errors) are said, each with its reason:
     // a healthy verdict beside an error line must say why that line is not the cause.
-    const bool survived = !d.collateral.empty();
+    const bool survived = !d.collateral.empty() || !d.suspicious.empty();
     line(p("1;32", "verdict: healthy") +
          (survived ? " - the run went on past every line that looked wrong" : " - no failure signature matched and no error stands out"));
     line(fmt::format("read {} lines from {} input(s)", r.total_lines, r.inputs.size()));
@@ -562,6 +565,8 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
       line(fmt::format("{} {} ({} line{}, first {}): {}", p("2", "survived:"), g.title, g.count, g.count == 1 ? "" : "s", where(g.example),
                        clip(std::string(why), 300)));
     }
+    for (const auto& s : d.suspicious)  // a healthy report keeps only the survived ones (correlate)
+      line(fmt::format("{} {} {}: {}", p("2", "survived:"), suspicious_where(s), clip(s.text, 200), clip(s.survived, 300)));
     for (const auto& s : d.slow_ranks) line(p("1;33", "warning: slow rank: ") + s.describe());
     return o;
   }

@@ -85,7 +85,7 @@ TEST(kb_library, lint_checks_the_samples_of_vocabulary_tables) {
 TEST(kb_library, gate_covers_every_crash_message_and_job_state) {
   std::vector<std::unique_ptr<re2::RE2>> gate;
   for (const auto& p : ff::extract::gate_patterns()) gate.push_back(std::make_unique<re2::RE2>(p));
-  for (const char* name : {"crash_messages", "job_states"}) {
+  for (const char* name : {"crash_messages", "job_states", "failure_words"}) {
     auto t = builtin().tables.find(name);
     ASSERT_NE(t, builtin().tables.end()) << name;
     ASSERT_FALSE(t->second.rows.empty()) << name;
