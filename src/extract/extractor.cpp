@@ -309,6 +309,14 @@ bool extractor::feed_traceback(std::string_view t, std::string_view body, line_n
       if (contains(t, "distributed_c10d.py") && re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), c10d_frame, &fn) &&
           fn != "wrapper")
         tb_collective_ = fn;
+      // Autograd's backward engine: under DistributedDataParallel the gradients are all-reduced by the
+      // reducer's hooks while backward runs (https://pytorch.org/docs/stable/notes/ddp.html, "Backward Pass"),
+      // so a collective error raised there was raised in DDP's gradient all-reduce. The innermost frame wins,
+      // as for distributed_c10d (torch/autograd/__init__.py backward; torch/autograd/graph.py
+      // _engine_run_backward since torch 2.3).
+      static const re2::RE2 autograd_frame(R"(torch/autograd/(?:__init__|graph)\.py", line \d+, in (?:backward|_engine_run_backward)\b)");
+      if (contains(t, "torch/autograd/") && re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), autograd_frame))
+        tb_collective_ = "backward";
       return true;
     }
     if (looks_like_exception(t) || contains(t, "Error: ") || contains(t, "Exception: ")) {
