@@ -252,9 +252,19 @@ void merge_findings(context& c, const inputs& in) {
   std::set<int> failed;
   for (const auto& e : c.exits)
     if (e.rank && e.exitcode && *e.exitcode > 0) failed.insert(*e.rank);
+  // Not collective errors raised in two different places, though: a rank blocked in one collective was not
+  // blocked in another, so those tracebacks are two ranks' (the other rank was stopped by the launcher's
+  // SIGTERM while it printed; torch/distributed/elastic/agent/server/api.py stops every worker after one fails).
+  auto collective_error = [&](const finding& f) {
+    return !field(f, "collective").empty() && (is_timeout(c.sig(f)) || c.sig(f).has_tag("event.peer_closed"));
+  };
+  std::set<std::string> places;
+  for (const auto& f : all)
+    if (!f.rank && !f.local_rank && f.raised && collective_error(f)) places.insert(field(f, "collective") + " at " + field(f, "user_frame"));
   if (failed.size() == 1)
     for (auto& f : all)
-      if (!f.rank && !f.local_rank && f.raised && c.sig(f).category != "launch") f.rank = *failed.begin();
+      if (!f.rank && !f.local_rank && f.raised && c.sig(f).category != "launch" && (places.size() < 2 || !collective_error(f)))
+        f.rank = *failed.begin();
   assign_attempts(all);
   // Lines of no rank with the same text but raised at different call sites (two ranks' tracebacks on one
   // console, "Timed out waiting 10000ms ..." under dist.broadcast and under dist.all_reduce) are not repeats.

@@ -371,6 +371,29 @@ TEST(rule_timeout_in_different_collectives, rankless_tracebacks_still_show_diffe
   EXPECT_FALSE(infer(in, "timeout_in_different_collectives"));
 }
 
+TEST(rule_timeout_in_different_collectives, one_failed_worker_does_not_own_tracebacks_in_two_collectives) {
+  // tqdm console: two rankless tracebacks, and torchelastic records one failed worker (the other was stopped by
+  // SIGTERM while it printed). A rank blocked in broadcast was not blocked in all_reduce: two ranks' tracebacks.
+  inputs in;
+  for (const auto& [call, site] : {std::pair<std::string, std::string>{"broadcast", "train.py:295 in main: dist.broadcast(rl, src=0)"},
+                                   {"all_reduce", "train.py:304 in main: dist.all_reduce(rl)"}}) {
+    auto f = gloo_blocked(std::nullopt, true, call, site);
+    f.raised = true;
+    in.findings.push_back(f);
+  }
+  ff::extract::exit_record e;
+  e.rank = 1;
+  e.exitcode = 1;
+  in.exits.push_back(e);
+  activity(in, 0, 6);
+  activity(in, 1, 6);
+  EXPECT_FALSE(infer(in, "timeout_absent_rank"));  // not "rank 0 never timed out"
+  auto inf = infer(in, "timeout_in_different_collectives");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "timeout_in_different_collectives");
+  EXPECT_FALSE(inf->rank);
+}
+
 TEST(rule_timeout_in_different_collectives, the_same_call_at_different_sites_is_a_different_collective) {
   inputs in;
   for (int r : {0, 1, 2})
