@@ -11,9 +11,11 @@ namespace {
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
 
-// "XxxError: msg", "pkg.mod.XxxException: msg", "KeyboardInterrupt", "SystemExit: 1"
+// "XxxError: msg", "pkg.mod.XxxException: msg", "KeyboardInterrupt", "SystemExit: 1". Python writes the type and
+// the message in separate writes, so under mpirun --tag-output ("[jobid,rank]<stdxxx>:" before every chunk, Open
+// MPI's mpirun(1)) the type can be followed by a tag: "RuntimeError[1,0]<stderr>:: [1,0]<stderr>:[./gloo...".
 bool looks_like_exception(std::string_view s) {
-  static const re2::RE2 re(R"(^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure)\b(?::|$))");
+  static const re2::RE2 re(R"(^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure)\b(?:\[\d+,\d+\]<std(?:out|err|diag)>:)?(?::|$))");
   return re2::RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), re);
 }
 // A frame of installed code, not the user's: site-packages and dist-packages (pip, Debian), the standard

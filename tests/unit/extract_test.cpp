@@ -213,6 +213,20 @@ TEST(python_traceback, the_collective_a_traceback_was_in) {
   EXPECT_EQ(f.notes[17].collective, "");
 }
 
+TEST(python_traceback, an_exception_line_split_by_mpirun_tags) {
+  // mpirun --tag-output tags each write: the exception type and its message arrive as separate chunks.
+  auto f = feed_all({
+      "Traceback (most recent call last):",
+      "  File \"/job/train.py\", line 304, in main",
+      "    [1,0]<stderr>:dist.all_reduce(rl)[1,0]<stderr>:",
+      "  File \"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", line 1541, in all_reduce",
+      "    [1,0]<stderr>:work.wait()[1,0]<stderr>:",
+      "RuntimeError[1,0]<stderr>:: [1,0]<stderr>:[./gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 10000ms for recv operation to complete",
+  });
+  EXPECT_TRUE(f.notes[5].exception_line);
+  EXPECT_EQ(f.notes[5].collective, "all_reduce");
+}
+
 TEST(python_traceback, unterminated_traceback_ends_on_plain_line) {
   auto f = feed_all({
       "Traceback (most recent call last):",
