@@ -319,7 +319,9 @@ const std::vector<inference_rule>& inference_rules() {
            if (p.timed_out) { ++stuck_places; stuck = &p; }
            if (unconditional(p.call)) ++with_unconditional;
          }
-         if (stuck_places == 1) {
+         // Only an explicit call can have been completed by the peers: a barrier or DDP's all-reduce needs every
+         // rank, so peers blocked elsewhere never passed the one a rank is stuck in (they issued another call).
+         if (stuck_places == 1 && !unconditional(stuck->call)) {
            // One place timed out; every other rank was still waiting elsewhere when the timed-out rank exited
            // and gloo closed its connection: they had entered their next collective after it entered its own,
            // past the collective it is stuck in. gloo paired their calls, and the timed-out rank waited for
@@ -332,7 +334,8 @@ const std::vector<inference_rule>& inference_rules() {
            if (stuck->ranks.size() == 1) inf.rank = *stuck->ranks.begin();
            return inf;
          }
-         // Every place timed out: the ranks waited in collectives that never paired.
+         // Every place timed out, or the stuck one is a barrier or backward: the ranks waited in collectives that
+         // never paired.
          inf.entry = with_unconditional > 0 && with_unconditional < by_place.size() ? "unconditional_vs_explicit_collective"
                                                                                       : "timeout_in_different_collectives";
          const place_info* odd = nullptr;
@@ -346,7 +349,7 @@ const std::vector<inference_rule>& inference_rules() {
            inf.rank = *odd->ranks.begin();
            inf.why = "the only rank in a different collective (" + calls + ")";
          } else {
-           inf.why = "ranks timed out in different collectives (" + calls + "); with no majority, which one diverged is not in the logs";
+           inf.why = "ranks blocked in different collectives (" + calls + "); with no majority, which one diverged is not in the logs";
          }
          if (inf.entry == "unconditional_vs_explicit_collective")
            inf.why += "; a barrier or DDP's backward, which every rank issues, against an explicit call: one rank issued a "

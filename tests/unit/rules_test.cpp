@@ -338,6 +338,18 @@ TEST(rule_timeout_in_different_collectives, peers_past_the_collective_name_the_r
   }
 }
 
+TEST(rule_timeout_in_different_collectives, nobody_gets_past_a_barrier_a_rank_is_stuck_in) {
+  // A barrier (or DDP's all-reduce) completes only with every rank: peers closed in an explicit call never passed
+  // it, they issued a collective the stuck rank did not.
+  inputs in;
+  in.findings.push_back(gloo_blocked(0, true, "barrier", "train.py:322 in main: dist.barrier()"));
+  in.findings.push_back(gloo_blocked(1, false, "all_reduce", "train.py:304 in main: dist.all_reduce(rl)"));
+  auto inf = infer(in, "timeout_in_different_collectives");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "unconditional_vs_explicit_collective");
+  EXPECT_FALSE(inf->rank);
+}
+
 TEST(rule_timeout_in_different_collectives, a_barrier_against_an_explicit_call_is_a_count_mismatch_without_a_rank) {
   inputs in;
   in.findings.push_back(gloo_blocked(0, true, "barrier", "train.py:322 in main: dist.barrier()"));
