@@ -60,6 +60,15 @@ blocked_view blocked(const context& ctx) {
     else if (b->timed_out && !it->second.timed_out) it->second = *b;
   }
   if (!v.by_rank.empty()) v.rankless.clear();
+  // A call seen once without its call site (a traceback with no frame of the user's) cannot be told apart by
+  // site: that call's places are the call alone, so a missing frame never makes two ranks look divergent.
+  std::set<std::string> siteless;
+  auto note = [&](const blocked_at& b) { if (b.place == b.call) siteless.insert(b.call); };
+  auto strip = [&](blocked_at& b) { if (siteless.count(b.call)) b.place = b.call; };
+  for (const auto& [_, b] : v.by_rank) note(b);
+  for (const auto& b : v.rankless) note(b);
+  for (auto& [_, b] : v.by_rank) strip(b);
+  for (auto& b : v.rankless) strip(b);
   return v;
 }
 

@@ -324,6 +324,18 @@ TEST(rule_timeout_absent_rank, a_rank_closed_in_the_same_collective_arrived_late
   EXPECT_FALSE(infer(in, "timeout_in_different_collectives"));
 }
 
+TEST(rule_timeout_absent_rank, a_missing_call_site_does_not_make_a_place_different) {
+  inputs in;  // the straggler's traceback kept no frame of the user's: the same call is the same place
+  in.findings.push_back(gloo_blocked(1, true, "backward", "train.py:282 in main: loss.backward()"));
+  in.findings.push_back(gloo_blocked(0, false, "backward", ""));
+  activity(in, 0, 8);
+  activity(in, 1, 8);
+  auto inf = infer(in, "timeout_absent_rank");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 0);
+  EXPECT_FALSE(infer(in, "timeout_in_different_collectives"));
+}
+
 TEST(rule_timeout_in_different_collectives, peers_past_the_collective_name_the_rank_that_timed_out) {
   for (int world : {2, 3}) {
     inputs in;
