@@ -23,7 +23,8 @@ class serve_command final : public command {
     sub_->add_option("--ready-file", ready_file_, "write the URL to this file once listening (for scripts and tests)");
     sub_->add_flag("--no-history", no_history_, "do not store the diagnoses in the local history");
     sub_->add_option("--history", history_path_, "history database (default $XDG_DATA_HOME/firstfault/history.db)");
-    sub_->add_flag("--no-mask", no_mask_, "do not mask addresses, host names, user names and secrets");
+    sub_->add_flag("--no-mask", no_mask_, "do not mask secrets and e-mail addresses (host names and addresses are shown unless --redact)");
+    sub_->add_flag("--redact", redact_, "mask host names, addresses, MACs and user names too, in reports, the log viewer and history (the per-user key's pseudonyms, as diagnose --redact)");
     sub_->add_option("--mask-config", mask_config_, "team masking config (YAML: enabled, rules, keep_hosts)");
   }
   bool parsed() const override { return sub_->parsed(); }
@@ -66,12 +67,20 @@ class serve_command final : public command {
     o.ready_file = ready_file_;
     o.header_timeout_seconds = request_timeout_;
     if (!no_history_) o.history_path = history_path_.empty() ? history::default_path() : history_path_;
-    auto mo = mask_options(mask_config_, {}, no_mask_);
+    auto mo = mask_options(mask_config_, {}, no_mask_, redact_);
     if (!mo) {
       print_error(mo.error().message);
       return kExitUsage;
     }
     o.mask = mo.value();
+    if (o.mask.enabled && o.mask.redact) {  // the same pseudonyms as diagnose --redact for the same user
+      auto key = user_redact_key();
+      if (!key) {
+        print_error(key.error().message);
+        return kExitUsage;
+      }
+      o.mask.key = key.value();
+    }
     serve::server srv(lib, o);
     if (auto st = srv.check(); !st) {
       print_error(st.error().message);
@@ -85,7 +94,7 @@ class serve_command final : public command {
   std::string listen_ = "127.0.0.1:8765", token_, token_file_, ready_file_, history_path_, mask_config_;
   unsigned max_upload_mib_ = 64;
   int request_timeout_ = 10;
-  bool allow_remote_ = false, no_history_ = false, no_mask_ = false;
+  bool allow_remote_ = false, no_history_ = false, no_mask_ = false, redact_ = false;
 };
 
 }  // namespace

@@ -412,7 +412,10 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
     const auto& s = ctx.sig(f);
     // Never survived: training on NaN is the failure; nothing follows the scheduler's end; a GPU runtime error
     // (illegal address, device assert) leaves the CUDA context unusable, and a hardware fault stays.
-    if (s.category == "numerics" || s.category == "scheduler" || s.category == "gpu_runtime" || s.category == "hardware") continue;
+    // A transient the training loop recovers from by itself (tag event.transient: an fp16 overflow skips one
+    // step and halves the loss scale; the scale at its floor is another signature) is numerics yet survivable.
+    const bool transient = s.has_tag("event.transient");
+    if (!transient && (s.category == "numerics" || s.category == "scheduler" || s.category == "gpu_runtime" || s.category == "hardware")) continue;
     // Handled by the log's own word: when the retries run out, the last failure is printed without a notice.
     if (f.handled) {
       out[&f] = "the line before its traceback said the error was handled and would be retried";
@@ -428,7 +431,9 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
       out[&f] = "the run ended well after it: \"" + std::string(text::prefix_utf8(ended_well->text, limits::kQuoteBytes)) + "\"";
       continue;
     }
-    if (f.rank) {
+    // A transient before the rank's first progress line (overflows while the scale settles, in the first
+    // steps) is survived when a rank trained after it, as a rank-less line is (below).
+    if (f.rank && !(transient && !f.step_at)) {
       auto it = ctx.activity.find(*f.rank);
       // The rank had made progress before the line and went past it (a step printed before the error
       // and a later one): buffered progress that only reached the file after the error is not later.
@@ -442,7 +447,7 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
     // A line of no rank: a start-up message (an agent's store or rendezvous warning) or a symptom (a
     // connection retry) is survived when a rank trained after it. A rank-less cause of another layer (an Xid)
     // may still be what slowly broke the run, and is kept.
-    if (f.local_rank || (s.is_cause() && s.category != "launch")) continue;
+    if ((f.local_rank && !transient) || (s.is_cause() && s.category != "launch")) continue;
     // Every record, resolved to a global rank or not (local ranks of several nodes on one host stay local).
     for (const auto& [key, act] : ctx.in->activity) {
       if (key.attempt && ctx.in->only_attempt && *key.attempt != *ctx.in->only_attempt) continue;

@@ -536,6 +536,9 @@ nlohmann::json to_json(const pipeline::run& r) {
   return j;
 }
 
+// The lead the correlator gives a group whose every line was survived (correlator.cpp).
+constexpr std::string_view kSurvivedLead = "also seen, survived: ";
+
 std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
   const auto& d = r.diag;
   paint p{st.color};
@@ -547,8 +550,18 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
     return o;
   }
   if (d.verdict == correlate::verdict::healthy) {
-    line(p("1;32", "verdict: healthy") + " - no failure signature matched and no error stands out");
+    // Lines that looked wrong and were survived (rules::survived_errors) are said, each with its reason:
+    // a healthy verdict beside an error line must say why that line is not the cause.
+    const bool survived = !d.collateral.empty();
+    line(p("1;32", "verdict: healthy") +
+         (survived ? " - the run went on past every line that looked wrong" : " - no failure signature matched and no error stands out"));
     line(fmt::format("read {} lines from {} input(s)", r.total_lines, r.inputs.size()));
+    for (const auto& g : d.collateral) {
+      std::string_view why = g.explanation;
+      if (why.starts_with(kSurvivedLead)) why.remove_prefix(kSurvivedLead.size());
+      line(fmt::format("{} {} ({} line{}, first {}): {}", p("2", "survived:"), g.title, g.count, g.count == 1 ? "" : "s", where(g.example),
+                       clip(std::string(why), 300)));
+    }
     for (const auto& s : d.slow_ranks) line(p("1;33", "warning: slow rank: ") + s.describe());
     return o;
   }

@@ -49,6 +49,9 @@ RBAC_VERBS = {"get", "list", "watch", "create", "update", "patch", "delete", "de
 COLLECTOR_NEEDS = {("", "pods"): {"get", "list"}, ("", "pods/log"): {"get"}, ("", "events"): {"list"},
                    ("kubeflow.org", "pytorchjobs"): {"get", "list", "patch"},
                    ("jobset.x-k8s.io", "jobsets"): {"get", "list", "patch"}}
+# What report-failed --cordon / --taint need (kubectl cordon and kubectl taint get the node, then patch it):
+# the cluster-wide binding (rbac-nodes.yaml) must grant these, and nothing on any other resource.
+NODE_ACTIONS_NEEDS = {("", "nodes"): {"get", "patch"}}
 
 
 def bad(where, msg):
@@ -324,7 +327,14 @@ def check(objs, tools):
                     bad(where, "subject ServiceAccount %s/%s is not in the manifests" % (s.get("namespace"), s.get("name")))
                 # what the bound service account's pods run: the role must allow the collector's calls
             rules = rbac.get((rns, ref.get("name")), [])
-            for (group, res), verbs in COLLECTOR_NEEDS.items():
+            needs = COLLECTOR_NEEDS if kind == "RoleBinding" else NODE_ACTIONS_NEEDS
+            if kind == "ClusterRoleBinding":
+                for r in rules:
+                    extra = [(g, res) for g in r.get("apiGroups") or [] for res in r.get("resources") or []
+                             if (g, res) not in NODE_ACTIONS_NEEDS]
+                    if extra or not set(r.get("verbs") or []) <= {"get", "patch"}:
+                        bad(where, "a cluster-wide role may only get and patch nodes, not %r" % r)
+            for (group, res), verbs in needs.items():
                 have = set()
                 for r in rules:
                     if group in (r.get("apiGroups") or []) and res in (r.get("resources") or []):

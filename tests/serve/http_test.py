@@ -33,6 +33,7 @@ def start_serve(tmp, *args, token_env=None):
         os.unlink(ready)
     env = {k: v for k, v in os.environ.items() if k != "FIRSTFAULT_TOKEN"}
     env["TMPDIR"] = tmp
+    env["XDG_CONFIG_HOME"] = os.path.join(tmp, "config")  # --redact's per-user key, never in the real home
     if token_env:
         env["FIRSTFAULT_TOKEN"] = token_env
     proc = subprocess.Popen([BIN, "serve", "--listen", "127.0.0.1:0", "--ready-file", ready] + list(args),
@@ -398,6 +399,45 @@ class Serve(unittest.TestCase):
         self.assertIn(b'id="stored"', page)
         self.assertIn(b'id="timeline"', page)  # drawn from the stored report's timeline object
         self.assertIn(b'data-ranks="1"', page)
+
+
+class Redact(unittest.TestCase):
+    """serve --redact: host names and addresses are pseudonyms in the report, its JSON, the log viewer and the
+    history; without it they are shown (users act on them), as with diagnose."""
+
+    LOG = ("gpu-node-17:4321:4400 [0] NCCL INFO Bootstrap : Using eth0:10.11.12.13<0>\n"
+           "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 has a total "
+           "capacity of 79.15 GiB of which 1.00 GiB is free.\n"
+           "E1206 10:00:03.000000 4321 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) "
+           "local_rank: 2 (pid: 4323) of binary: /usr/bin/python3\n"
+           "  host      : gpu-node-17\n").encode()
+
+    def pages(self, *args):
+        with tempfile.TemporaryDirectory() as d:
+            proc, host, port, token, _ = start_serve(d, "--history", os.path.join(d, "h.db"), *args)
+            try:
+                t = Serve()
+                t.host, t.port, t.token = host, port, token
+                form, headers = t.multipart({"csrf": t.csrf()}, [("node.log", self.LOG)])
+                r, _ = t.request("POST", "/diagnose", body=form, headers=headers)
+                self.assertEqual(r.status, 303)
+                report = r.getheader("Location")
+                _, page = t.request("GET", report)
+                _, js = t.request("GET", report + "/json")
+                link = re.search(rb'class="loc" href="([^"]+)"', page)
+                self.assertIsNotNone(link, "the evidence line links to the log viewer")
+                _, viewer = t.request("GET", link.group(1).decode().replace("&amp;", "&") + "&all=1")
+                _, hist = t.request("GET", "/history")
+                return [page, js, viewer, hist]
+            finally:
+                stop_serve(proc)
+
+    def test_redact_hides_hosts_and_default_shows_them(self):
+        shown = self.pages()
+        self.assertIn(b"gpu-node-17", shown[2], "the viewer shows the host by default")
+        for out in self.pages("--redact"):
+            self.assertNotIn(b"gpu-node-17", out)
+            self.assertNotIn(b"10.11.12.13", out)
 
 
 class Bind(unittest.TestCase):
