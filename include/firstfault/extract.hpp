@@ -62,7 +62,7 @@ struct line_note {
   bool exception_line = false; ///< the "XxxError: msg" line that ends a Python traceback
   int record = -1;             ///< record id within this stream, -1 for a plain line
   std::optional<int> rank;     ///< rank of the ChildFailedError entry this line belongs to
-  std::string collective;      ///< on an exception line: the torch.distributed call the stack was in (all_reduce, barrier, ...)
+  std::string collective;      ///< on an exception line: the torch.distributed call the stack was in (all_reduce, barrier, ...; "backward" for autograd's engine, where DDP all-reduces gradients)
   /// On the first frame of a thread in a stack dump (py-spy dump, faulthandler): that innermost frame.
   std::optional<struct stack_top> top;
   /// On a line that looks like a Python exception ("KeyError: 'label'") after traceback frames: the deepest

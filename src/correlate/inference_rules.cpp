@@ -16,6 +16,69 @@ namespace ff::correlate::rules {
 
 using normalize::timestamp;
 
+namespace {
+
+// Where a rank was blocked when the run died: a collective error raised inside a torch.distributed call (the
+// traceback's innermost distributed_c10d frame, or autograd's backward engine, where DDP all-reduces
+// gradients), either a timeout or gloo's "connection closed by peer" (tagged event.peer_closed: the rank was
+// still waiting there when its peer exited). `place` is the call and the user's call site ("all_reduce at
+// train.py:304 in main"): two ranks at different places are in different collectives.
+struct blocked_at {
+  const finding* f = nullptr;
+  std::string call;
+  std::string place;
+  bool timed_out = false;
+};
+
+std::optional<blocked_at> blocked_of(const context& ctx, const finding& f) {
+  auto call = field(f, "collective");
+  if (call.empty() || ctx.survived.count(&f)) return std::nullopt;
+  const auto& s = ctx.sig(f);
+  bool closed = s.has_tag("event.peer_closed");
+  if (!closed && !is_timeout(s)) return std::nullopt;
+  blocked_at b{&f, call, call, !closed};
+  auto site = field(f, "user_frame");  // "train.py:304 in main: dist.all_reduce(rl)"
+  if (auto colon = site.find(": "); colon != std::string::npos) site.resize(colon);
+  if (!site.empty()) b.place += " at " + site;
+  return b;
+}
+
+// Each rank's place (a timeout before a closed connection: the rank's own failure first), and, when no
+// collective error carries a rank (tracebacks printed on one console without a prefix), the rankless ones.
+struct blocked_view {
+  std::map<int, blocked_at> by_rank;
+  std::vector<blocked_at> rankless;
+};
+blocked_view blocked(const context& ctx) {
+  blocked_view v;
+  for (const auto& f : ctx.fs) {
+    auto b = blocked_of(ctx, f);
+    if (!b) continue;
+    if (!f.rank) { v.rankless.push_back(*b); continue; }
+    auto it = v.by_rank.find(*f.rank);
+    if (it == v.by_rank.end()) v.by_rank.emplace(*f.rank, *b);
+    else if (b->timed_out && !it->second.timed_out) it->second = *b;
+  }
+  if (!v.by_rank.empty()) v.rankless.clear();
+  // A call seen once without its call site (a traceback with no frame of the user's) cannot be told apart by
+  // site: that call's places are the call alone, so a missing frame never makes two ranks look divergent.
+  std::set<std::string> siteless;
+  auto note = [&](const blocked_at& b) { if (b.place == b.call) siteless.insert(b.call); };
+  auto strip = [&](blocked_at& b) { if (siteless.count(b.call)) b.place = b.call; };
+  for (const auto& [_, b] : v.by_rank) note(b);
+  for (const auto& b : v.rankless) note(b);
+  for (auto& [_, b] : v.by_rank) strip(b);
+  for (auto& b : v.rankless) strip(b);
+  return v;
+}
+
+// Collectives every rank issues at the same point whatever its branch: a barrier ends a phase, DDP's gradient
+// all-reduce runs in every backward. A rank waiting in one while another waits in an explicit call of the
+// user's is at another point of the sequence: one rank issued a collective the other did not.
+bool unconditional(const std::string& call) { return call == "barrier" || call == "monitored_barrier" || call == "backward"; }
+
+}  // namespace
+
 // Longer than the ~120-line guideline on purpose: a table of rules in the order they are tried (see
 // rank_rules()); kb lint checks that each rule's outputs have knowledge-base entries and back.
 const std::vector<inference_rule>& inference_rules() {
@@ -70,6 +133,20 @@ const std::vector<inference_rule>& inference_rules() {
        [](const context& ctx) -> std::optional<inference> {
          auto v = timeouts(ctx);
          if (v.timed_out.empty() || v.absent.empty()) return std::nullopt;
+         // A silent rank whose own traceback shows it blocked in another collective (gloo closed its connection
+         // when the peer that timed out exited) was not slow: it had got past the collective its peers timed out
+         // in (timeout_in_different_collectives reads it). Blocked in the same one, it arrived late: a straggler.
+         {
+           auto b = blocked(ctx);
+           std::set<std::string> stuck;
+           for (int r : v.timed_out)
+             if (auto it = b.by_rank.find(r); it != b.by_rank.end()) stuck.insert(it->second.place);
+           std::erase_if(v.absent, [&](int r) {
+             auto it = b.by_rank.find(r);
+             return !stuck.empty() && it != b.by_rank.end() && !stuck.count(it->second.place);
+           });
+           if (v.absent.empty()) return std::nullopt;
+         }
          auto absent = v.absent;
          auto is_absent = [&](int r) { return std::find(absent.begin(), absent.end(), r) != absent.end(); };
          // The timed-out collective began `ran_ms` before the watchdog line (own wall-clock times only).
@@ -195,37 +272,97 @@ const std::vector<inference_rule>& inference_rules() {
            inf.extra.push_back(*e);
          return inf;
        }},
-      {"timeout_in_different_collectives", "every rank timed out, in different torch.distributed calls: the ranks disagree on "
-                                           "which collective comes next",
-       "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications",
-       {"timeout_in_different_collectives"},
+      {"timeout_in_different_collectives", "every rank is blocked in a collective (timed out, or closed by the peer that "
+                                           "timed out), at different calls or call sites: the ranks disagree on which "
+                                           "collective comes next. The peers got past the one a lone rank timed out in: "
+                                           "sizes differed; a barrier or DDP's backward against an explicit call: one rank "
+                                           "issued a collective the other did not; else different calls",
+       "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications; "
+       "https://github.com/pytorch/gloo/blob/main/gloo/transport/tcp/unbound_buffer.cc (waitSend/waitRecv timeouts); "
+       "https://pytorch.org/docs/stable/notes/ddp.html (gradients all-reduced during backward)",
+       {"timeout_in_different_collectives", "peers_passed_the_collective", "unconditional_vs_explicit_collective"},
        [](const context& ctx) -> std::optional<inference> {
          auto v = timeouts(ctx);
-         if (v.timed_out.empty() || !v.absent.empty()) return std::nullopt;
+         auto b = blocked(ctx);
+         // Every known rank is accounted for: it timed out, or it was blocked in a collective when its peer
+         // exited. With no rank on any collective error, the rankless tracebacks stand for the ranks.
+         std::erase_if(v.absent, [&](int r) { return b.by_rank.count(r) > 0; });
+         bool rankless = b.by_rank.empty() && v.timed_out.empty();
+         if (rankless ? b.rankless.size() < 2 : (v.timed_out.empty() || !v.absent.empty())) return std::nullopt;
          std::set<long> plans;
          for (const auto& [_, act] : ctx.activity)
            if (act.planned_steps) plans.insert(*act.planned_steps);
          if (plans.size() >= 2) return std::nullopt;  // uneven plans explain it better
-         std::map<std::string, std::set<int>> by_call;
-         for (const auto* f : v.lines)
-           if (auto c = field(*f, "collective"); !c.empty() && f->rank) by_call[c].insert(*f->rank);
-         if (by_call.size() < 2) return std::nullopt;
+         // Places, with the ranks (or rankless lines) blocked there and whether any of them timed out there.
+         struct place_info {
+           std::string call;
+           std::set<int> ranks;
+           int lines = 0;
+           bool timed_out = false;
+         };
+         std::map<std::string, place_info> by_place;
+         auto add = [&](const blocked_at& x, std::optional<int> r) {
+           auto& p = by_place[x.place];
+           p.call = x.call;
+           if (r) p.ranks.insert(*r);
+           ++p.lines;
+           p.timed_out = p.timed_out || x.timed_out;
+         };
          inference inf;
-         inf.entry = "timeout_in_different_collectives";
-         inf.findings = v.lines;
+         if (rankless) {
+           for (const auto& x : b.rankless) { add(x, std::nullopt); inf.findings.push_back(x.f); }
+         } else {
+           for (const auto& [r, x] : b.by_rank) { add(x, r); inf.findings.push_back(x.f); }
+           for (const auto* f : v.lines)
+             if (std::find(inf.findings.begin(), inf.findings.end(), f) == inf.findings.end()) inf.findings.push_back(f);
+         }
+         if (by_place.size() < 2) return std::nullopt;
          std::string calls;
-         for (const auto& [c, rs] : by_call)
-           calls += (calls.empty() ? "" : ", ") + c + " on rank(s) " + text::rank_ranges({rs.begin(), rs.end()});
-         const std::set<int>* odd = nullptr;
+         for (const auto& [pl, p] : by_place)
+           calls += (calls.empty() ? "" : "; ") + pl + (p.ranks.empty() ? "" : " on rank" + std::string(p.ranks.size() > 1 ? "s " : " ") +
+                                                                                   text::rank_ranges({p.ranks.begin(), p.ranks.end()})) +
+                    (p.timed_out ? " (timed out)" : " (closed by its peer)");
+         std::size_t stuck_places = 0, with_unconditional = 0;
+         const place_info* stuck = nullptr;
+         for (const auto& [_, p] : by_place) {
+           if (p.timed_out) { ++stuck_places; stuck = &p; }
+           if (unconditional(p.call)) ++with_unconditional;
+         }
+         // Only an explicit call can have been completed by the peers: a barrier or DDP's all-reduce needs every
+         // rank, so peers blocked elsewhere never passed the one a rank is stuck in (they issued another call).
+         if (stuck_places == 1 && !unconditional(stuck->call)) {
+           // One place timed out; every other rank was still waiting elsewhere when the timed-out rank exited
+           // and gloo closed its connection: they had entered their next collective after it entered its own,
+           // past the collective it is stuck in. gloo paired their calls, and the timed-out rank waited for
+           // data its peers never asked for (a send its peer never received): the sizes differed. A straggler
+           // would be closed in the very collective its peers timed out in (timeout_absent_rank).
+           inf.entry = "peers_passed_the_collective";
+           inf.why = "ranks blocked in different collectives (" + calls + "): the others got past the collective " +
+                     (stuck->ranks.size() == 1 ? "rank " + std::to_string(*stuck->ranks.begin()) : std::string("the timed-out ranks")) +
+                     " timed out in; their 'connection closed by peer' is its exit, not slowness of theirs";
+           if (stuck->ranks.size() == 1) inf.rank = *stuck->ranks.begin();
+           return inf;
+         }
+         // Every place timed out, or the stuck one is a barrier or backward: the ranks waited in collectives that
+         // never paired.
+         inf.entry = with_unconditional > 0 && with_unconditional < by_place.size() ? "unconditional_vs_explicit_collective"
+                                                                                      : "timeout_in_different_collectives";
+         const place_info* odd = nullptr;
          int singles = 0;
-         for (const auto& [c, rs] : by_call)
-           if (rs.size() == 1) { odd = &rs; ++singles; }
-         if (by_call.size() == 2 && singles == 1 && v.timed_out.size() >= 3) {
-           inf.rank = *odd->begin();
+         std::size_t ranked = 0;
+         for (const auto& [_, p] : by_place) {
+           ranked += p.ranks.size();
+           if (p.ranks.size() == 1) { odd = &p; ++singles; }
+         }
+         if (by_place.size() == 2 && singles == 1 && ranked >= 3) {
+           inf.rank = *odd->ranks.begin();
            inf.why = "the only rank in a different collective (" + calls + ")";
          } else {
-           inf.why = "ranks timed out in different collectives (" + calls + "); which one diverged first is not in the logs";
+           inf.why = "ranks blocked in different collectives (" + calls + "); with no majority, which one diverged is not in the logs";
          }
+         if (inf.entry == "unconditional_vs_explicit_collective")
+           inf.why += "; a barrier or DDP's backward, which every rank issues, against an explicit call: one rank issued a "
+                      "collective the other did not";
          return inf;
        }},
       {"uneven_planned_steps", "every rank timed out, but the ranks planned different numbers of steps (uneven shards): the "

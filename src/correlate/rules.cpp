@@ -235,7 +235,8 @@ void assign_attempts(std::vector<finding>& all) {
 
 // Findings with ranks resolved (the line's prefix, else the rank, task or tasks the message names),
 // attempts assigned, and duplicates merged: a console log repeats the per-rank files. Key: signature, rank,
-// text and attempt (a struct key, so no character of a line can collide with a separator).
+// text and attempt, and for a line of no rank its call site (a struct key, so no character of a line can collide
+// with a separator).
 void merge_findings(context& c, const inputs& in) {
   std::vector<finding> all = in.findings;
   for (auto& f : all) {
@@ -251,13 +252,25 @@ void merge_findings(context& c, const inputs& in) {
   std::set<int> failed;
   for (const auto& e : c.exits)
     if (e.rank && e.exitcode && *e.exitcode > 0) failed.insert(*e.rank);
+  // Not collective errors raised in two different places, though: a rank blocked in one collective was not
+  // blocked in another, so those tracebacks are two ranks' (the other rank was stopped by the launcher's
+  // SIGTERM while it printed; torch/distributed/elastic/agent/server/api.py stops every worker after one fails).
+  auto collective_error = [&](const finding& f) {
+    return !field(f, "collective").empty() && (is_timeout(c.sig(f)) || c.sig(f).has_tag("event.peer_closed"));
+  };
+  std::set<std::string> places;
+  for (const auto& f : all)
+    if (!f.rank && !f.local_rank && f.raised && collective_error(f)) places.insert(field(f, "collective") + " at " + field(f, "user_frame"));
   if (failed.size() == 1)
     for (auto& f : all)
-      if (!f.rank && !f.local_rank && f.raised && c.sig(f).category != "launch") f.rank = *failed.begin();
+      if (!f.rank && !f.local_rank && f.raised && c.sig(f).category != "launch" && (places.size() < 2 || !collective_error(f)))
+        f.rank = *failed.begin();
   assign_attempts(all);
-  std::map<std::tuple<int, int, std::string, int>, std::size_t> seen;
+  // Lines of no rank with the same text but raised at different call sites (two ranks' tracebacks on one
+  // console, "Timed out waiting 10000ms ..." under dist.broadcast and under dist.all_reduce) are not repeats.
+  std::map<std::tuple<int, int, std::string, int, std::string>, std::size_t> seen;
   for (auto& f : all) {
-    auto key = std::make_tuple(f.signature, f.rank.value_or(-1), f.text, f.attempt.value_or(-1));
+    auto key = std::make_tuple(f.signature, f.rank.value_or(-1), f.text, f.attempt.value_or(-1), f.rank ? std::string() : field(f, "user_frame"));
     if (auto it = seen.find(key); it != seen.end()) {
       auto& kept = c.fs[it->second];
       ++kept.duplicates;

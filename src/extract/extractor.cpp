@@ -11,9 +11,11 @@ namespace {
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
 
-// "XxxError: msg", "pkg.mod.XxxException: msg", "KeyboardInterrupt", "SystemExit: 1"
+// "XxxError: msg", "pkg.mod.XxxException: msg", "KeyboardInterrupt", "SystemExit: 1". Python writes the type and
+// the message in separate writes, so under mpirun --tag-output ("[jobid,rank]<stdxxx>:" before every chunk, Open
+// MPI's mpirun(1)) the type can be followed by a tag: "RuntimeError[1,0]<stderr>:: [1,0]<stderr>:[./gloo...".
 bool looks_like_exception(std::string_view s) {
-  static const re2::RE2 re(R"(^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure)\b(?::|$))");
+  static const re2::RE2 re(R"(^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure)\b(?:\[\d+,\d+\]<std(?:out|err|diag)>:)?(?::|$))");
   return re2::RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), re);
 }
 // A frame of installed code, not the user's: site-packages and dist-packages (pip, Debian), the standard
@@ -309,6 +311,14 @@ bool extractor::feed_traceback(std::string_view t, std::string_view body, line_n
       if (contains(t, "distributed_c10d.py") && re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), c10d_frame, &fn) &&
           fn != "wrapper")
         tb_collective_ = fn;
+      // Autograd's backward engine: under DistributedDataParallel the gradients are all-reduced by the
+      // reducer's hooks while backward runs (https://pytorch.org/docs/stable/notes/ddp.html, "Backward Pass"),
+      // so a collective error raised there was raised in DDP's gradient all-reduce. The innermost frame wins,
+      // as for distributed_c10d (torch/autograd/__init__.py backward; torch/autograd/graph.py
+      // _engine_run_backward since torch 2.3).
+      static const re2::RE2 autograd_frame(R"(torch/autograd/(?:__init__|graph)\.py", line \d+, in (?:backward|_engine_run_backward)\b)");
+      if (contains(t, "torch/autograd/") && re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), autograd_frame))
+        tb_collective_ = "backward";
       return true;
     }
     if (looks_like_exception(t) || contains(t, "Error: ") || contains(t, "Exception: ")) {

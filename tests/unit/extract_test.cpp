@@ -184,6 +184,49 @@ TEST(python_traceback, back_to_back_unchained_tracebacks_get_separate_records) {
   EXPECT_NE(f.notes[3].record, f.notes[0].record);
 }
 
+TEST(python_traceback, the_collective_a_traceback_was_in) {
+  // The innermost distributed_c10d frame names the call; autograd's backward engine stands for DDP's gradient
+  // all-reduce (issue 43: gloo tracebacks of a collective mismatch say where each rank was blocked).
+  auto f = feed_all({
+      "Traceback (most recent call last):",
+      "  File \"/job/train.py\", line 304, in main",
+      "    dist.all_reduce(rl)",
+      "  File \"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", line 1541, in all_reduce",
+      "    work.wait()",
+      "RuntimeError: [./gloo/transport/tcp/unbound_buffer.cc:133] Timed out waiting 10000ms for send operation to complete",
+      "Traceback (most recent call last):",
+      "  File \"/job/train.py\", line 282, in main",
+      "    loss.backward()",
+      "  File \"/usr/lib/python3/dist-packages/torch/_tensor.py\", line 488, in backward",
+      "    torch.autograd.backward(",
+      "  File \"/usr/lib/python3/dist-packages/torch/autograd/__init__.py\", line 197, in backward",
+      "    Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the backward pass",
+      "RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:50343",
+      "Traceback (most recent call last):",
+      "  File \"/job/train.py\", line 9, in main",
+      "    x = y[3]",
+      "KeyError: 3",
+  });
+  EXPECT_EQ(f.notes[5].collective, "all_reduce");
+  EXPECT_EQ(f.notes[5].user_frame, "train.py:304 in main: dist.all_reduce(rl)");
+  EXPECT_EQ(f.notes[13].collective, "backward");
+  EXPECT_EQ(f.notes[17].collective, "");
+}
+
+TEST(python_traceback, an_exception_line_split_by_mpirun_tags) {
+  // mpirun --tag-output tags each write: the exception type and its message arrive as separate chunks.
+  auto f = feed_all({
+      "Traceback (most recent call last):",
+      "  File \"/job/train.py\", line 304, in main",
+      "    [1,0]<stderr>:dist.all_reduce(rl)[1,0]<stderr>:",
+      "  File \"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", line 1541, in all_reduce",
+      "    [1,0]<stderr>:work.wait()[1,0]<stderr>:",
+      "RuntimeError[1,0]<stderr>:: [1,0]<stderr>:[./gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 10000ms for recv operation to complete",
+  });
+  EXPECT_TRUE(f.notes[5].exception_line);
+  EXPECT_EQ(f.notes[5].collective, "all_reduce");
+}
+
 TEST(python_traceback, unterminated_traceback_ends_on_plain_line) {
   auto f = feed_all({
       "Traceback (most recent call last):",

@@ -291,6 +291,142 @@ TEST(rule_timeout_in_different_collectives, silent_when_a_rank_is_absent) {
   EXPECT_FALSE(infer(in, "timeout_in_different_collectives"));
 }
 
+// gloo's collective errors with the traceback's facts (issue 43, the odd rank out of a mismatch): a timeout or a
+// closed connection, the torch.distributed call (or "backward") and the user's call site.
+finding gloo_blocked(std::optional<int> rank, bool timed_out, const std::string& call, const std::string& site) {
+  auto f = timed_out ? make("torch_gloo_wait_timeout", rank, std::nullopt, {},
+                            "RuntimeError: [./gloo/transport/tcp/unbound_buffer.cc:133] Timed out waiting 10000ms for send operation to complete")
+                     : make("torch_gloo_peer_connection_closed", rank, std::nullopt, {{"peer_addr", "127.0.0.1"}, {"peer_port", "50343"}},
+                            "RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:50343");
+  f.captured.emplace_back("collective", call);
+  f.captured.emplace_back("user_frame", site);
+  return f;
+}
+
+TEST(rule_timeout_absent_rank, a_rank_closed_in_another_collective_is_no_straggler) {
+  inputs in;
+  in.findings.push_back(gloo_blocked(1, true, "all_reduce", "train.py:298 in main: dist.all_reduce(torch.cat([rl, extra]))"));
+  in.findings.push_back(gloo_blocked(0, false, "backward", "train.py:282 in main: loss.backward()"));
+  activity(in, 0, 8);
+  activity(in, 1, 8);
+  EXPECT_FALSE(infer(in, "timeout_absent_rank"));
+}
+
+TEST(rule_timeout_absent_rank, a_rank_closed_in_the_same_collective_arrived_late) {
+  inputs in;  // the straggler: its peer timed out in backward, it reached the same backward after the peer had left
+  in.findings.push_back(gloo_blocked(1, true, "backward", "train.py:282 in main: loss.backward()"));
+  in.findings.push_back(gloo_blocked(0, false, "backward", "train.py:282 in main: loss.backward()"));
+  activity(in, 0, 8);
+  activity(in, 1, 8);
+  auto inf = infer(in, "timeout_absent_rank");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 0);
+  EXPECT_FALSE(infer(in, "timeout_in_different_collectives"));
+}
+
+TEST(rule_timeout_absent_rank, a_missing_call_site_does_not_make_a_place_different) {
+  inputs in;  // the straggler's traceback kept no frame of the user's: the same call is the same place
+  in.findings.push_back(gloo_blocked(1, true, "backward", "train.py:282 in main: loss.backward()"));
+  in.findings.push_back(gloo_blocked(0, false, "backward", ""));
+  activity(in, 0, 8);
+  activity(in, 1, 8);
+  auto inf = infer(in, "timeout_absent_rank");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 0);
+  EXPECT_FALSE(infer(in, "timeout_in_different_collectives"));
+}
+
+TEST(rule_timeout_in_different_collectives, peers_past_the_collective_name_the_rank_that_timed_out) {
+  for (int world : {2, 3}) {
+    inputs in;
+    in.findings.push_back(gloo_blocked(1, true, "all_reduce", "train.py:298 in main: dist.all_reduce(torch.cat([rl, extra]))"));
+    for (int r = 0; r < world; ++r)
+      if (r != 1) in.findings.push_back(gloo_blocked(r, false, "backward", "train.py:282 in main: loss.backward()"));
+    auto inf = infer(in, "timeout_in_different_collectives");
+    ASSERT_TRUE(inf) << world;
+    EXPECT_EQ(inf->entry, "peers_passed_the_collective");
+    EXPECT_EQ(inf->rank, 1);
+    EXPECT_NE(inf->why.find("not slowness"), std::string::npos) << inf->why;  // why the peers' loud errors are not the cause
+  }
+}
+
+TEST(rule_timeout_in_different_collectives, nobody_gets_past_a_barrier_a_rank_is_stuck_in) {
+  // A barrier (or DDP's all-reduce) completes only with every rank: peers closed in an explicit call never passed
+  // it, they issued a collective the stuck rank did not.
+  inputs in;
+  in.findings.push_back(gloo_blocked(0, true, "barrier", "train.py:322 in main: dist.barrier()"));
+  in.findings.push_back(gloo_blocked(1, false, "all_reduce", "train.py:304 in main: dist.all_reduce(rl)"));
+  auto inf = infer(in, "timeout_in_different_collectives");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "unconditional_vs_explicit_collective");
+  EXPECT_FALSE(inf->rank);
+}
+
+TEST(rule_timeout_in_different_collectives, a_barrier_against_an_explicit_call_is_a_count_mismatch_without_a_rank) {
+  inputs in;
+  in.findings.push_back(gloo_blocked(0, true, "barrier", "train.py:322 in main: dist.barrier()"));
+  in.findings.push_back(gloo_blocked(1, true, "all_reduce", "train.py:304 in main: dist.all_reduce(rl)"));
+  auto inf = infer(in, "timeout_in_different_collectives");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "unconditional_vs_explicit_collective");
+  EXPECT_FALSE(inf->rank);  // two ranks: no majority
+}
+
+TEST(rule_timeout_in_different_collectives, two_explicit_calls_are_a_type_mismatch) {
+  inputs in;
+  in.findings.push_back(gloo_blocked(0, true, "broadcast", "train.py:294 in main: dist.broadcast(rl, src=0)"));
+  in.findings.push_back(gloo_blocked(1, true, "all_reduce", "train.py:303 in main: dist.all_reduce(rl)"));
+  auto inf = infer(in, "timeout_in_different_collectives");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "timeout_in_different_collectives");
+  EXPECT_FALSE(inf->rank);
+}
+
+TEST(rule_timeout_in_different_collectives, rankless_tracebacks_still_show_different_calls) {
+  inputs in;  // two tracebacks on one console, no rank prefix
+  in.findings.push_back(gloo_blocked(std::nullopt, true, "broadcast", "train.py:294 in main: dist.broadcast(rl, src=0)"));
+  in.findings.push_back(gloo_blocked(std::nullopt, true, "all_reduce", "train.py:303 in main: dist.all_reduce(rl)"));
+  auto inf = infer(in, "timeout_in_different_collectives");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "timeout_in_different_collectives");
+  EXPECT_FALSE(inf->rank);
+  // one rankless traceback says nothing about the others
+  in.findings.pop_back();
+  EXPECT_FALSE(infer(in, "timeout_in_different_collectives"));
+}
+
+TEST(rule_timeout_in_different_collectives, one_failed_worker_does_not_own_tracebacks_in_two_collectives) {
+  // tqdm console: two rankless tracebacks, and torchelastic records one failed worker (the other was stopped by
+  // SIGTERM while it printed). A rank blocked in broadcast was not blocked in all_reduce: two ranks' tracebacks.
+  inputs in;
+  for (const auto& [call, site] : {std::pair<std::string, std::string>{"broadcast", "train.py:295 in main: dist.broadcast(rl, src=0)"},
+                                   {"all_reduce", "train.py:304 in main: dist.all_reduce(rl)"}}) {
+    auto f = gloo_blocked(std::nullopt, true, call, site);
+    f.raised = true;
+    in.findings.push_back(f);
+  }
+  ff::extract::exit_record e;
+  e.rank = 1;
+  e.exitcode = 1;
+  in.exits.push_back(e);
+  activity(in, 0, 6);
+  activity(in, 1, 6);
+  EXPECT_FALSE(infer(in, "timeout_absent_rank"));  // not "rank 0 never timed out"
+  auto inf = infer(in, "timeout_in_different_collectives");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "timeout_in_different_collectives");
+  EXPECT_FALSE(inf->rank);
+}
+
+TEST(rule_timeout_in_different_collectives, the_same_call_at_different_sites_is_a_different_collective) {
+  inputs in;
+  for (int r : {0, 1, 2})
+    in.findings.push_back(gloo_blocked(r, true, "all_reduce", r == 2 ? "train.py:310 in main: dist.all_reduce(acc)" : "train.py:304 in main: dist.all_reduce(rl)"));
+  auto inf = infer(in, "timeout_in_different_collectives");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 2);
+}
+
 TEST(rule_uneven_planned_steps, the_rank_with_the_fewest_steps) {
   inputs in;
   for (int r : {0, 1, 2, 3}) {
