@@ -16,6 +16,144 @@ namespace ff::correlate::rules {
 
 using normalize::timestamp;
 
+namespace {
+
+// Seconds in tqdm's elapsed field (format_interval: "MM:SS", "H:MM:SS"), or none.
+std::optional<double> elapsed_seconds(const std::string& s) {
+  double total = 0;
+  int parts = 0;
+  std::size_t at = 0;
+  while (at <= s.size()) {
+    auto colon = s.find(':', at);
+    auto part = to_int(s.substr(at, colon == std::string::npos ? std::string::npos : colon - at));
+    if (!part) return std::nullopt;
+    total = total * 60 + *part;
+    ++parts;
+    if (colon == std::string::npos) break;
+    at = colon + 1;
+  }
+  if (parts < 2 || parts > 3) return std::nullopt;
+  return total;
+}
+
+// Line `w` comes before finding `f`: earlier in the same file, or, in another file, no later on the same clock
+// (both times the lines' own). Otherwise they are not ordered.
+bool line_precedes(const inputs::marked_line& w, const finding& f) {
+  if (w.source == f.source) return w.line_no < f.line_no;
+  return w.ts && !w.ts_inherited && f.ts && w.ts->kind == f.ts->kind && w.ts->seconds <= f.ts->seconds;
+}
+
+// A rank's last progress step came after line `w`: later in the same file, or a second or more later by the
+// step line's own time. Unordered (another file, no times) counts as after: no verdict rests on it.
+bool step_after_line(const context& ctx, const rank_activity& a, const inputs::marked_line& w) {
+  if (!a.last_step) return false;
+  if (ctx.in->source_name(a.last_step_source) == w.source) return a.last_step_line_no > w.line_no;
+  if (w.ts && !w.ts_inherited && a.last_step_ts && w.ts->kind == a.last_step_ts->kind) return a.last_step_ts->seconds >= w.ts->seconds + 1.0;
+  return true;
+}
+
+}  // namespace
+
+// A collective timed out and the last thing before it was one rank's own work (issue 43, "who is missing": the
+// missing rank's last lines, and the gap between them and the timeout, say what it was doing). Used when the
+// ranks do not say who is missing (timeout_absent_rank gave nothing: one rank's timeout in an excerpt, watchdog
+// frames with no rank). Two kinds of evidence:
+//  - a work line (activity.work: saving a checkpoint, evaluating, tokenizing) before the first timeout line of
+//    its file, after which no rank that did not time out printed a step, of a rank that did not time out (its
+//    prefix's rank or the rank its text names; a line of no rank when some rank is known not to have timed
+//    out, or none is known), begun by the time the collective began when both times are known;
+//  - a progress bar (tqdm, any unit) before the first timeout line, of no timed-out rank, whose elapsed time
+//    equals the time the collective had waited (Timeout(ms) ... ran for N milliseconds), from 5 s less to 2 s
+//    more: the bar's loop began when the collective did and ran through the whole wait. A training loop's
+//    bar stops when its rank enters the collective, so its elapsed time says nothing of the wait.
+std::optional<inference> work_spans_timeout(const context& ctx) {
+  std::vector<const finding*> lines;
+  std::set<int> timed_out;
+  for (const auto& f : ctx.fs)
+    if (is_timeout(ctx.sig(f)) && !ctx.survived.count(&f)) {
+      lines.push_back(&f);
+      if (f.rank) timed_out.insert(*f.rank);
+    }
+  if (lines.empty()) return std::nullopt;
+  // Ranks known not to have timed out (every rank below the highest seen exists): a line of no rank is theirs.
+  const bool someone_absent = timed_out.empty() || !timeouts(ctx).absent.empty();
+  // Before the first timeout line of its own file, or of the run when its file has none.
+  auto before_timeouts = [&](const inputs::marked_line& w) {
+    bool same_file = false, ok = true, any = false;
+    for (const auto* f : lines)
+      if (f->source == w.source) {
+        same_file = true;
+        ok = ok && w.line_no < f->line_no;
+      }
+    if (same_file) return ok;
+    for (const auto* f : lines) any = any || line_precedes(w, *f);
+    return any;
+  };
+  // When the collective began: the watchdog's time minus how long it had run (own wall-clock times only).
+  std::optional<double> began;
+  std::vector<double> waited;
+  for (const auto* f : lines) {
+    auto ran = field(*f, "ran_ms");
+    if (ran.empty()) continue;
+    waited.push_back(std::atof(ran.c_str()) / 1000.0);
+    if (!f->ts || f->ts_inherited || f->ts->kind != timestamp::clock::wall) continue;
+    double b = f->ts->seconds - waited.back();
+    began = began ? std::min(*began, b) : b;
+  }
+  auto rank_ok = [&](const std::optional<int>& r) { return r ? !timed_out.count(*r) : someone_absent; };
+  auto no_progress_after = [&](const inputs::marked_line& w, const std::optional<int>& r) {
+    for (const auto& [k, a] : ctx.activity)
+      if ((r ? k == *r : !timed_out.count(k)) && step_after_line(ctx, a, w)) return false;
+    return true;
+  };
+  inference inf;
+  inf.entry = "timeout_absent_rank0";
+  inf.findings = lines;
+  auto quote = [&](const inputs::marked_line& w, const std::optional<int>& r, const std::string& what) {
+    std::string who = r ? "rank " + std::to_string(*r) + (work_rank_from_text(ctx, w) ? " (named in the line)" : "") : "a rank (the line names none)";
+    inf.extra.push_back({w.source, who + " " + what + ": " + w.text, format_time(w.ts), w.line_no, r, std::nullopt});
+  };
+  // The last work line that qualifies.
+  for (auto it = ctx.in->work_lines.rbegin(); it != ctx.in->work_lines.rend(); ++it) {
+    const auto& w = *it;
+    auto r = work_rank(ctx, w);
+    if (!before_timeouts(w) || !rank_ok(r) || !no_progress_after(w, r)) continue;
+    const bool timed = began && w.ts && !w.ts_inherited && w.ts->kind == timestamp::clock::wall;
+    if (timed && w.ts->seconds > *began + 1.0) continue;  // begun after the collective: not what held it up
+    inf.rank = r;
+    inf.why = std::string(r ? "rank " + std::to_string(*r) : "a rank") + " started work of its own before the collective that " +
+              (timed_out.empty() ? "timed out" : "rank" + std::string(timed_out.size() > 1 ? "s " : " ") +
+                                                     text::rank_ranges({timed_out.begin(), timed_out.end()}) + " timed out in") +
+              ", and no step followed it" + (timed ? " (it had begun when the collective began)" : "");
+    quote(w, r, "started");
+    return inf;
+  }
+  // A bar whose elapsed time is the collective's wait.
+  if (waited.empty()) return std::nullopt;
+  for (auto it = ctx.in->fact_lines.rbegin(); it != ctx.in->fact_lines.rend(); ++it) {
+    const auto& w = *it;
+    std::string el;
+    for (const auto& [k, v] : w.fields)
+      if (k == "elapsed") el = v;
+    auto secs = elapsed_seconds(el);
+    if (!secs || !before_timeouts(w)) continue;
+    auto r = ctx.resolve(w.rank, w.local_rank);
+    if (!rank_ok(r)) continue;
+    for (double wait : waited)
+      if (*secs >= wait - 5.0 && *secs <= wait + 2.0) {
+        inf.rank = r;
+        char b[160];
+        std::snprintf(b, sizeof b, "a progress bar had run %s (%.0f s) when the collective had waited %.0f s: its loop began when the collective did",
+                      el.c_str(), *secs, wait);
+        inf.why = b;
+        quote(w, r, "progress bar");
+        return inf;
+      }
+    break;  // only the last bar before the timeout
+  }
+  return std::nullopt;
+}
+
 // Longer than the ~120-line guideline on purpose: a table of rules in the order they are tried (see
 // rank_rules()); kb lint checks that each rule's outputs have knowledge-base entries and back.
 const std::vector<inference_rule>& inference_rules() {
@@ -85,7 +223,7 @@ const std::vector<inference_rule>& inference_rules() {
          // rank 0 only (Hugging Face and Lightning log on the main process by default).
          std::map<int, const inputs::marked_line*> work;
          for (const auto& w : ctx.in->work_lines) {
-           auto r = ctx.resolve(w.rank, w.local_rank);
+           auto r = work_rank(ctx, w);  // its prefix's rank, or the one its own text names
            if (!r && !w.rank && !w.local_rank && !ctx.activity.count(0)) r = 0;
            if (r && is_absent(*r)) work[*r] = &w;
          }
@@ -186,7 +324,7 @@ const std::vector<inference_rule>& inference_rules() {
            const auto& w = *work[c];
            inf.entry = "timeout_absent_rank0";
            inf.why += "; its last sign of life was work of its own" + std::string(work_began(w) ? ", begun when the collective began" : "");
-           inf.extra.push_back({w.source, "rank " + std::to_string(c) + (w.rank || w.local_rank ? "" : " (a line of no rank)") + " started: " + w.text,
+           inf.extra.push_back({w.source, "rank " + std::to_string(c) + (w.rank || w.local_rank ? "" : work_rank_from_text(ctx, w) ? " (named in the line)" : " (a line of no rank)") + " started: " + w.text,
                                 format_time(w.ts), w.line_no, c, std::nullopt});
          }
          // The rank's last line, unless it is the work line already quoted.
@@ -310,6 +448,13 @@ const std::vector<inference_rule>& inference_rules() {
                               std::nullopt});
          return inf;
        }},
+      {"work_spans_timeout", "a collective timed out, and the last thing before it was one rank's own work: a line that says it "
+                             "started (saving, evaluating, tokenizing) after every step of the ranks that did not time out, "
+                             "or a progress bar that had run as long as the collective waited; that rank worked alone",
+       "https://pytorch.org/docs/stable/distributed.html#torch.distributed.init_process_group (timeout: collectives wait "
+       "for every rank); https://github.com/tqdm/tqdm/blob/master/tqdm/std.py (format_meter: [{elapsed}<{remaining}])",
+       {"timeout_absent_rank0"},
+       [](const context& ctx) -> std::optional<inference> { return work_spans_timeout(ctx); }},
       {"ends_in_launch_banner", "nothing looks wrong, but every input ends in the launcher's start-up (rendezvous, world "
                                 "info): the job never got past start-up, usually because a node or worker never joined",
        "https://pytorch.org/docs/stable/elastic/run.html (rendezvous); DeepSpeed launcher (deepspeed/launcher/launch.py)",

@@ -148,6 +148,19 @@ std::string field(const finding& f, const std::string& name) {
   return "";
 }
 
+std::optional<int> work_rank(const context& ctx, const inputs::marked_line& w) {
+  if (auto r = ctx.resolve(w.rank, w.local_rank)) return r;
+  if (w.rank || w.local_rank) return std::nullopt;  // a prefix named it, ambiguously: the text does not overrule it
+  for (const auto& [k, v] : w.fields)
+    if (k == "rank")
+      if (auto r = to_int(v)) return r;
+  return std::nullopt;
+}
+
+bool work_rank_from_text(const context& ctx, const inputs::marked_line& w) {
+  return !ctx.resolve(w.rank, w.local_rank) && !w.rank && !w.local_rank && work_rank(ctx, w).has_value();
+}
+
 namespace {
 
 // Exits and ranks: a local rank maps to a global one when lines or exit records pair them, or on a single

@@ -1,0 +1,193 @@
+// Issue 43, "who is missing" and "the first to stop": rules that name the rank the others waited for, or the
+// node that went silent, from what the missing ranks last printed. Hand-built inputs (no log parsing).
+#include <gtest/gtest.h>
+
+#include "test_support.hpp"
+
+#include <algorithm>
+#include <ctime>
+
+#include "firstfault/correlate_rules.hpp"
+
+namespace {
+
+using namespace ff::correlate;
+using ff::normalize::timestamp;
+using ff::testing::builtin;
+
+int sig(const std::string& name) {
+  const auto& s = builtin().signatures;
+  auto it = std::find_if(s.begin(), s.end(), [&](const ff::kb::signature& x) { return x.name == name; });
+  if (it == s.end()) throw std::runtime_error("no signature " + name);
+  return static_cast<int>(it - s.begin());
+}
+
+timestamp at(int h, int mi, int s) {
+  std::tm tm{};
+  tm.tm_year = 2026 - 1900;
+  tm.tm_mon = 0;
+  tm.tm_mday = 24;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = s;
+  timestamp t;
+  t.seconds = static_cast<double>(timegm(&tm));
+  t.has_date = true;
+  return t;
+}
+
+finding line(const std::string& name, std::optional<int> rank, std::uint64_t line_no, ff::match::fields captured = {},
+             std::string text = "line", std::string source = "pasted.log") {
+  finding f;
+  f.signature = sig(name);
+  f.rank = rank;
+  f.captured = std::move(captured);
+  f.text = std::move(text);
+  f.source = std::move(source);
+  f.line_no = line_no;
+  return f;
+}
+
+finding watchdog(std::optional<int> rank, std::uint64_t line_no, const std::string& ran_ms = "1802246") {
+  return line("torch_nccl_watchdog_timeout", rank, line_no, {{"ran_ms", ran_ms}, {"timeout_ms", "1800000"}},
+              "Watchdog caught collective operation timeout: WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=1800000) ran for " + ran_ms +
+                  " milliseconds before timing out.");
+}
+
+inputs::marked_line marked(std::string text, std::uint64_t line_no, std::optional<int> rank = std::nullopt,
+                           ff::match::fields fields = {}, std::string source = "pasted.log") {
+  inputs::marked_line w;
+  w.source = std::move(source);
+  w.text = std::move(text);
+  w.line_no = line_no;
+  w.rank = rank;
+  w.fields = std::move(fields);
+  return w;
+}
+
+std::optional<rules::inference> infer(const inputs& in, std::string_view rule) {
+  auto ctx = rules::make_context(in, builtin());
+  for (const auto& r : rules::inference_rules())
+    if (r.name == rule) return r.fn(ctx);
+  ADD_FAILURE() << "no rule " << rule;
+  return std::nullopt;
+}
+
+// --- work_spans_timeout ---------------------------------------------------------------------------
+
+TEST(rule_work_spans_timeout, a_work_line_that_names_its_rank_before_rankless_watchdog_frames) {
+  // gh-particleflow-390: rank 0 runs predictions alone (its bar's label says so), then the watchdog's frames.
+  inputs in;
+  in.work_lines.push_back(marked("Running predictions on sample ttbar on rank=0:  75%|███▌ | 3/4 [01:51<00:25, 25.36s/it]", 4,
+                                 std::nullopt, {{"rank", "0"}}));
+  in.findings.push_back(line("torch_nccl_watchdog_stack_frames", std::nullopt, 6, {},
+                             "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<...>) + 0x1d2"));
+  auto inf = infer(in, "work_spans_timeout");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "timeout_absent_rank0");
+  EXPECT_EQ(inf->rank, 0);
+  ASSERT_FALSE(inf->extra.empty());
+  EXPECT_NE(inf->extra[0].text.find("rank 0 (named in the line) started"), std::string::npos) << inf->extra[0].text;
+}
+
+TEST(rule_work_spans_timeout, a_work_line_of_no_rank_gives_the_kind_but_no_rank) {
+  inputs in;
+  in.work_lines.push_back(marked("Saving model checkpoint to out/checkpoint-500", 1));
+  in.findings.push_back(watchdog(6, 2));
+  auto inf = infer(in, "work_spans_timeout");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "timeout_absent_rank0");
+  EXPECT_FALSE(inf->rank);
+}
+
+TEST(rule_work_spans_timeout, nothing_when_the_working_rank_itself_timed_out) {
+  inputs in;
+  in.work_lines.push_back(marked("saving checkpoint", 1, 0));
+  in.findings.push_back(watchdog(0, 2));
+  in.findings.push_back(watchdog(1, 3));
+  EXPECT_FALSE(infer(in, "work_spans_timeout"));
+}
+
+TEST(rule_work_spans_timeout, nothing_when_a_rank_that_did_not_time_out_trained_after_the_work_line) {
+  inputs in;
+  in.source_names = {"pasted.log"};
+  in.work_lines.push_back(marked("***** Running Evaluation *****", 1));
+  auto& a = in.activity[rank_key::global_rank(0)];
+  a.lines = 3;
+  a.last_step = 120;
+  a.last_step_source = 0;
+  a.last_step_line_no = 5;  // rank 0 trained on after the evaluation began: not what held the collective
+  in.findings.push_back(watchdog(1, 9));
+  EXPECT_FALSE(infer(in, "work_spans_timeout"));
+}
+
+TEST(rule_work_spans_timeout, nothing_when_the_work_began_after_the_collective) {
+  inputs in;
+  auto w = marked("saving checkpoint to /ckpt", 1, 0);
+  w.ts = at(10, 40, 0);  // the collective began at 10:00:00 (ran 1,800 s before 10:30:00): the save came later
+  in.work_lines.push_back(w);
+  auto f = watchdog(1, 2, "1800000");
+  f.ts = at(10, 30, 0);
+  in.findings.push_back(f);
+  EXPECT_FALSE(infer(in, "work_spans_timeout"));
+  in.work_lines[0].ts = at(9, 59, 50);  // begun just before it: the save is what the others waited for
+  auto inf = infer(in, "work_spans_timeout");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 0);
+}
+
+TEST(rule_work_spans_timeout, a_progress_bar_that_ran_as_long_as_the_collective_waited) {
+  // gh-accelerate-314: a scan's bar at 30:01 when rank 6's ALLREDUCE had waited 1,802 s.
+  inputs in;
+  in.fact_lines.push_back(marked(" 35%|████ | 73811210851/208140108456 [30:01<57:14, 39115047.81MB/s]", 2, std::nullopt, {{"elapsed", "30:01"}}));
+  in.findings.push_back(watchdog(6, 3));
+  auto inf = infer(in, "work_spans_timeout");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "timeout_absent_rank0");
+  EXPECT_FALSE(inf->rank);
+  EXPECT_NE(inf->why.find("30:01 (1801 s)"), std::string::npos) << inf->why;
+}
+
+TEST(rule_work_spans_timeout, a_bar_of_another_length_says_nothing) {
+  // A training loop's bar stops when its rank enters the collective: its elapsed time is the epoch's so far.
+  for (std::string el : {"12:40", "30:10", "1:30:01"}) {
+    inputs in;
+    in.fact_lines.push_back(marked(" 35%|████ | 700/2000 [" + el + "<57:14, 1.2it/s]", 2, std::nullopt, {{"elapsed", el}}));
+    in.findings.push_back(watchdog(6, 3));
+    EXPECT_FALSE(infer(in, "work_spans_timeout")) << el;
+  }
+}
+
+TEST(rule_work_spans_timeout, a_bar_after_the_timeout_says_nothing) {
+  inputs in;
+  in.fact_lines.push_back(marked(" 35%|████ | 7/20 [30:01<57:14, 1.2it/s]", 4, std::nullopt, {{"elapsed", "30:01"}}));
+  in.findings.push_back(watchdog(6, 3));
+  EXPECT_FALSE(infer(in, "work_spans_timeout"));
+}
+
+// --- timeout_absent_rank reads a work line's rank from its text ---------------------------------------
+
+TEST(rule_timeout_absent_rank, a_work_line_glued_after_a_bar_is_the_rank_it_names) {
+  // A tqdm bar ends without a newline, so the next log record is glued to it and its prefix is not peeled:
+  // "Epoch 0: 20%|...| 4/20 [00:00<00:01]2026-12-06 16:44:29,001 [INFO] [rank0] saving full checkpoint ...".
+  inputs in;
+  in.source_names = {"console.log"};
+  for (int r : {0, 1}) {
+    auto& a = in.activity[rank_key::global_rank(r)];
+    a.lines = 5;
+    a.last_line = "epoch 0 step 4/20";
+    a.last_step = 4;
+    a.last_step_source = 0;
+    a.last_step_line_no = 10;
+  }
+  in.findings.push_back(line("torch_gloo_wait_timeout", 1, 30, {}, "RuntimeError: Timed out waiting 10000ms for recv operation to complete",
+                             "console.log"));
+  in.work_lines.push_back(marked("Epoch 0:  20%|██ | 4/20 [00:00<00:01]2026-12-06 16:44:29,001 [INFO] [rank0] saving full checkpoint to /ckpt/step_4.pt",
+                                 17, std::nullopt, {{"rank", "0"}}, "console.log"));
+  auto inf = infer(in, "timeout_absent_rank");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 0);
+  EXPECT_EQ(inf->entry, "timeout_absent_rank0");
+}
+
+}  // namespace
