@@ -154,6 +154,108 @@ std::optional<inference> work_spans_timeout(const context& ctx) {
   return std::nullopt;
 }
 
+// The node that went silent (issue 43, "the first to stop"). In a multi-node job each node's launcher (the
+// torchrun agent) reports its own workers' failures; a node whose ranks stop in the middle of training with no
+// error, and whose launcher then says nothing either, while the ranks of every other node fail because a peer
+// closed or reset its connection (a signature tagged symptom.peer_gone: gloo's "Connection closed by peer",
+// NCCL's socket and remote errors, the store's reset), lost its agent and workers together: the node died, was
+// rebooted or was killed. A worker that died alone is reported by its own agent (launcher_exit), a rank that
+// hangs leaves its peers waiting (timeouts), not disconnected.
+// Conditions: two or more hosts with ranks; exactly one host with no finding of its own (survived ones aside)
+// and no exit record, whose every rank reported a progress step; every other host has a finding or a failed
+// worker, and one of them a peer_gone line; some other host's launcher wrote an exit record (its output is in
+// the logs, so the silent node's would be too); the silent ranks' last lines no later than a second after the
+// other hosts' first failure, where both have their own time on one clock.
+std::optional<inference> node_went_silent(const context& ctx) {
+  // Each rank's host, where the run puts it on exactly one.
+  std::map<int, std::string> host_of;
+  std::map<int, int> hosts_per_rank;
+  for (const auto& [h, rs] : ctx.in->host_ranks)
+    for (int r : rs) {
+      ++hosts_per_rank[r];
+      host_of[r] = h;
+    }
+  for (const auto& [r, n] : hosts_per_rank)
+    if (n > 1) host_of.erase(r);
+  // A file's host: the host its findings name (per-node files, torchrun's agents on one machine each).
+  std::map<std::string, std::set<std::string>> file_hosts;
+  for (const auto& f : ctx.fs)
+    if (f.host) file_hosts[f.source].insert(*f.host);
+  auto host_of_file = [&](const std::string& src) -> std::optional<std::string> {
+    auto it = file_hosts.find(src);
+    if (it == file_hosts.end() || it->second.size() != 1) return std::nullopt;
+    return *it->second.begin();
+  };
+  struct node {
+    std::set<int> ranks;
+    bool failed = false, peer_gone = false, exit_seen = false;
+    const finding* first = nullptr;  ///< its earliest failure line
+  };
+  std::map<std::string, node> nodes;
+  for (const auto& [r, h] : host_of) nodes[h].ranks.insert(r);
+  if (nodes.size() < 2) return std::nullopt;
+  std::vector<const finding*> gone;
+  for (const auto& f : ctx.fs) {
+    if (ctx.survived.count(&f)) continue;
+    std::optional<std::string> h = f.host;
+    if (!h && f.rank && host_of.count(*f.rank)) h = host_of[*f.rank];
+    if (!h) h = host_of_file(f.source);
+    if (!h || !nodes.count(*h)) return std::nullopt;  // a failure no node owns: not this picture
+    auto& n = nodes[*h];
+    n.failed = true;
+    // Its first failure by the line's own time (an inherited time is only the earliest it can have been written).
+    if (f.ts && !f.ts_inherited && (!n.first || before(f.ts, n.first->ts))) n.first = &f;
+    if (ctx.sig(f).has_tag("symptom.peer_gone")) {
+      n.peer_gone = true;
+      gone.push_back(&f);
+    }
+  }
+  bool agent_output = false;
+  for (const auto& e : ctx.exits) {
+    std::optional<std::string> h;
+    if (!e.host.empty() && nodes.count(e.host)) h = e.host;
+    if (!h && e.rank && host_of.count(*e.rank)) h = host_of[*e.rank];
+    if (!h) h = host_of_file(e.source);
+    if (!h || !nodes.count(*h)) continue;
+    auto& n = nodes[*h];
+    n.exit_seen = true;
+    if (e.failed()) n.failed = true;
+    agent_output = true;
+  }
+  if (gone.empty() || !agent_output) return std::nullopt;
+  const std::string* silent = nullptr;
+  for (const auto& [h, n] : nodes) {
+    if (n.failed || n.exit_seen) continue;
+    if (silent) return std::nullopt;  // two silent nodes: which one went first is not said
+    silent = &h;
+  }
+  if (!silent) return std::nullopt;
+  const auto& quiet = nodes[*silent];
+  for (int r : quiet.ranks) {  // every rank of it was training
+    auto it = ctx.activity.find(r);
+    if (it == ctx.activity.end() || !it->second.last_step) return std::nullopt;
+  }
+  // Its ranks went quiet no later than the others' first failure (a second of noise), where that is known.
+  for (const auto& [h, n] : nodes) {
+    if (&h == silent || !n.first || !n.first->ts) continue;
+    for (int r : quiet.ranks) {
+      const auto& a = ctx.activity.at(r);
+      if (a.last_ts && a.last_ts->kind == n.first->ts->kind && a.last_ts->seconds > n.first->ts->seconds + 1.0) return std::nullopt;
+    }
+  }
+  inference inf;
+  inf.entry = "node_went_silent";
+  if (quiet.ranks.size() == 1) inf.rank = *quiet.ranks.begin();
+  inf.findings = gone;
+  std::vector<int> rs(quiet.ranks.begin(), quiet.ranks.end());
+  inf.why = "host " + *silent + " (rank" + (rs.size() > 1 ? "s " : " ") + text::rank_ranges(rs) +
+            ") stopped mid-training with no error and its launcher reported nothing, while the other nodes' ranks lost "
+            "their connection to a peer";
+  for (int r : rs)
+    if (auto e = last_line_evidence(ctx, r); e && inf.extra.size() < 4) inf.extra.push_back(*e);
+  return inf;
+}
+
 // Longer than the ~120-line guideline on purpose: a table of rules in the order they are tried (see
 // rank_rules()); kb lint checks that each rule's outputs have knowledge-base entries and back.
 const std::vector<inference_rule>& inference_rules() {
@@ -455,6 +557,13 @@ const std::vector<inference_rule>& inference_rules() {
        "for every rank); https://github.com/tqdm/tqdm/blob/master/tqdm/std.py (format_meter: [{elapsed}<{remaining}])",
        {"timeout_absent_rank0"},
        [](const context& ctx) -> std::optional<inference> { return work_spans_timeout(ctx); }},
+      {"node_went_silent", "the ranks of every node but one failed because a peer closed or reset its connection, and on that "
+                           "one node the ranks stopped mid-training with no error and its launcher reported nothing: the "
+                           "node (its agent and workers) went away",
+       "https://pytorch.org/docs/stable/elastic/agent.html (each node's agent reports its own workers' failures); "
+       "https://github.com/pytorch/gloo/blob/main/gloo/transport/tcp/pair.cc (a peer's socket closed or reset)",
+       {"node_went_silent"},
+       [](const context& ctx) -> std::optional<inference> { return node_went_silent(ctx); }},
       {"ends_in_launch_banner", "nothing looks wrong, but every input ends in the launcher's start-up (rendezvous, world "
                                 "info): the job never got past start-up, usually because a node or worker never joined",
        "https://pytorch.org/docs/stable/elastic/run.html (rendezvous); DeepSpeed launcher (deepspeed/launcher/launch.py)",

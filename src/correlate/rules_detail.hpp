@@ -38,6 +38,10 @@ bool work_rank_from_text(const context& ctx, const inputs::marked_line& w);
 /// or progress bar shows one rank's own work spanning the wait.
 std::optional<inference> work_spans_timeout(const context& ctx);
 
+/// The inference rule of the same name (inference_rules.cpp): one node's ranks and launcher fell silent while the
+/// other nodes' ranks lost their connection to a peer.
+std::optional<inference> node_went_silent(const context& ctx);
+
 /// The first finding of `list` whose signature names an initiator, as a rank decision with its reason.
 std::optional<rank_decision> culprit_from(const context& ctx, const std::vector<const finding*>& list);
 /// How the launcher that printed an exit report calls its first failure.

@@ -190,4 +190,110 @@ TEST(rule_timeout_absent_rank, a_work_line_glued_after_a_bar_is_the_rank_it_name
   EXPECT_EQ(inf->entry, "timeout_absent_rank0");
 }
 
+// --- node_went_silent ------------------------------------------------------------------------------
+
+// Three nodes, one rank each, each node's console in its own file: rank r on host node<r>, training to step 6.
+inputs three_nodes() {
+  inputs in;
+  in.source_names = {"node0.log", "node1.log", "node2.log"};
+  for (int r = 0; r < 3; ++r) {
+    std::string h = "node" + std::to_string(r);
+    in.hosts.insert(h);
+    in.host_ranks[h].insert(r);
+    auto& a = in.activity[rank_key::global_rank(r)];
+    a.lines = 8;
+    a.last_line = "epoch 0 step 6/20 loss 5.2089";
+    a.last_source = static_cast<std::uint32_t>(r);
+    a.last_line_no = 7;
+    a.last_step = 6;
+    a.last_step_source = a.last_source;
+    a.last_step_line_no = 7;
+  }
+  return in;
+}
+
+// Rank r lost its peer (gloo) and its node's agent reported the worker failed.
+void lost_peer(inputs& in, int r) {
+  std::string h = "node" + std::to_string(r);
+  auto f = line("torch_gloo_peer_connection_closed", r, 19, {}, "RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:13197",
+                h + ".log");
+  f.host = h;
+  in.findings.push_back(f);
+  ff::extract::exit_record e;
+  e.local_rank = 0;
+  e.exitcode = 1;
+  e.from_agent_line = true;
+  e.source = h + ".log";
+  e.line_no = 20;
+  in.exits.push_back(e);
+}
+
+TEST(rule_node_went_silent, the_node_whose_ranks_and_agent_said_nothing) {
+  auto in = three_nodes();
+  lost_peer(in, 0);
+  lost_peer(in, 1);
+  auto inf = infer(in, "node_went_silent");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "node_went_silent");
+  EXPECT_EQ(inf->rank, 2);
+  EXPECT_NE(inf->why.find("host node2 (rank 2)"), std::string::npos) << inf->why;
+  ASSERT_FALSE(inf->extra.empty());
+  EXPECT_NE(inf->extra[0].text.find("last line of rank 2"), std::string::npos);
+}
+
+TEST(rule_node_went_silent, nothing_when_its_agent_reported_the_worker) {
+  // A worker that died alone is reported by its own agent: launcher_exit names it, not a node failure.
+  auto in = three_nodes();
+  lost_peer(in, 0);
+  lost_peer(in, 1);
+  ff::extract::exit_record e;
+  e.local_rank = 0;
+  e.exitcode = -9;
+  e.from_agent_line = true;
+  e.source = "node2.log";
+  e.host = "node2";
+  in.exits.push_back(e);
+  EXPECT_FALSE(infer(in, "node_went_silent"));
+}
+
+TEST(rule_node_went_silent, nothing_when_the_others_timed_out_instead_of_losing_the_peer) {
+  // A rank that hangs (SIGSTOP, a stuck kernel) keeps its sockets: its peers wait and time out.
+  auto in = three_nodes();
+  for (int r : {0, 1}) {
+    auto f = line("torch_gloo_wait_timeout", r, 19, {}, "RuntimeError: Timed out waiting 10000ms for recv operation to complete",
+                  "node" + std::to_string(r) + ".log");
+    f.host = "node" + std::to_string(r);
+    in.findings.push_back(f);
+  }
+  lost_peer(in, 0);
+  in.findings.erase(std::remove_if(in.findings.begin(), in.findings.end(), [&](const finding& f) { return f.signature == sig("torch_gloo_peer_connection_closed"); }),
+                    in.findings.end());
+  EXPECT_FALSE(infer(in, "node_went_silent"));
+}
+
+TEST(rule_node_went_silent, nothing_when_two_nodes_went_silent) {
+  auto in = three_nodes();
+  lost_peer(in, 0);
+  EXPECT_FALSE(infer(in, "node_went_silent"));
+}
+
+TEST(rule_node_went_silent, nothing_when_the_silent_node_had_not_trained) {
+  auto in = three_nodes();
+  lost_peer(in, 0);
+  lost_peer(in, 1);
+  in.activity[rank_key::global_rank(2)].last_step.reset();
+  EXPECT_FALSE(infer(in, "node_went_silent"));
+}
+
+TEST(rule_node_went_silent, nothing_when_the_silent_ranks_lived_past_the_others_failure) {
+  auto in = three_nodes();
+  lost_peer(in, 0);
+  lost_peer(in, 1);
+  for (auto& f : in.findings) f.ts = at(16, 28, 21);
+  in.activity[rank_key::global_rank(2)].last_ts = at(16, 28, 40);  // still printing 19 s after its peers failed
+  EXPECT_FALSE(infer(in, "node_went_silent"));
+  in.activity[rank_key::global_rank(2)].last_ts = at(16, 28, 21);
+  EXPECT_TRUE(infer(in, "node_went_silent"));
+}
+
 }  // namespace
