@@ -589,6 +589,25 @@ const std::vector<root_rule>& root_rules() {
          }
          return best;
        }},
+      {"store_client_fallback",
+       "a rendezvous store that could not bind its port, logged only as the socket layer's warning, is the c10d "
+       "backend's fallback to the store's client (several agents of one rendezvous on one machine, or a stale store "
+       "on the port): when the rendezvous then timed out, the timeout is the failure",
+       "torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py, _create_tcp_store: tries is_host then is_server=False, "
+       "'there can be more than one process that is part of the same rendezvous on this machine and only one of them will "
+       "eventually host the store' (https://github.com/pytorch/pytorch/blob/main/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py)",
+       [](const context& ctx, const finding& root) -> const finding* {
+         if (ctx.sig(root).kind != "rendezvous_port_in_use") return nullptr;
+         // Raised as an exception (the static backend's TCPStore, init_process_group's store, a pasted error), the
+         // bind failure ended the launcher: that is the failure.
+         static const re2::RE2 raised(R"(^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b)");
+         for (const auto& f : ctx.fs)
+           if (ctx.sig(f).kind == "rendezvous_port_in_use" && (f.raised || re2::RE2::PartialMatch(f.text, raised))) return nullptr;
+         const finding* best = nullptr;
+         for (const auto& f : ctx.fs)
+           if (ctx.sig(f).kind == "rendezvous_timeout" && !ctx.survived.count(&f) && (!best || before(f.ts, best->ts))) best = &f;
+         return best;
+       }},
       {"victim_named_later",
        "a report header (the kernel's 'invoked oom-killer') is the start of an event whose later line names the victim "
        "(pid, process): that line is the evidence to act on",

@@ -296,4 +296,60 @@ TEST(rule_node_went_silent, nothing_when_the_silent_ranks_lived_past_the_others_
   EXPECT_TRUE(infer(in, "node_went_silent"));
 }
 
+// --- store_client_fallback (root rule) ---------------------------------------------------------------
+
+const finding* root_by(const rules::context& ctx, std::string_view rule) {
+  const finding* root = rules::strongest_cause(ctx);
+  if (!root) return nullptr;
+  for (const auto& r : rules::root_rules())
+    if (r.name == rule) return r.fn(ctx, *root);
+  ADD_FAILURE() << "no rule " << rule;
+  return nullptr;
+}
+
+inputs port_warning_then(bool with_timeout, bool raised) {
+  inputs in;
+  auto w = line("torch_rendezvous_port_in_use", std::nullopt, 2, {{"port", "53919"}},
+                raised ? "RuntimeError: The server socket has failed to listen on any local network address. The server socket has failed to bind "
+                         "to [::]:53919 (errno: 98 - Address already in use)."
+                       : "The server socket has failed to bind to [::]:53919 (errno: 98 - Address already in use).",
+                "node1.log");
+  w.raised = raised;
+  in.findings.push_back(w);
+  if (with_timeout)
+    in.findings.push_back(line("torch_rendezvous_timeout", std::nullopt, 45, {}, "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError", "node0.log"));
+  return in;
+}
+
+TEST(rule_store_client_fallback, a_bind_warning_before_a_rendezvous_timeout_is_not_the_cause) {
+  auto in = port_warning_then(true, false);
+  auto ctx = rules::make_context(in, builtin());
+  ASSERT_EQ(ctx.sig(*rules::strongest_cause(ctx)).kind, "rendezvous_port_in_use");  // the higher priority, before the rule
+  const auto* root = root_by(ctx, "store_client_fallback");
+  ASSERT_TRUE(root);
+  EXPECT_EQ(ctx.sig(*root).kind, "rendezvous_timeout");
+}
+
+TEST(rule_store_client_fallback, a_raised_bind_error_stays_the_cause) {
+  auto in = port_warning_then(true, true);
+  auto ctx = rules::make_context(in, builtin());
+  EXPECT_FALSE(root_by(ctx, "store_client_fallback"));
+}
+
+TEST(rule_store_client_fallback, the_warning_alone_stays_the_cause) {
+  auto in = port_warning_then(false, false);
+  auto ctx = rules::make_context(in, builtin());
+  EXPECT_FALSE(root_by(ctx, "store_client_fallback"));
+}
+
+TEST(rule_store_client_fallback, the_report_says_why_the_warning_is_set_aside) {
+  auto in = port_warning_then(true, false);
+  auto d = correlate(in, builtin());
+  EXPECT_EQ(d.kind, "rendezvous_timeout");
+  EXPECT_EQ(d.rule, "store_client_fallback");
+  auto g = std::find_if(d.collateral.begin(), d.collateral.end(), [](const collateral_group& c) { return c.kind == "rendezvous_port_in_use"; });
+  ASSERT_NE(g, d.collateral.end());
+  EXPECT_EQ(g->explanation.rfind("not the cause (store_client_fallback): ", 0), 0u) << g->explanation;
+}
+
 }  // namespace
