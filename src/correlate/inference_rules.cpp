@@ -154,6 +154,35 @@ std::optional<inference> work_spans_timeout(const context& ctx) {
   return std::nullopt;
 }
 
+namespace {
+
+// A launcher's or scheduler's report about a rank (torchelastic's failure summary, srun's task exit, mpirun's
+// block), not the rank's own output.
+bool launcher_report(const kb::signature& s) {
+  return s.has_tag("component.torchelastic") || s.has_tag("component.launcher") || s.has_tag("component.slurm") || s.has_tag("component.mpi");
+}
+
+// The line that says rank `r` lost its connection to a peer (a signature tagged symptom.peer_gone), when every
+// finding of that rank, survived ones aside, is a symptom: its failure was the loss of its peer. Else none.
+const finding* lost_peer_only(const context& ctx, int r) {
+  const finding* lost = nullptr;
+  for (const auto& f : ctx.fs) {
+    if (!f.rank || *f.rank != r || ctx.survived.count(&f) || launcher_report(ctx.sig(f))) continue;
+    const auto& s = ctx.sig(f);
+    if (s.is_cause()) return nullptr;
+    if (s.has_tag("symptom.peer_gone") && !lost) lost = &f;
+  }
+  return lost;
+}
+
+// Rank `r` printed a finding of its own (survived ones and its launcher's reports about it aside).
+bool has_own_finding(const context& ctx, int r) {
+  return std::any_of(ctx.fs.begin(), ctx.fs.end(),
+                     [&](const finding& f) { return f.rank && *f.rank == r && !ctx.survived.count(&f) && !launcher_report(ctx.sig(f)); });
+}
+
+}  // namespace
+
 // The node that went silent (issue 43, "the first to stop"). In a multi-node job each node's launcher (the
 // torchrun agent) reports its own workers' failures; a node whose ranks stop in the middle of training with no
 // error, and whose launcher then says nothing either, while the ranks of every other node fail because a peer
@@ -597,6 +626,42 @@ const std::vector<inference_rule>& inference_rules() {
            for (const auto& e : ctx.exits)
              if (e.rank && e.exitcode && *e.exitcode != 0) { best = &e; break; }
          if (!best) return std::nullopt;
+         // The launcher's first failure may be a rank that only lost its peer (a connection closed or reset: a
+         // line tagged symptom.peer_gone of its own): torchrun's "first observed failure" is the first exit its
+         // agent noticed. Then the one other worker that failed without a line of its own (os._exit, a SIGKILL
+         // with no message) went first (issue 43, the first to stop).
+         std::string handed;
+         const finding* lost = lost_peer_only(ctx, *best->rank);
+         // A traceback of no rank that ends in the lost connection (two workers failed, so the collector could not
+         // give it to one): Python exits with status 1 on an uncaught exception (Py_RunMain), so it is the one
+         // failed worker with exit code 1, when the launcher's first failure is that worker.
+         if (!lost && *best->exitcode == 1 && !has_own_finding(ctx, *best->rank)) {
+           std::set<int> code1;
+           for (const auto& e : ctx.exits)
+             if (e.rank && e.exitcode && *e.exitcode == 1) code1.insert(*e.rank);
+           if (code1.size() == 1)
+             for (const auto& f : ctx.fs) {
+               static const re2::RE2 exception_line(R"(^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): )");
+               if (f.rank || f.local_rank || ctx.survived.count(&f) || launcher_report(ctx.sig(f))) continue;
+               if (!f.raised && !re2::RE2::PartialMatch(f.text, exception_line)) continue;  // an exception that ended its process
+               if (!ctx.sig(f).has_tag("symptom.peer_gone")) { lost = nullptr; break; }
+               if (!lost) lost = &f;
+             }
+         }
+         if (lost) {
+           const extract::exit_record* quiet = nullptr;
+           for (const auto& e : ctx.exits) {
+             if (!e.rank || *e.rank == *best->rank || !e.exitcode || *e.exitcode == 0 || has_own_finding(ctx, *e.rank)) continue;
+             if (quiet && *quiet->rank != *e.rank) { quiet = nullptr; break; }
+             if (!quiet || (quiet->from_agent_line && !e.from_agent_line)) quiet = &e;
+           }
+           if (quiet) {
+             handed = "; the launcher's first failure, rank " + std::to_string(*best->rank) + ", lost its connection to a peer (\"" +
+                      std::string(text::prefix_utf8(lost->text, limits::kQuoteBytes)) + "\"), and rank " + std::to_string(*quiet->rank) +
+                      " failed with no error of its own";
+             best = quiet;
+           }
+         }
          int code = *best->exitcode;
          inference inf;
          inf.rank = best->rank;
@@ -604,7 +669,8 @@ const std::vector<inference_rule>& inference_rules() {
                      : code == -11 || best->signal == "SIGSEGV" ? "launcher_exit_sigsegv"
                      : code > 0 ? "launcher_exit_error" : "";
          if (inf.entry.empty()) return std::nullopt;  // other signals (SIGTERM, SIGABRT) say who stopped it, not why
-         inf.why = first_failure_phrase(*best) + " (rank " + std::to_string(*best->rank) + ", exit code " + std::to_string(code) + ")";
+         inf.why = handed.empty() ? first_failure_phrase(*best) + " (rank " + std::to_string(*best->rank) + ", exit code " + std::to_string(code) + ")"
+                                  : "rank " + std::to_string(*best->rank) + " exited with code " + std::to_string(code) + handed;
          inf.extra.push_back({best->source, "launcher: rank " + std::to_string(*best->rank) + " exited with code " + std::to_string(code),
                               best->time, best->line_no, best->rank, best->host.empty() ? std::nullopt : std::optional<std::string>(best->host)});
          for (const auto& f : ctx.fs)

@@ -352,4 +352,56 @@ TEST(rule_store_client_fallback, the_report_says_why_the_warning_is_set_aside) {
   EXPECT_EQ(g->explanation.rfind("not the cause (store_client_fallback): ", 0), 0u) << g->explanation;
 }
 
+// --- launcher_exit: the launcher's first failure only lost its peer ----------------------------------
+
+ff::extract::exit_record child(int rank, int code, bool root_cause) {
+  ff::extract::exit_record e;
+  e.rank = rank;
+  e.local_rank = rank;
+  e.exitcode = code;
+  e.root_cause = root_cause;
+  e.time = "2026-12-06_16:11:04";
+  e.source = "console.log";
+  e.line_no = static_cast<std::uint64_t>(60 + rank);
+  return e;
+}
+
+TEST(rule_launcher_exit, a_worker_that_exited_silently_went_before_the_root_cause_that_lost_its_peer) {
+  // os._exit(3) on rank 1: no traceback; rank 0 then fails on the closed connection and torchrun's "Root Cause
+  // (first observed failure)" names rank 0, the first exit its agent noticed.
+  inputs in;
+  in.exits = {child(1, 3, false), child(0, 1, true)};
+  auto f = line("torch_gloo_peer_connection_closed", 0, 36, {}, "RuntimeError: [./gloo/transport/tcp/pair.cc:589] Read error [127.0.0.1]:3797: Connection reset by peer",
+                "console.log");
+  f.raised = true;
+  in.findings.push_back(f);
+  auto inf = infer(in, "launcher_exit");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "launcher_exit_error");
+  EXPECT_EQ(inf->rank, 1);
+  EXPECT_NE(inf->why.find("rank 1 failed with no error of its own"), std::string::npos) << inf->why;
+  in.findings[0].rank.reset();  // the traceback had no prefix: Python's exit status 1 says whose it was
+  inf = infer(in, "launcher_exit");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 1);
+}
+
+TEST(rule_launcher_exit, the_root_cause_stays_when_it_did_not_lose_a_peer) {
+  inputs in;
+  in.exits = {child(1, 3, false), child(0, 1, true)};
+  auto inf = infer(in, "launcher_exit");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 0);
+}
+
+TEST(rule_launcher_exit, the_root_cause_stays_when_two_workers_exited_silently) {
+  inputs in;
+  in.exits = {child(1, 3, false), child(2, 3, false), child(0, 1, true)};
+  in.findings.push_back(line("torch_gloo_peer_connection_closed", 0, 36, {}, "RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:1",
+                             "console.log"));
+  auto inf = infer(in, "launcher_exit");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->rank, 0);
+}
+
 }  // namespace
