@@ -689,6 +689,30 @@ const std::vector<rank_rule>& rank_rules() {
          }
          return std::nullopt;
        }},
+      {"thread_died_on_waited_rank",
+       "the root is a helper thread's uncaught exception ('Exception in thread NAME:' just before it); the ranks its lines "
+       "were given timed out in a collective themselves, and exactly one rank never did: the thread was that rank's (its "
+       "main loop blocked on the dead thread's work while the others waited for it)",
+       "https://docs.python.org/3/library/threading.html#threading.excepthook (an uncaught exception ends its thread only; "
+       "the process goes on)",
+       [](const context& ctx, const std::vector<const finding*>& root) -> std::optional<rank_decision> {
+         bool thread = false;
+         for (const auto* f : root)
+           for (const auto& g : ctx.fs)
+             if (g.source == f->source && g.line_no < f->line_no && g.line_no + 40 >= f->line_no && ctx.sig(g).has_tag("event.thread_died"))
+               thread = true;
+         if (!thread) return std::nullopt;
+         auto v = timeouts(ctx);
+         if (v.timed_out.empty() || v.absent.size() != 1) return std::nullopt;
+         auto rs = ranks_of(root);
+         for (int r : rs)
+           if (!v.timed_out.count(r)) return std::nullopt;  // a rank of the lines that did not time out: its own rank decides
+         int c = v.absent[0];
+         return rank_decision{c, std::nullopt,
+                              "a helper thread died (\"Exception in thread\"); rank" + std::string(v.timed_out.size() > 1 ? "s " : " ") +
+                                  text::rank_ranges({v.timed_out.begin(), v.timed_out.end()}) + " timed out waiting in a collective, rank " +
+                                  std::to_string(c) + " never did: the thread was rank " + std::to_string(c) + "'s, whose main loop then stalled"};
+       }},
       {"initiator_field", "the root-cause signature says which rank its line names (printing rank, named peer, rank 0, an exit code)",
        "docs/signatures.md (initiator)",
        [](const context& ctx, const std::vector<const finding*>& root) { return culprit_from(ctx, root); }},

@@ -404,4 +404,41 @@ TEST(rule_launcher_exit, the_root_cause_stays_when_two_workers_exited_silently) 
   EXPECT_EQ(inf->rank, 0);
 }
 
+// --- thread_died_on_waited_rank (rank rule) ----------------------------------------------------------
+
+std::optional<rules::rank_decision> rank_by(const inputs& in, std::string_view rule, const std::string& root_sig) {
+  auto ctx = rules::make_context(in, builtin());
+  std::vector<const finding*> root;
+  for (const auto& f : ctx.fs)
+    if (f.signature == sig(root_sig)) root.push_back(&f);
+  for (const auto& r : rules::rank_rules())
+    if (r.name == rule) return r.fn(ctx, root);
+  ADD_FAILURE() << "no rule " << rule;
+  return std::nullopt;
+}
+
+TEST(rule_thread_died_on_waited_rank, the_rank_that_never_timed_out_owns_the_dead_thread) {
+  // "Exception in thread prefetch:" and its KeyError, printed with no prefix and given to rank 0 (the one worker
+  // that exited with an error); but rank 0 timed out waiting in a collective: the thread was rank 1's.
+  inputs in;
+  in.findings.push_back(line("py_thread_exception", std::nullopt, 5, {}, "Exception in thread prefetch:", "console.log"));
+  in.findings.push_back(line("py_keyerror", 0, 13, {}, "KeyError: \"augmentation policy 'randaug-2' not found in registry\"", "console.log"));
+  in.findings.push_back(line("torch_gloo_wait_timeout", 0, 39, {}, "RuntimeError: Timed out waiting 10000ms for recv operation to complete", "console.log"));
+  in.activity[rank_key::global_rank(1)].lines = 4;
+  auto d = rank_by(in, "thread_died_on_waited_rank", "py_keyerror");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->rank, 1);
+}
+
+TEST(rule_thread_died_on_waited_rank, nothing_without_a_dead_thread_or_when_its_rank_did_not_time_out) {
+  inputs in;
+  in.findings.push_back(line("py_keyerror", 0, 13, {}, "KeyError: 'x'", "console.log"));
+  in.findings.push_back(line("torch_gloo_wait_timeout", 0, 39, {}, "RuntimeError: Timed out waiting 10000ms for recv operation to complete", "console.log"));
+  in.activity[rank_key::global_rank(1)].lines = 4;
+  EXPECT_FALSE(rank_by(in, "thread_died_on_waited_rank", "py_keyerror"));  // no "Exception in thread" before it
+  in.findings.push_back(line("py_thread_exception", std::nullopt, 5, {}, "Exception in thread prefetch:", "console.log"));
+  in.findings[1].rank = 1;  // the timeout was rank 1's: rank 0's thread died, its own rank decides
+  EXPECT_FALSE(rank_by(in, "thread_died_on_waited_rank", "py_keyerror"));
+}
+
 }  // namespace
