@@ -703,6 +703,24 @@ const std::vector<rank_rule>& rank_rules() {
                thread = true;
          if (!thread) return std::nullopt;
          auto v = timeouts(ctx);
+         // Timeout tracebacks printed with no prefix: the one worker that exited with an error code ended on them
+         // (the stalled worker was still running and was stopped by its launcher).
+         if (v.timed_out.empty()) {
+           bool rankless_timeout = std::any_of(ctx.fs.begin(), ctx.fs.end(), [&](const finding& f) {
+             return !f.rank && !f.local_rank && is_timeout(ctx.sig(f)) && !ctx.survived.count(&f);
+           });
+           std::set<int> failed;
+           for (const auto& e : ctx.exits)
+             if (e.rank && e.exitcode && *e.exitcode > 0) failed.insert(*e.rank);
+           if (!rankless_timeout || failed.size() != 1) return std::nullopt;
+           v.timed_out = failed;
+           v.absent.clear();
+           std::set<int> all = ctx.all_ranks;
+           if (!all.empty() && *all.rbegin() < limits::kMaxListedRanks)
+             for (int r = 0; r < *all.rbegin(); ++r) all.insert(r);
+           for (int r : all)
+             if (!failed.count(r)) v.absent.push_back(r);
+         }
          if (v.timed_out.empty() || v.absent.size() != 1) return std::nullopt;
          auto rs = ranks_of(root);
          for (int r : rs)

@@ -441,4 +441,23 @@ TEST(rule_thread_died_on_waited_rank, nothing_without_a_dead_thread_or_when_its_
   EXPECT_FALSE(rank_by(in, "thread_died_on_waited_rank", "py_keyerror"));
 }
 
+TEST(rule_thread_died_on_waited_rank, a_timeout_of_no_rank_is_the_one_worker_that_exited_with_an_error) {
+  // Nothing has a prefix: the timeout traceback ended the worker that exited with code 1 (rank 1; the other was
+  // still running when its launcher stopped it), the KeyError was given to rank 1 too: the thread was rank 0's.
+  inputs in;
+  in.findings.push_back(line("py_thread_exception", std::nullopt, 5, {}, "Exception in thread prefetch:", "console.log"));
+  in.findings.push_back(line("py_keyerror", 1, 13, {}, "KeyError: \"augmentation policy 'randaug-1' not found in registry\"", "console.log"));
+  in.findings.push_back(line("torch_gloo_wait_timeout", std::nullopt, 44, {}, "RuntimeError: Timed out waiting 10000ms for recv operation to complete",
+                             "console.log"));
+  ff::extract::exit_record e;
+  e.rank = 1;
+  e.exitcode = 1;
+  e.source = "console.log";
+  in.exits.push_back(e);
+  for (int r : {0, 1}) in.activity[rank_key::global_rank(r)].lines = 4;
+  auto d = rank_by(in, "thread_died_on_waited_rank", "py_keyerror");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->rank, 0);
+}
+
 }  // namespace
