@@ -118,6 +118,13 @@ std::optional<inference> work_spans_timeout(const context& ctx) {
     const auto& w = *it;
     auto r = work_rank(ctx, w);
     if (!before_timeouts(w) || !rank_ok(r) || !no_progress_after(w, r)) continue;
+    // Nor a progress line of no rank after it in its file (a script that logs steps on one rank, unprefixed: the
+    // per-rank activity does not see them), before the timeout.
+    if (std::any_of(ctx.in->fact_lines.begin(), ctx.in->fact_lines.end(), [&](const inputs::marked_line& p) {
+          return p.source == w.source && p.line_no > w.line_no && before_timeouts(p) &&
+                 std::any_of(p.fields.begin(), p.fields.end(), [](const auto& kv) { return kv.first == "step"; });
+        }))
+      continue;
     const bool timed = began && w.ts && !w.ts_inherited && w.ts->kind == timestamp::clock::wall;
     if (timed && w.ts->seconds > *began + 1.0) continue;  // begun after the collective: not what held it up
     inf.rank = r;

@@ -121,6 +121,15 @@ TEST(rule_work_spans_timeout, nothing_when_a_rank_that_did_not_time_out_trained_
   EXPECT_FALSE(infer(in, "work_spans_timeout"));
 }
 
+TEST(rule_work_spans_timeout, nothing_when_a_progress_line_of_no_rank_followed_the_work_line) {
+  // The Trainer logs on one process without a prefix: the save at step 500, then steps on, then a timeout.
+  inputs in;
+  in.work_lines.push_back(marked("Saving model checkpoint to out/checkpoint-500", 1));
+  in.fact_lines.push_back(marked(" 40%|████ | 800/2000 [01:40<02:30, 8.00it/s]", 5, std::nullopt, {{"step", "800"}, {"planned", "2000"}}));
+  in.findings.push_back(watchdog(6, 9));
+  EXPECT_FALSE(infer(in, "work_spans_timeout"));
+}
+
 TEST(rule_work_spans_timeout, nothing_when_the_work_began_after_the_collective) {
   inputs in;
   auto w = marked("saving checkpoint to /ckpt", 1, 0);
