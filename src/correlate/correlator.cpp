@@ -80,6 +80,8 @@ struct decision {
   std::string rank_rule;                     // why that rank (or why none)
   bool orphan = false;                       // the root is a symptom no cause line explains (low confidence)
   bool weak_kind = false;                    // a weak kind rule chose the kind (low confidence)
+  int handed_from = -1;                      // the signature a root rule took the root from, and that rule
+  const rules::root_rule* handed_by = nullptr;
 };
 
 // The strongest cause line, which a root rule may hand to another line; then the rank rules on its lines.
@@ -90,6 +92,10 @@ decision decide_root(const rules::context& ctx, const kb::library& lib, diagnosi
   if (dec.root)
     for (const auto& rr : rules::root_rules())
       if (const auto* other = rr.fn(ctx, *dec.root)) {
+        if (other->signature != dec.root->signature) {
+          dec.handed_from = dec.root->signature;
+          dec.handed_by = &rr;
+        }
         dec.root = other;
         d.rule = std::string(rr.name);
         break;
@@ -346,6 +352,12 @@ void group_collateral(diagnosis& d, const decision& dec, const rules::context& c
       continue;
     }
     g.ranks.erase(std::unique(g.ranks.begin(), g.ranks.end()), g.ranks.end());
+    // The line a root rule set aside says why in one line: the rule's own summary.
+    if (sig == dec.handed_from && dec.handed_by) {
+      g.explanation = "not the cause (" + std::string(dec.handed_by->name) + "): " + std::string(dec.handed_by->summary);
+      d.collateral.push_back(std::move(g));
+      continue;
+    }
     if (d.verdict == verdict::failure) {
       std::string of = dec.init_rank ? "rank " + std::to_string(*dec.init_rank) + "'s " + d.title : d.title;
       g.explanation = g.role == kb::role::symptom ? "collateral of " + of : "secondary error, likely a consequence of " + of;

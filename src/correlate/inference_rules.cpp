@@ -77,7 +77,279 @@ blocked_view blocked(const context& ctx) {
 // user's is at another point of the sequence: one rank issued a collective the other did not.
 bool unconditional(const std::string& call) { return call == "barrier" || call == "monitored_barrier" || call == "backward"; }
 
+// Seconds in tqdm's elapsed field (format_interval: "MM:SS", "H:MM:SS"), or none.
+std::optional<double> elapsed_seconds(const std::string& s) {
+  double total = 0;
+  int parts = 0;
+  std::size_t at = 0;
+  while (at <= s.size()) {
+    auto colon = s.find(':', at);
+    auto part = to_int(s.substr(at, colon == std::string::npos ? std::string::npos : colon - at));
+    if (!part) return std::nullopt;
+    total = total * 60 + *part;
+    ++parts;
+    if (colon == std::string::npos) break;
+    at = colon + 1;
+  }
+  if (parts < 2 || parts > 3) return std::nullopt;
+  return total;
+}
+
+// Line `w` comes before finding `f`: earlier in the same file, or, in another file, no later on the same clock
+// (both times the lines' own). Otherwise they are not ordered.
+bool line_precedes(const inputs::marked_line& w, const finding& f) {
+  if (w.source == f.source) return w.line_no < f.line_no;
+  return w.ts && !w.ts_inherited && f.ts && w.ts->kind == f.ts->kind && w.ts->seconds <= f.ts->seconds;
+}
+
+// A rank's last progress step came after line `w`: later in the same file, or a second or more later by the
+// step line's own time. Unordered (another file, no times) counts as after: no verdict rests on it.
+bool step_after_line(const context& ctx, const rank_activity& a, const inputs::marked_line& w) {
+  if (!a.last_step) return false;
+  if (ctx.in->source_name(a.last_step_source) == w.source) return a.last_step_line_no > w.line_no;
+  if (w.ts && !w.ts_inherited && a.last_step_ts && w.ts->kind == a.last_step_ts->kind) return a.last_step_ts->seconds >= w.ts->seconds + 1.0;
+  return true;
+}
+
 }  // namespace
+
+// A collective timed out and the last thing before it was one rank's own work (issue 43, "who is missing": the
+// missing rank's last lines, and the gap between them and the timeout, say what it was doing). Used when the
+// ranks do not say who is missing (timeout_absent_rank gave nothing: one rank's timeout in an excerpt, watchdog
+// frames with no rank). Two kinds of evidence:
+//  - a work line (activity.work: saving a checkpoint, evaluating, tokenizing) before the first timeout line of
+//    its file, after which no rank that did not time out printed a step, of a rank that did not time out (its
+//    prefix's rank or the rank its text names; a line of no rank when some rank is known not to have timed
+//    out, or none is known), begun by the time the collective began when both times are known;
+//  - a progress bar (tqdm, any unit) before the first timeout line, of no timed-out rank, whose elapsed time
+//    equals the time the collective had waited (Timeout(ms) ... ran for N milliseconds), from 5 s less to 2 s
+//    more: the bar's loop began when the collective did and ran through the whole wait. A training loop's
+//    bar stops when its rank enters the collective, so its elapsed time says nothing of the wait.
+std::optional<inference> work_spans_timeout(const context& ctx) {
+  std::vector<const finding*> lines;
+  std::set<int> timed_out;
+  for (const auto& f : ctx.fs)
+    if (is_timeout(ctx.sig(f)) && !ctx.survived.count(&f)) {
+      lines.push_back(&f);
+      if (f.rank) timed_out.insert(*f.rank);
+    }
+  if (lines.empty()) return std::nullopt;
+  // Ranks known not to have timed out (every rank below the highest seen exists): a line of no rank is theirs.
+  const bool someone_absent = timed_out.empty() || !timeouts(ctx).absent.empty();
+  // Before the first timeout line of its own file, or of the run when its file has none.
+  auto before_timeouts = [&](const inputs::marked_line& w) {
+    bool same_file = false, ok = true, any = false;
+    for (const auto* f : lines)
+      if (f->source == w.source) {
+        same_file = true;
+        ok = ok && w.line_no < f->line_no;
+      }
+    if (same_file) return ok;
+    for (const auto* f : lines) any = any || line_precedes(w, *f);
+    return any;
+  };
+  // When the collective began: the watchdog's time minus how long it had run (own wall-clock times only).
+  std::optional<double> began;
+  std::vector<double> waited;
+  for (const auto* f : lines) {
+    auto ran = field(*f, "ran_ms");
+    if (ran.empty()) continue;
+    waited.push_back(std::atof(ran.c_str()) / 1000.0);
+    if (!f->ts || f->ts_inherited || f->ts->kind != timestamp::clock::wall) continue;
+    double b = f->ts->seconds - waited.back();
+    began = began ? std::min(*began, b) : b;
+  }
+  auto rank_ok = [&](const std::optional<int>& r) { return r ? !timed_out.count(*r) : someone_absent; };
+  auto no_progress_after = [&](const inputs::marked_line& w, const std::optional<int>& r) {
+    for (const auto& [k, a] : ctx.activity)
+      if ((r ? k == *r : !timed_out.count(k)) && step_after_line(ctx, a, w)) return false;
+    return true;
+  };
+  inference inf;
+  inf.entry = "timeout_absent_rank0";
+  inf.findings = lines;
+  auto quote = [&](const inputs::marked_line& w, const std::optional<int>& r, const std::string& what) {
+    std::string who = r ? "rank " + std::to_string(*r) + (work_rank_from_text(ctx, w) ? " (named in the line)" : "") : "a rank (the line names none)";
+    inf.extra.push_back({w.source, who + " " + what + ": " + w.text, format_time(w.ts), w.line_no, r, std::nullopt});
+  };
+  // The last work line that qualifies.
+  for (auto it = ctx.in->work_lines.rbegin(); it != ctx.in->work_lines.rend(); ++it) {
+    const auto& w = *it;
+    auto r = work_rank(ctx, w);
+    if (!before_timeouts(w) || !rank_ok(r) || !no_progress_after(w, r)) continue;
+    // Nor a progress line of no rank after it in its file (a script that logs steps on one rank, unprefixed: the
+    // per-rank activity does not see them), before the timeout.
+    if (std::any_of(ctx.in->fact_lines.begin(), ctx.in->fact_lines.end(), [&](const inputs::marked_line& p) {
+          return p.source == w.source && p.line_no > w.line_no && before_timeouts(p) &&
+                 std::any_of(p.fields.begin(), p.fields.end(), [](const auto& kv) { return kv.first == "step"; });
+        }))
+      continue;
+    const bool timed = began && w.ts && !w.ts_inherited && w.ts->kind == timestamp::clock::wall;
+    if (timed && w.ts->seconds > *began + 1.0) continue;  // begun after the collective: not what held it up
+    inf.rank = r;
+    inf.why = std::string(r ? "rank " + std::to_string(*r) : "a rank") + " started work of its own before the collective that " +
+              (timed_out.empty() ? "timed out" : "rank" + std::string(timed_out.size() > 1 ? "s " : " ") +
+                                                     text::rank_ranges({timed_out.begin(), timed_out.end()}) + " timed out in") +
+              ", and no step followed it" + (timed ? " (it had begun when the collective began)" : "");
+    quote(w, r, "started");
+    return inf;
+  }
+  // A bar whose elapsed time is the collective's wait.
+  if (waited.empty()) return std::nullopt;
+  for (auto it = ctx.in->fact_lines.rbegin(); it != ctx.in->fact_lines.rend(); ++it) {
+    const auto& w = *it;
+    std::string el;
+    for (const auto& [k, v] : w.fields)
+      if (k == "elapsed") el = v;
+    auto secs = elapsed_seconds(el);
+    if (!secs || !before_timeouts(w)) continue;
+    auto r = ctx.resolve(w.rank, w.local_rank);
+    if (!rank_ok(r)) continue;
+    for (double wait : waited)
+      if (*secs >= wait - 5.0 && *secs <= wait + 2.0) {
+        inf.rank = r;
+        char b[160];
+        std::snprintf(b, sizeof b, "a progress bar had run %s (%.0f s) when the collective had waited %.0f s: its loop began when the collective did",
+                      el.c_str(), *secs, wait);
+        inf.why = b;
+        quote(w, r, "progress bar");
+        return inf;
+      }
+    break;  // only the last bar before the timeout
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// A launcher's or scheduler's report about a rank (torchelastic's failure summary, srun's task exit, mpirun's
+// block), not the rank's own output.
+bool launcher_report(const kb::signature& s) {
+  return s.has_tag("component.torchelastic") || s.has_tag("component.launcher") || s.has_tag("component.slurm") || s.has_tag("component.mpi");
+}
+
+// The line that says rank `r` lost its connection to a peer (a signature tagged symptom.peer_gone), when every
+// finding of that rank, survived ones aside, is a symptom: its failure was the loss of its peer. Else none.
+const finding* lost_peer_only(const context& ctx, int r) {
+  const finding* lost = nullptr;
+  for (const auto& f : ctx.fs) {
+    if (!f.rank || *f.rank != r || ctx.survived.count(&f) || launcher_report(ctx.sig(f))) continue;
+    const auto& s = ctx.sig(f);
+    if (s.is_cause()) return nullptr;
+    if (s.has_tag("symptom.peer_gone") && !lost) lost = &f;
+  }
+  return lost;
+}
+
+// Rank `r` printed a finding of its own (survived ones and its launcher's reports about it aside).
+bool has_own_finding(const context& ctx, int r) {
+  return std::any_of(ctx.fs.begin(), ctx.fs.end(),
+                     [&](const finding& f) { return f.rank && *f.rank == r && !ctx.survived.count(&f) && !launcher_report(ctx.sig(f)); });
+}
+
+}  // namespace
+
+// The node that went silent (issue 43, "the first to stop"). In a multi-node job each node's launcher (the
+// torchrun agent) reports its own workers' failures; a node whose ranks stop in the middle of training with no
+// error, and whose launcher then says nothing either, while the ranks of every other node fail because a peer
+// closed or reset its connection (a signature tagged symptom.peer_gone: gloo's "Connection closed by peer",
+// NCCL's socket and remote errors, the store's reset), lost its agent and workers together: the node died, was
+// rebooted or was killed. A worker that died alone is reported by its own agent (launcher_exit), a rank that
+// hangs leaves its peers waiting (timeouts), not disconnected.
+// Conditions: two or more hosts with ranks; exactly one host with no finding of its own (survived ones aside)
+// and no exit record, whose every rank reported a progress step; every other host has a finding or a failed
+// worker, and one of them a peer_gone line; some other host's launcher wrote an exit record (its output is in
+// the logs, so the silent node's would be too); the silent ranks' last lines no later than a second after the
+// other hosts' first failure, where both have their own time on one clock.
+std::optional<inference> node_went_silent(const context& ctx) {
+  // Each rank's host, where the run puts it on exactly one.
+  std::map<int, std::string> host_of;
+  std::map<int, int> hosts_per_rank;
+  for (const auto& [h, rs] : ctx.in->host_ranks)
+    for (int r : rs) {
+      ++hosts_per_rank[r];
+      host_of[r] = h;
+    }
+  for (const auto& [r, n] : hosts_per_rank)
+    if (n > 1) host_of.erase(r);
+  // A file's host: the host its findings name (per-node files, torchrun's agents on one machine each).
+  std::map<std::string, std::set<std::string>> file_hosts;
+  for (const auto& f : ctx.fs)
+    if (f.host) file_hosts[f.source].insert(*f.host);
+  auto host_of_file = [&](const std::string& src) -> std::optional<std::string> {
+    auto it = file_hosts.find(src);
+    if (it == file_hosts.end() || it->second.size() != 1) return std::nullopt;
+    return *it->second.begin();
+  };
+  struct node {
+    std::set<int> ranks;
+    bool failed = false, peer_gone = false, exit_seen = false;
+    const finding* first = nullptr;  ///< its earliest failure line
+  };
+  std::map<std::string, node> nodes;
+  for (const auto& [r, h] : host_of) nodes[h].ranks.insert(r);
+  if (nodes.size() < 2) return std::nullopt;
+  std::vector<const finding*> gone;
+  for (const auto& f : ctx.fs) {
+    if (ctx.survived.count(&f)) continue;
+    std::optional<std::string> h = f.host;
+    if (!h && f.rank && host_of.count(*f.rank)) h = host_of[*f.rank];
+    if (!h) h = host_of_file(f.source);
+    if (!h || !nodes.count(*h)) return std::nullopt;  // a failure no node owns: not this picture
+    auto& n = nodes[*h];
+    n.failed = true;
+    // Its first failure by the line's own time (an inherited time is only the earliest it can have been written).
+    if (f.ts && !f.ts_inherited && (!n.first || before(f.ts, n.first->ts))) n.first = &f;
+    if (ctx.sig(f).has_tag("symptom.peer_gone")) {
+      n.peer_gone = true;
+      gone.push_back(&f);
+    }
+  }
+  bool agent_output = false;
+  for (const auto& e : ctx.exits) {
+    std::optional<std::string> h;
+    if (!e.host.empty() && nodes.count(e.host)) h = e.host;
+    if (!h && e.rank && host_of.count(*e.rank)) h = host_of[*e.rank];
+    if (!h) h = host_of_file(e.source);
+    if (!h || !nodes.count(*h)) continue;
+    auto& n = nodes[*h];
+    n.exit_seen = true;
+    if (e.failed()) n.failed = true;
+    agent_output = true;
+  }
+  if (gone.empty() || !agent_output) return std::nullopt;
+  const std::string* silent = nullptr;
+  for (const auto& [h, n] : nodes) {
+    if (n.failed || n.exit_seen) continue;
+    if (silent) return std::nullopt;  // two silent nodes: which one went first is not said
+    silent = &h;
+  }
+  if (!silent) return std::nullopt;
+  const auto& quiet = nodes[*silent];
+  for (int r : quiet.ranks) {  // every rank of it was training
+    auto it = ctx.activity.find(r);
+    if (it == ctx.activity.end() || !it->second.last_step) return std::nullopt;
+  }
+  // Its ranks went quiet no later than the others' first failure (a second of noise), where that is known.
+  for (const auto& [h, n] : nodes) {
+    if (&h == silent || !n.first || !n.first->ts) continue;
+    for (int r : quiet.ranks) {
+      const auto& a = ctx.activity.at(r);
+      if (a.last_ts && a.last_ts->kind == n.first->ts->kind && a.last_ts->seconds > n.first->ts->seconds + 1.0) return std::nullopt;
+    }
+  }
+  inference inf;
+  inf.entry = "node_went_silent";
+  if (quiet.ranks.size() == 1) inf.rank = *quiet.ranks.begin();
+  inf.findings = gone;
+  std::vector<int> rs(quiet.ranks.begin(), quiet.ranks.end());
+  inf.why = "host " + *silent + " (rank" + (rs.size() > 1 ? "s " : " ") + text::rank_ranges(rs) +
+            ") stopped mid-training with no error and its launcher reported nothing, while the other nodes' ranks lost "
+            "their connection to a peer";
+  for (int r : rs)
+    if (auto e = last_line_evidence(ctx, r); e && inf.extra.size() < 4) inf.extra.push_back(*e);
+  return inf;
+}
 
 // Longer than the ~120-line guideline on purpose: a table of rules in the order they are tried (see
 // rank_rules()); kb lint checks that each rule's outputs have knowledge-base entries and back.
@@ -162,7 +434,7 @@ const std::vector<inference_rule>& inference_rules() {
          // rank 0 only (Hugging Face and Lightning log on the main process by default).
          std::map<int, const inputs::marked_line*> work;
          for (const auto& w : ctx.in->work_lines) {
-           auto r = ctx.resolve(w.rank, w.local_rank);
+           auto r = work_rank(ctx, w);  // its prefix's rank, or the one its own text names
            if (!r && !w.rank && !w.local_rank && !ctx.activity.count(0)) r = 0;
            if (r && is_absent(*r)) work[*r] = &w;
          }
@@ -263,7 +535,7 @@ const std::vector<inference_rule>& inference_rules() {
            const auto& w = *work[c];
            inf.entry = "timeout_absent_rank0";
            inf.why += "; its last sign of life was work of its own" + std::string(work_began(w) ? ", begun when the collective began" : "");
-           inf.extra.push_back({w.source, "rank " + std::to_string(c) + (w.rank || w.local_rank ? "" : " (a line of no rank)") + " started: " + w.text,
+           inf.extra.push_back({w.source, "rank " + std::to_string(c) + (w.rank || w.local_rank ? "" : work_rank_from_text(ctx, w) ? " (named in the line)" : " (a line of no rank)") + " started: " + w.text,
                                 format_time(w.ts), w.line_no, c, std::nullopt});
          }
          // The rank's last line, unless it is the work line already quoted.
@@ -447,6 +719,20 @@ const std::vector<inference_rule>& inference_rules() {
                               std::nullopt});
          return inf;
        }},
+      {"work_spans_timeout", "a collective timed out, and the last thing before it was one rank's own work: a line that says it "
+                             "started (saving, evaluating, tokenizing) after every step of the ranks that did not time out, "
+                             "or a progress bar that had run as long as the collective waited; that rank worked alone",
+       "https://pytorch.org/docs/stable/distributed.html#torch.distributed.init_process_group (timeout: collectives wait "
+       "for every rank); https://github.com/tqdm/tqdm/blob/master/tqdm/std.py (format_meter: [{elapsed}<{remaining}])",
+       {"timeout_absent_rank0"},
+       [](const context& ctx) -> std::optional<inference> { return work_spans_timeout(ctx); }},
+      {"node_went_silent", "the ranks of every node but one failed because a peer closed or reset its connection, and on that "
+                           "one node the ranks stopped mid-training with no error and its launcher reported nothing: the "
+                           "node (its agent and workers) went away",
+       "https://pytorch.org/docs/stable/elastic/agent.html (each node's agent reports its own workers' failures); "
+       "https://github.com/pytorch/gloo/blob/main/gloo/transport/tcp/pair.cc (a peer's socket closed or reset)",
+       {"node_went_silent"},
+       [](const context& ctx) -> std::optional<inference> { return node_went_silent(ctx); }},
       {"ends_in_launch_banner", "nothing looks wrong, but every input ends in the launcher's start-up (rendezvous, world "
                                 "info): the job never got past start-up, usually because a node or worker never joined",
        "https://pytorch.org/docs/stable/elastic/run.html (rendezvous); DeepSpeed launcher (deepspeed/launcher/launch.py)",
@@ -480,6 +766,42 @@ const std::vector<inference_rule>& inference_rules() {
            for (const auto& e : ctx.exits)
              if (e.rank && e.exitcode && *e.exitcode != 0) { best = &e; break; }
          if (!best) return std::nullopt;
+         // The launcher's first failure may be a rank that only lost its peer (a connection closed or reset: a
+         // line tagged symptom.peer_gone of its own): torchrun's "first observed failure" is the first exit its
+         // agent noticed. Then the one other worker that failed without a line of its own (os._exit, a SIGKILL
+         // with no message) went first (issue 43, the first to stop).
+         std::string handed;
+         const finding* lost = lost_peer_only(ctx, *best->rank);
+         // A traceback of no rank that ends in the lost connection (two workers failed, so the collector could not
+         // give it to one): Python exits with status 1 on an uncaught exception (Py_RunMain), so it is the one
+         // failed worker with exit code 1, when the launcher's first failure is that worker.
+         if (!lost && *best->exitcode == 1 && !has_own_finding(ctx, *best->rank)) {
+           std::set<int> code1;
+           for (const auto& e : ctx.exits)
+             if (e.rank && e.exitcode && *e.exitcode == 1) code1.insert(*e.rank);
+           if (code1.size() == 1)
+             for (const auto& f : ctx.fs) {
+               static const re2::RE2 exception_line(R"(^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): )");
+               if (f.rank || f.local_rank || ctx.survived.count(&f) || launcher_report(ctx.sig(f))) continue;
+               if (!f.raised && !re2::RE2::PartialMatch(f.text, exception_line)) continue;  // an exception that ended its process
+               if (!ctx.sig(f).has_tag("symptom.peer_gone")) { lost = nullptr; break; }
+               if (!lost) lost = &f;
+             }
+         }
+         if (lost) {
+           const extract::exit_record* quiet = nullptr;
+           for (const auto& e : ctx.exits) {
+             if (!e.rank || *e.rank == *best->rank || !e.exitcode || *e.exitcode == 0 || has_own_finding(ctx, *e.rank)) continue;
+             if (quiet && *quiet->rank != *e.rank) { quiet = nullptr; break; }
+             if (!quiet || (quiet->from_agent_line && !e.from_agent_line)) quiet = &e;
+           }
+           if (quiet) {
+             handed = "; the launcher's first failure, rank " + std::to_string(*best->rank) + ", lost its connection to a peer (\"" +
+                      std::string(text::prefix_utf8(lost->text, limits::kQuoteBytes)) + "\"), and rank " + std::to_string(*quiet->rank) +
+                      " failed with no error of its own";
+             best = quiet;
+           }
+         }
          int code = *best->exitcode;
          inference inf;
          inf.rank = best->rank;
@@ -487,7 +809,8 @@ const std::vector<inference_rule>& inference_rules() {
                      : code == -11 || best->signal == "SIGSEGV" ? "launcher_exit_sigsegv"
                      : code > 0 ? "launcher_exit_error" : "";
          if (inf.entry.empty()) return std::nullopt;  // other signals (SIGTERM, SIGABRT) say who stopped it, not why
-         inf.why = first_failure_phrase(*best) + " (rank " + std::to_string(*best->rank) + ", exit code " + std::to_string(code) + ")";
+         inf.why = handed.empty() ? first_failure_phrase(*best) + " (rank " + std::to_string(*best->rank) + ", exit code " + std::to_string(code) + ")"
+                                  : "rank " + std::to_string(*best->rank) + " exited with code " + std::to_string(code) + handed;
          inf.extra.push_back({best->source, "launcher: rank " + std::to_string(*best->rank) + " exited with code " + std::to_string(code),
                               best->time, best->line_no, best->rank, best->host.empty() ? std::nullopt : std::optional<std::string>(best->host)});
          for (const auto& f : ctx.fs)

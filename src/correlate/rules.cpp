@@ -148,6 +148,19 @@ std::string field(const finding& f, const std::string& name) {
   return "";
 }
 
+std::optional<int> work_rank(const context& ctx, const inputs::marked_line& w) {
+  if (auto r = ctx.resolve(w.rank, w.local_rank)) return r;
+  if (w.rank || w.local_rank) return std::nullopt;  // a prefix named it, ambiguously: the text does not overrule it
+  for (const auto& [k, v] : w.fields)
+    if (k == "rank")
+      if (auto r = to_int(v)) return r;
+  return std::nullopt;
+}
+
+bool work_rank_from_text(const context& ctx, const inputs::marked_line& w) {
+  return !ctx.resolve(w.rank, w.local_rank) && !w.rank && !w.local_rank && work_rank(ctx, w).has_value();
+}
+
 namespace {
 
 // Exits and ranks: a local rank maps to a global one when lines or exit records pair them, or on a single
@@ -661,6 +674,25 @@ const std::vector<root_rule>& root_rules() {
          }
          return best;
        }},
+      {"store_client_fallback",
+       "a rendezvous store that could not bind its port, logged only as the socket layer's warning, is the c10d "
+       "backend's fallback to the store's client (several agents of one rendezvous on one machine, or a stale store "
+       "on the port): when the rendezvous then timed out, the timeout is the failure",
+       "torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py, _create_tcp_store: tries is_host then is_server=False, "
+       "'there can be more than one process that is part of the same rendezvous on this machine and only one of them will "
+       "eventually host the store' (https://github.com/pytorch/pytorch/blob/main/torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py)",
+       [](const context& ctx, const finding& root) -> const finding* {
+         if (ctx.sig(root).kind != "rendezvous_port_in_use") return nullptr;
+         // Raised as an exception (the static backend's TCPStore, init_process_group's store, a pasted error), the
+         // bind failure ended the launcher: that is the failure.
+         static const re2::RE2 raised(R"(^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b)");
+         for (const auto& f : ctx.fs)
+           if (ctx.sig(f).kind == "rendezvous_port_in_use" && (f.raised || re2::RE2::PartialMatch(f.text, raised))) return nullptr;
+         const finding* best = nullptr;
+         for (const auto& f : ctx.fs)
+           if (ctx.sig(f).kind == "rendezvous_timeout" && !ctx.survived.count(&f) && (!best || before(f.ts, best->ts))) best = &f;
+         return best;
+       }},
       {"victim_named_later",
        "a report header (the kernel's 'invoked oom-killer') is the start of an event whose later line names the victim "
        "(pid, process): that line is the evidence to act on",
@@ -741,6 +773,48 @@ const std::vector<rank_rule>& rank_rules() {
                                     " is the odd one out, the only rank that issued the collective"};
          }
          return std::nullopt;
+       }},
+      {"thread_died_on_waited_rank",
+       "the root is a helper thread's uncaught exception ('Exception in thread NAME:' just before it); the ranks its lines "
+       "were given timed out in a collective themselves, and exactly one rank never did: the thread was that rank's (its "
+       "main loop blocked on the dead thread's work while the others waited for it)",
+       "https://docs.python.org/3/library/threading.html#threading.excepthook (an uncaught exception ends its thread only; "
+       "the process goes on)",
+       [](const context& ctx, const std::vector<const finding*>& root) -> std::optional<rank_decision> {
+         bool thread = false;
+         for (const auto* f : root)
+           for (const auto& g : ctx.fs)
+             if (g.source == f->source && g.line_no < f->line_no && g.line_no + 40 >= f->line_no && ctx.sig(g).has_tag("event.thread_died"))
+               thread = true;
+         if (!thread) return std::nullopt;
+         auto v = timeouts(ctx);
+         // Timeout tracebacks printed with no prefix: the one worker that exited with an error code ended on them
+         // (the stalled worker was still running and was stopped by its launcher).
+         if (v.timed_out.empty()) {
+           bool rankless_timeout = std::any_of(ctx.fs.begin(), ctx.fs.end(), [&](const finding& f) {
+             return !f.rank && !f.local_rank && is_timeout(ctx.sig(f)) && !ctx.survived.count(&f);
+           });
+           std::set<int> failed;
+           for (const auto& e : ctx.exits)
+             if (e.rank && e.exitcode && *e.exitcode > 0) failed.insert(*e.rank);
+           if (!rankless_timeout || failed.size() != 1) return std::nullopt;
+           v.timed_out = failed;
+           v.absent.clear();
+           std::set<int> all = ctx.all_ranks;
+           if (!all.empty() && *all.rbegin() < limits::kMaxListedRanks)
+             for (int r = 0; r < *all.rbegin(); ++r) all.insert(r);
+           for (int r : all)
+             if (!failed.count(r)) v.absent.push_back(r);
+         }
+         if (v.timed_out.empty() || v.absent.size() != 1) return std::nullopt;
+         auto rs = ranks_of(root);
+         for (int r : rs)
+           if (!v.timed_out.count(r)) return std::nullopt;  // a rank of the lines that did not time out: its own rank decides
+         int c = v.absent[0];
+         return rank_decision{c, std::nullopt,
+                              "a helper thread died (\"Exception in thread\"); rank" + std::string(v.timed_out.size() > 1 ? "s " : " ") +
+                                  text::rank_ranges({v.timed_out.begin(), v.timed_out.end()}) + " timed out waiting in a collective, rank " +
+                                  std::to_string(c) + " never did: the thread was rank " + std::to_string(c) + "'s, whose main loop then stalled"};
        }},
       {"initiator_field", "the root-cause signature says which rank its line names (printing rank, named peer, rank 0, an exit code)",
        "docs/signatures.md (initiator)",

@@ -27,6 +27,21 @@ timeout_view timeouts(const context& ctx);
 std::optional<evidence> last_line_evidence(const context& ctx, int r);
 std::optional<evidence> planned_evidence(const context& ctx, int r);
 
+/// The rank a work line (inputs::work_lines) belongs to: its prefix's, resolved to a global rank; else the rank
+/// its own text names (the work signature's `rank` field: a log record glued after a progress bar that ended
+/// without a newline, "...| 4/20 [00:01<00:03]2026-12-06 ... [rank0] saving ...", or a bar's label "on rank=0").
+std::optional<int> work_rank(const context& ctx, const inputs::marked_line& w);
+/// True when work_rank() read the rank from the line's text rather than its prefix.
+bool work_rank_from_text(const context& ctx, const inputs::marked_line& w);
+
+/// The inference rule of the same name (inference_rules.cpp): a collective timeout whose last preceding work line
+/// or progress bar shows one rank's own work spanning the wait.
+std::optional<inference> work_spans_timeout(const context& ctx);
+
+/// The inference rule of the same name (inference_rules.cpp): one node's ranks and launcher fell silent while the
+/// other nodes' ranks lost their connection to a peer.
+std::optional<inference> node_went_silent(const context& ctx);
+
 /// The first finding of `list` whose signature names an initiator, as a rank decision with its reason.
 std::optional<rank_decision> culprit_from(const context& ctx, const std::vector<const finding*>& list);
 /// How the launcher that printed an exit report calls its first failure.
