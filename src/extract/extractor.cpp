@@ -1,13 +1,34 @@
 // Record grouping and the torchelastic ChildFailedError parser.
 #include <re2/re2.h>
 
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
 #include "firstfault/extract.hpp"
 #include "firstfault/limits.hpp"
 #include "firstfault/text.hpp"
+#include "kb_data/tables.hpp"
 
 namespace ff::extract {
 
 namespace {
+// The row `name` of kb/_tables/exit_reports.tsv, compiled (its groups in the order the table lists them). A
+// name with no row is a regexp that matches nothing (extract.exit_report_rows_have_their_groups fails then).
+// (Each caller keeps the reference in a static: one lookup per name and process.)
+const re2::RE2& exit_report(std::string_view name) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<re2::RE2>, std::less<>> compiled;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = compiled.find(name);
+  if (it == compiled.end()) {
+    std::string re = kb::detail::cell_where(kb::detail::embedded_table("exit_reports"), "name", name, "regex");
+    it = compiled.emplace(std::string(name), std::make_unique<re2::RE2>(re.empty() ? R"([^\s\S])" : re)).first;
+  }
+  return *it->second;
+}
+
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
 
@@ -92,8 +113,7 @@ bool extractor::feed_failure_block(std::string_view t, std::uint64_t line_no, li
   } else if (block_ != block::none) {
     if (starts_with(t, "Failures:")) { flush_entry(exits); block_ = block::failures; note.skip_match = true; return true; }
     if (starts_with(t, "Root Cause")) { flush_entry(exits); block_ = block::root_cause; note.skip_match = true; return true; }
-    static const re2::RE2 entry_head(R"(^\[\d+\]:$)");
-    if (re2::RE2::FullMatch(re2::StringPiece(t.data(), t.size()), entry_head)) {
+    if (re2::RE2::FullMatch(re2::StringPiece(t.data(), t.size()), exit_report("torchelastic_entry"))) {
       flush_entry(exits);
       entry_ = exit_record{};
       entry_->root_cause = block_ == block::root_cause;
@@ -104,9 +124,10 @@ bool extractor::feed_failure_block(std::string_view t, std::uint64_t line_no, li
     }
     if (entry_) {
       re2::StringPiece sp(t.data(), t.size());
-      static const re2::RE2 time_re(R"(^time\s*:\s*(\S+))"), host_re(R"(^host\s*:\s*(\S+))"),
-          rank_re(R"(^rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\))"), exit_re(R"(^exitcode\s*:\s*(-?\d+)\s*\(pid:\s*(\d+)\))"),
-          sig_re(R"(Signal \d+ \((SIG[A-Z]+)\))");
+      // ChildFailedError's entry fields (kb/_tables/exit_reports.tsv)
+      static const re2::RE2 &time_re = exit_report("torchelastic_time"), &host_re = exit_report("torchelastic_host"),
+                            &rank_re = exit_report("torchelastic_rank"), &exit_re = exit_report("torchelastic_exitcode"),
+                            &sig_re = exit_report("torchelastic_signal");
       std::string s1;
       int a = 0, b = 0;
       if (re2::RE2::PartialMatch(sp, time_re, &s1)) { entry_->time = s1; note.skip_match = true; return true; }
@@ -151,8 +172,8 @@ bool extractor::feed_launcher_exit(std::string_view t, std::uint64_t line_no, st
       return true;
     }
     if (mpi_first_) {
-      static const re2::RE2 proc_re(R"(^Process name:\s*\[\[\d+,\d+\],(\d+)\])"), code_re(R"(^Exit code:\s*(-?\d+))"),
-          host_re(R"(^(?:Node|Local host):\s*(\S+))");
+      static const re2::RE2 &proc_re = exit_report("mpirun_process"), &code_re = exit_report("mpirun_exit_code"),
+                            &host_re = exit_report("mpirun_host");
       int v = 0;
       std::string h;
       if (re2::RE2::PartialMatch(sp, proc_re, &v)) { mpi_entry_->rank = v; return true; }
@@ -172,7 +193,7 @@ bool extractor::feed_launcher_exit(std::string_view t, std::uint64_t line_no, st
     // mpirun: "mpirun noticed that process rank 0 with PID 0 on node vm exited on signal 9 (Killed)."
     // (Open MPI help-orterun.txt, proc-aborted-signal; mpiexec and orterun print the same)
     if (contains(t, "noticed that process rank")) {
-      static const re2::RE2 sig_re(R"((?:mpirun|mpiexec|orterun) noticed that process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+))");
+      static const re2::RE2& sig_re = exit_report("mpirun_signal");
       int rank = 0, signo = 0;
       std::string node;
       if (re2::RE2::PartialMatch(sp, sig_re, &rank, &node, &signo)) {
@@ -188,7 +209,7 @@ bool extractor::feed_launcher_exit(std::string_view t, std::uint64_t line_no, st
     }
     // srun: "srun: error: node3: task 5: Exited with exit code 2", or the signal's text ("Killed", "Segmentation
     // fault"), from Slurm's launch plugin (launch_slurm.c, _task_finish); the task id is the rank under srun
-    static const re2::RE2 srun_re(R"(srun: error: ([\w.-]+): tasks? (\d+): (?:Exited with exit code (\d+)|(Killed|Segmentation fault|Aborted|Terminated)))");
+    static const re2::RE2& srun_re = exit_report("srun_task");
     // The code is read as text: RE2 fails a whole match when an int argument's group took no part in it,
     // which hid every "Killed" / "Segmentation fault" task (only "Exited with exit code N" was read).
     std::string host, what, code_text;
@@ -204,7 +225,7 @@ bool extractor::feed_launcher_exit(std::string_view t, std::uint64_t line_no, st
       exits.push_back(r);
     }
     // torch.distributed.launch / DeepSpeed: CalledProcessError naming the worker's --local_rank
-    static const re2::RE2 cpe_re(R"(CalledProcessError: Command .*--local[_-]rank[= ](\d+).* returned non-zero exit status (-?\d+))");
+    static const re2::RE2& cpe_re = exit_report("called_process_error");
     int lr = 0;
     if (contains(t, "CalledProcessError") && re2::RE2::PartialMatch(sp, cpe_re, &lr, &code)) {
       auto r = new_record("launch", line_no);
@@ -222,8 +243,8 @@ bool extractor::feed_launcher_exit(std::string_view t, std::uint64_t line_no, st
 void extractor::feed_agent_line(std::string_view t, std::uint64_t line_no, std::vector<exit_record>& exits,
                                 std::vector<terminated_pid>& terms) {
   {
-    static const re2::RE2 failed_re(R"(failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\))");
-    static const re2::RE2 sigterm_re(R"(Sending process (\d+) closing signal SIG)");
+    static const re2::RE2& failed_re = exit_report("torchelastic_worker_failed");
+    static const re2::RE2& sigterm_re = exit_report("torchelastic_closing_signal");
     re2::StringPiece sp(t.data(), t.size());
     int ec = 0, lr = 0, pid = 0;
     if (re2::RE2::PartialMatch(sp, failed_re, &ec, &lr, &pid)) {

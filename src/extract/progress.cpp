@@ -1,11 +1,13 @@
 // Progress facts from a line body (extract.hpp): the step a rank reached and the steps it planned.
 //
-// The rules are three regexps. They run on every line that has a progress word, so on printable-ASCII
-// lines (every light-path line) the step rule is evaluated by a hand scan with the same semantics, and
-// the planned rule only runs when its necessary shape "<digit> / <digit>" is on the line. The unit tests
-// compare the scan with the regexp on generated lines.
+// The rules are three regexps made from the words of kb/_tables/progress_words.tsv. They run on every line
+// that has a progress word, so on printable-ASCII lines (every light-path line) the step rule is evaluated
+// by a hand scan with the same semantics, and the planned rule only runs when its necessary shape
+// "<digit> / <digit>" is on the line. The unit tests compare the scan with the regexp on generated lines.
 #include <re2/re2.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -13,25 +15,118 @@
 #include <emmintrin.h>
 #endif
 
+#include <string>
+#include <vector>
+
 #include "firstfault/extract.hpp"
 #include "firstfault/text.hpp"
+#include "kb_data/tables.hpp"
 
 namespace ff::extract {
 
 namespace {
 
+// The words of kb/_tables/progress_words.tsv by what they read (column reads), in file order, and what the
+// hand scans derive from them.
+struct vocabulary {
+  std::vector<std::string> step, planned, count;
+  // the step (planned) words that hold no other step (planned) word: a line holds a step (planned) word,
+  // in any case, exactly when it holds one of these
+  std::vector<std::string> step_cover, planned_cover;
+  // what find_progress_words() looks for at a byte (lower-cased): the cover words and count words that
+  // start with it
+  struct entry {
+    std::string word;
+    bool step = false, planned = false, count = false;
+  };
+  std::array<std::vector<entry>, 256> at_letter;
+  char step_letters[4] = {0, 0, 0, 0};  // the step words' first letters (lower case), repeated to fill
+  char word_letters[4] = {0, 0, 0, 0};  // the covers' and count words' first letters (lower case)
+  char count_letters[3] = {0, 0, 0};    // '/' and the count words' first letters
+  bool hand = true;                     // every letter set fits its scan (else the regexps decide)
+};
+
+// Fills `out` with the distinct values of `letters` repeated to its size; false when they do not fit.
+template <std::size_t N>
+bool letter_set(const std::vector<char>& letters, char (&out)[N]) {
+  std::vector<char> d;
+  for (char c : letters)
+    if (std::find(d.begin(), d.end(), c) == d.end()) d.push_back(c);
+  if (d.empty() || d.size() > N) return false;
+  for (std::size_t i = 0; i < N; ++i) out[i] = d[std::min(i, d.size() - 1)];
+  return true;
+}
+
+std::vector<std::string> cover_of(const std::vector<std::string>& words) {
+  std::vector<std::string> out;
+  for (const auto& w : words)
+    if (std::none_of(words.begin(), words.end(), [&](const std::string& o) { return o != w && w.find(o) != std::string::npos; }))
+      out.push_back(w);
+  return out;
+}
+
+const vocabulary& words() {
+  static const vocabulary v = [] {
+    vocabulary out;
+    const auto& t = kb::detail::embedded_table("progress_words");
+    const int w = t.column("word"), r = t.column("reads");
+    for (std::size_t i = 0; w >= 0 && r >= 0 && i < t.rows.size(); ++i) {
+      const auto& row = t.rows[i];
+      const std::string& word = row[static_cast<std::size_t>(w)];
+      const std::string reads = " " + row[static_cast<std::size_t>(r)] + " ";
+      if (reads.find(" step ") != std::string::npos) out.step.push_back(word);
+      if (reads.find(" planned ") != std::string::npos) out.planned.push_back(word);
+      if (reads.find(" count ") != std::string::npos) out.count.push_back(word);
+    }
+    out.step_cover = cover_of(out.step);
+    out.planned_cover = cover_of(out.planned);
+    auto in = [](const std::vector<std::string>& list, const std::string& x) { return std::find(list.begin(), list.end(), x) != list.end(); };
+    for (const auto* list : {&out.step_cover, &out.planned_cover})
+      for (const auto& x : *list) {
+        auto& slot = out.at_letter[static_cast<unsigned char>(x.empty() ? 0 : x[0] | 0x20)];
+        if (std::none_of(slot.begin(), slot.end(), [&](const vocabulary::entry& e) { return !e.count && e.word == x; }))
+          slot.push_back({x, in(out.step_cover, x), in(out.planned_cover, x), false});
+      }
+    for (const auto& x : out.count) out.at_letter[static_cast<unsigned char>(x.empty() ? 0 : x[0] | 0x20)].push_back({x, false, false, true});
+    std::vector<char> step_first, word_first, count_first = {'/'};
+    for (const auto& x : out.step) step_first.push_back(x.empty() ? '\0' : x[0]);
+    for (const auto* list : {&out.step_cover, &out.planned_cover, &out.count})
+      for (const auto& x : *list) word_first.push_back(x.empty() ? '\0' : static_cast<char>(x[0] | 0x20));
+    for (const auto& x : out.count) count_first.push_back(x.empty() ? '\0' : x[0]);
+    // a lower-case letter, then lower-case letters, digits and '_' (what the scans' case folding, c | 0x20,
+    // and their first-letter sets assume)
+    auto ok_word = [](const std::string& x) {
+      return !x.empty() && x[0] >= 'a' && x[0] <= 'z' &&
+             std::all_of(x.begin(), x.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
+    };
+    out.hand = letter_set(step_first, out.step_letters) && letter_set(word_first, out.word_letters) &&
+               letter_set(count_first, out.count_letters);
+    for (const auto* list : {&out.step, &out.planned, &out.count})
+      out.hand = out.hand && std::all_of(list->begin(), list->end(), ok_word);
+    return out;
+  }();
+  return v;
+}
+
+// The words of a list, quoted, as an alternation ("(?:a|b)"; a list with no word matches nothing).
+std::string alternation(const std::vector<std::string>& list) {
+  std::string alt;
+  for (const auto& x : list) alt += (alt.empty() ? "" : "|") + re2::RE2::QuoteMeta(x);
+  return alt.empty() ? std::string(R"([^\s\S])") : "(?:" + alt + ")";
+}
+
 const re2::RE2& step_re() {
   // The number is not one part of a dotted id ("STEP 8.0": Slurm's job.step id in slurmstepd's CANCELLED
   // line, https://slurm.schedmd.com/job_launch.html): a '.' and a digit may not follow it.
-  static const re2::RE2 re(R"((?i)\b(?:step|iteration|iter|global_step)\s*[=:]?\s*(\d+)(?:$|[^\d.]|\.$|\.[^\d]))");
+  static const re2::RE2 re(R"((?i)\b)" + alternation(words().step) + R"(\s*[=:]?\s*(\d+)(?:$|[^\d.]|\.$|\.[^\d]))");
   return re;
 }
 const re2::RE2& planned_re() {
-  static const re2::RE2 re(R"((?i)\b(?:step|iteration|iter|batch)\w*\s*\d+\s*/\s*(\d+))");
+  static const re2::RE2 re(R"((?i)\b)" + alternation(words().planned) + R"(\w*\s*\d+\s*/\s*(\d+))");
   return re;
 }
 const re2::RE2& batches_re() {
-  static const re2::RE2 re(R"(\b(\d+) batches\b)");
+  static const re2::RE2 re(R"(\b(\d+) )" + alternation(words().count) + R"(\b)");
   return re;
 }
 
@@ -85,13 +180,20 @@ bool for_letters(std::string_view s, char a, char b, char c, F&& f) {
 // Returns the digits' span (step_span): a number too large to parse is a match with no value (RE2 then
 // returns false too).
 step_span scan_step(std::string_view b) {
-  static constexpr std::string_view alts[] = {"step", "iteration", "iter", "global_step"};
+  const auto& v = words();
   const std::size_t n = b.size();
   step_span out;
-  // only where an alternative can start: 's', 'i' or 'g' in either case, leftmost first
-  for_letters(b, 's', 'i', 'g', [&](std::size_t pos) {
+  if (!v.hand) {  // a table the scan does not fit: the regexp's span
+    re2::StringPiece digits;
+    if (re2::RE2::PartialMatch(re2::StringPiece(b.data(), b.size()), step_re(), &digits))
+      out = {true, static_cast<std::size_t>(digits.data() - b.data()), digits.size()};
+    return out;
+  }
+  // only where an alternative can start: a step word's first letter in either case, leftmost first
+  const char* l = v.step_letters;
+  for_letters(b, l[0], l[1], l[2], l[3], [&](std::size_t pos) {
     if (pos > 0 && is_word(static_cast<unsigned char>(b[pos - 1]))) return false;  // \b (every word starts with \w)
-    for (auto alt : alts) {
+    for (std::string_view alt : v.step) {
       if (pos + alt.size() > n) continue;
       std::size_t k = 0;
       while (k < alt.size() && lower(static_cast<unsigned char>(b[pos + k])) == static_cast<unsigned char>(alt[k])) ++k;
@@ -114,13 +216,14 @@ step_span scan_step(std::string_view b) {
   return out;
 }
 
-// The words read_progress() looks for, in one pass that stops only at an 's', 'i' or 'b' (either case):
-// `step` is has_ci(s, "step") || has_ci(s, "iter"), `batch` has_ci(s, "batch"), `batches` " batches"
-// (case-sensitive, as batches_re() is).
+// The words read_progress() looks for, in one pass that stops only at their first letters (either case):
+// `step`: a step word in any case ("step" or "iter" today: every step word holds one), `batch`: a planned
+// word in any case, `batches`: " " and a count word (case-sensitive, as batches_re() is).
 struct progress_words {
   bool step = false, batch = false, batches = false;
 };
 progress_words find_progress_words(std::string_view s) {
+  const auto& v = words();
   progress_words w;
   auto at = [&](std::size_t i, std::string_view word) {
     if (i + word.size() > s.size()) return false;
@@ -128,18 +231,24 @@ progress_words find_progress_words(std::string_view s) {
       if (lower(static_cast<unsigned char>(s[i + k])) != static_cast<unsigned char>(word[k])) return false;
     return true;
   };
-  for_letters(s, 's', 'i', 'b', [&](std::size_t i) {
-    switch (s[i] | 0x20) {
-      case 's': w.step |= at(i, "step"); break;
-      case 'i': w.step |= at(i, "iter"); break;
-      default:
-        if (at(i, "batch")) {
-          w.batch = true;
-          w.batches |= i > 0 && s[i - 1] == ' ' && s.substr(i, 7) == "batches";
-        }
+  auto visit = [&](std::size_t i) {
+    for (const auto& e : v.at_letter[static_cast<unsigned char>(s[i] | 0x20)]) {
+      if (e.count) {
+        w.batches = w.batches || (i > 0 && s[i - 1] == ' ' && s.substr(i, e.word.size()) == e.word);
+      } else if (at(i, e.word)) {
+        w.step = w.step || e.step;
+        w.batch = w.batch || e.planned;
+      }
     }
-    return w.step && w.batches;  // nothing more to learn
-  });
+    return w.step && w.batch && w.batches;  // nothing more to learn
+  };
+  if (v.hand) {
+    const char* l = v.word_letters;
+    for_letters(s, l[0], l[1], l[2], l[3], visit);
+  } else {
+    for (std::size_t i = 0; i < s.size() && !visit(i); ++i) {
+    }
+  }
   return w;
 }
 
@@ -162,7 +271,7 @@ bool has_ratio_shape(std::string_view b) {
 
 std::optional<long> step_of(std::string_view body, bool plain) {
   long step = 0;
-  if (plain || text::is_plain(body)) {
+  if (words().hand && (plain || text::is_plain(body))) {
     const auto sp = scan_step(body);
     return sp.found ? parse_long(body.substr(sp.at, sp.len)) : std::nullopt;
   }
@@ -200,15 +309,25 @@ step_span find_step(std::string_view ascii_body) {
 std::optional<long> step_value(std::string_view digits) { return parse_long(digits); }
 
 bool may_plan(std::string_view body) {
-  // Both rules need a '/' between digits or " batches": most lines have neither, and are done after one
-  // SSE pass instead of the word scan. ('/' | 0x20 is '/'; for_letters also stops at 'B' and 0x0F, which
-  // are neither.)
+  // Both rules need a '/' between digits or " " and a count word (" batches"): most lines have neither, and
+  // are done after one SSE pass instead of the word scan. ('/' | 0x20 is '/'; for_letters also stops at the
+  // other case of a count word's first letter, and at 0x0F, which the exact compare refuses.)
+  const auto& v = words();
   bool candidate = false;
-  for_letters(body, '/', 'b', 'b', [&](std::size_t i) {
-    if (body[i] == 'b') candidate = i > 0 && body[i - 1] == ' ' && body.substr(i, 7) == "batches";
-    else if (body[i] == '/') candidate = ratio_at(body, i);
+  auto visit = [&](std::size_t i) {
+    if (body[i] == '/') candidate = ratio_at(body, i);
+    else
+      candidate = i > 0 && body[i - 1] == ' ' &&
+                  std::any_of(v.count.begin(), v.count.end(), [&](const std::string& x) { return body.substr(i, x.size()) == x; });
     return candidate;
-  });
+  };
+  if (v.hand) {
+    const char* l = v.count_letters;
+    for_letters(body, l[0], l[1], l[2], visit);
+  } else {
+    for (std::size_t i = 0; i < body.size() && !visit(i); ++i) {
+    }
+  }
   if (!candidate) return false;
   // ... and planned_of() reads only after one of its words (a tqdm bar's "450/1000" alone plans nothing)
   const auto w = find_progress_words(body);

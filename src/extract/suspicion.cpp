@@ -51,6 +51,17 @@ std::string job_states_pattern() {
     for (const auto& r : t.rows) alt += (alt.empty() ? "" : "|") + re2::RE2::QuoteMeta(r[static_cast<std::size_t>(w)]);
   return R"(\b(?:)" + alt + R"()\b)";
 }
+
+// "(?i)" and the regexes of the rows of kb/_tables/error_words.tsv of `kind` (error, zero), in file order.
+std::string error_words_pattern(std::string_view kind) {
+  std::string alt;
+  const auto& t = kb::detail::embedded_table("error_words");
+  const int k = t.column("kind"), c = t.column("regex");
+  if (k >= 0 && c >= 0)
+    for (const auto& r : t.rows)
+      if (r[static_cast<std::size_t>(k)] == kind) alt += (alt.empty() ? "" : "|") + r[static_cast<std::size_t>(c)];
+  return alt.empty() ? std::string(R"([^\s\S])") : "(?i)" + alt;  // no row: a class that matches nothing
+}
 }  // namespace
 
 suspicion classify_line(std::string_view body, char level) {
@@ -70,9 +81,9 @@ suspicion classify_line(std::string_view body, char level) {
     return re2::RE2::PartialMatch(sp(body), failure_words) ? suspicion::weak : suspicion::none;
   if (!exception_type(body).empty()) return suspicion::strong;
   if (level == 'E') return suspicion::weak;
-  static const re2::RE2 zero(R"((?i)\b0 (?:errors?|failures?|failed)\b|\b(?:errors?|failures?|failed)\s*[=:]\s*0\b|\bno errors?\b|\bwithout errors?\b)");
-  static const re2::RE2 weak_words(
-      R"((?i)\b(?:errors?|failed|failure|fatal|unhandled|timed out|exception)\b|(?:\bexit(?:ed)?|\breturn(?:ed)?)\s*(?:with\s*)?(?:code|status|value)?\s*[=:]?\s*-?[1-9]\d*\b|non-zero exit)");
+  // Error words and the zero counts that do not count: kb/_tables/error_words.tsv.
+  static const re2::RE2 zero(error_words_pattern("zero"));
+  static const re2::RE2 weak_words(error_words_pattern("error"));
   // Scheduler states as sacct/squeue print them, and Killed: kb/_tables/job_states.tsv.
   static const re2::RE2 weak_states(job_states_pattern());
   if (re2::RE2::PartialMatch(sp(body), weak_states)) return suspicion::weak;

@@ -812,13 +812,20 @@ bool looks_like_log_name(std::string_view name_in) {
   return false;
 }
 
+namespace {
+// The regex of the row `name` of kb/_tables/path_hints.tsv (a regexp that matches nothing when it has none).
+std::string path_hint(std::string_view name) {
+  std::string re = kb::detail::cell_where(kb::detail::embedded_table("path_hints"), "name", name, "regex");
+  return re.empty() ? R"([^\s\S])" : re;
+}
+}  // namespace
+
 source_hint hints_from_path(std::string_view path, std::string_view below) {
   source_hint h;
-  static const re2::RE2 torchrun(R"(attempt_(\d+)/(\d+)/(?:stdout|stderr)\.log$)");
-  static const re2::RE2 errjson(R"(attempt_(\d+)/(\d+)/error\.json$)");
-  // rank3.log, rank_3/, and Open MPI's --output-filename DIR/1/rank.3/{stdout,stderr}
-  // (https://docs.open-mpi.org/en/v5.0.x/man-openmpi/man1/mpirun.1.html, --output-filename)
-  static const re2::RE2 rank(R"((?i)(?:^|[/_.-])rank[_.-]?(\d+)(?:[/_.-]|$))");
+  // torchrun's attempt_N/<local_rank>/ files; rank3.log, rank_3/, Open MPI's rank.3/ (kb/_tables/path_hints.tsv)
+  static const re2::RE2 torchrun(path_hint("torchrun_log"));
+  static const re2::RE2 errjson(path_hint("torchrun_error_json"));
+  static const re2::RE2 rank(path_hint("rank"));
   // the host words are data: kb/_tables/host_words.tsv, column path
   static const re2::RE2 host(R"((?i)(?:^|/)((?:[a-z0-9]+-)*(?:)" + kb::detail::words_where(kb::detail::embedded_table("host_words"), "path") +
                              R"()[-_]?[a-z0-9]+)(?:\.[a-z]+)*$)");

@@ -50,6 +50,14 @@ const tsv& embedded_table(std::string_view name) {
   return parsed.emplace(std::string(name), parse(text)).first->second;
 }
 
+std::string cell_where(const tsv& t, std::string_view key_column, std::string_view key, std::string_view column) {
+  const int k = t.column(key_column), c = t.column(column);
+  if (k < 0 || c < 0) return {};
+  for (const auto& r : t.rows)
+    if (r[static_cast<std::size_t>(k)] == key) return r[static_cast<std::size_t>(c)];
+  return {};
+}
+
 std::string words_where(const tsv& t, std::string_view flag) {
   const int w = t.column("word"), f = t.column(flag);
   std::string out;

@@ -24,6 +24,9 @@ struct tsv {
 /// binary has no such table. Thread-safe.
 const tsv& embedded_table(std::string_view name);
 
+/// The `column` cell of the first row whose `key_column` cell is `key`, or empty (no such row or column).
+std::string cell_where(const tsv& t, std::string_view key_column, std::string_view key, std::string_view column);
+
 /// The `word` cells of the rows whose column `flag` is "yes", in file order, joined by '|' (the words are
 /// plain lower-case letters and digits: they need no escaping in a regexp).
 std::string words_where(const tsv& t, std::string_view flag);

@@ -7,7 +7,6 @@
 #include "firstfault/limits.hpp"
 
 #include "rules.hpp"
-#include "secret_keys.hpp"
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -591,12 +590,8 @@ const re2::RE2& continuation() {
   static const re2::RE2 re(std::string("(?:") + kLauncherPrefix + R"()[ \t]*([A-Za-z0-9+/=_.~%!@#$^&*?-]+)(\s|$))");
   return re;
 }
-// The secret key words (secret_keys.hpp) as an alternation.
-std::string key_word_alternation() {
-  std::string words;
-  for (const char* w : detail::kSecretKeyWords) words += (words.empty() ? "" : "|") + std::string(w);
-  return words;
-}
+// The secret key words (kb/_tables/secret_keys.tsv) as an alternation.
+std::string key_word_alternation() { return detail::secret_key_words(); }
 // A name that ends in a secret key word (plural too: "secrets", "credentials"), with a format suffix.
 const re2::RE2& secret_name() {
   static const re2::RE2 re("(?i)(?:" + key_word_alternation() + ")s?(?:[_-](?:json|b64|base64|data|value))?$");

@@ -4,7 +4,6 @@
 #include "firstfault/mask.hpp"
 
 #include "kb_data/tables.hpp"
-#include "secret_keys.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -30,7 +29,7 @@ std::span<const rule_def> rules() {
   static const rule_def kRules[] = {
       // the secret formats of kb/_tables/secret_formats.tsv, in the file's order (secret_formats())
       {"secret_formats", "", true, nullptr},
-      // key = value in every quoting, built from the key-word table in secret_keys.hpp
+      // key = value in every quoting, built from the key words of kb/_tables/secret_keys.tsv
       {"secret_assignment", "secret", true, nullptr},
       {"email", "email", false, R"(\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b)"},
       {"mac", "mac", false, R"(\b(?:[0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}\b)"},
@@ -85,12 +84,22 @@ const std::vector<std::string>& public_hosts() {
   return hosts;
 }
 
-// The RE2 rules for "a key that ends in a secret word, then its value", from detail::kSecretKeyWords.
+const std::string& secret_key_words() {
+  static const std::string words = [] {  // kb/_tables/secret_keys.tsv, column regex, in file order
+    std::string out;
+    const auto& t = kb::detail::embedded_table("secret_keys");
+    if (const int c = t.column("regex"); c >= 0)
+      for (const auto& r : t.rows) out += (out.empty() ? "" : "|") + r[static_cast<std::size_t>(c)];
+    return out;
+  }();
+  return words;
+}
+
+// The RE2 rules for "a key that ends in a secret word, then its value", from secret_key_words().
 // Group 1 is the value. A quoted value may hold spaces; a bare value ends at white space, a quote, a
 // backslash (escaped JSON), or a separator of connection strings and URLs (, ; & }).
 std::vector<std::string> secret_key_rules() {
-  std::string words;
-  for (const char* w : detail::kSecretKeyWords) words += (words.empty() ? "" : "|") + std::string(w);
+  const std::string& words = secret_key_words();
   const std::string q = R"((?:\\?["']))";                       // a quote, or a backslash-escaped one
   // the name ends in a key word, or in a key word and a format suffix (GOOGLE_CREDENTIALS_JSON)
   const std::string key = R"([-\w.]*(?:)" + words + R"()(?:[_-](?:json|b64|base64|data|value))?)";

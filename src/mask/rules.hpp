@@ -1,5 +1,5 @@
 // The masker's rule table (private to src/mask): the built-in rules in the order they apply, the secret key
-// rules made from detail::kSecretKeyWords, the public hosts kept as they are, and the host-name helpers.
+// rules made from the key words of kb/_tables/secret_keys.tsv, the public hosts kept as they are, and the host-name helpers.
 // The rules are applied by masker.cpp; kb/_tables/secret_formats.tsv is read by secret_formats() (rules.cpp).
 #pragma once
 
@@ -25,6 +25,10 @@ constexpr const char* kBracketHostPort = R"(\[([A-Za-z][\w.-]*[\w])\]:\d{2,5}(?:
 
 /// The built-in rules, in the order they apply (secrets first).
 std::span<const rule_def> rules();
+
+/// The secret key words (kb/_tables/secret_keys.tsv: RE2 fragments matched case-insensitively at the end
+/// of a key name) as one alternation, in the file's order.
+const std::string& secret_key_words();
 
 /// The RE2 rules for "a key that ends in a secret word, then its value" (group 1 is the value).
 std::vector<std::string> secret_key_rules();

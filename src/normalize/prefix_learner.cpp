@@ -87,7 +87,7 @@ bool ascii(std::string_view s) {
 }
 
 // A token holding a message word (kb/_tables/message_words.tsv) is the message, not a prefix ("ERROR: ", "[WARN]").
-bool has_message_word(std::string_view t) {
+const std::vector<std::string>& message_words() {
   static const std::vector<std::string> kWords = [] {  // kb/_tables/message_words.tsv
     std::vector<std::string> out;
     const auto& tab = kb::detail::embedded_table("message_words");
@@ -95,6 +95,21 @@ bool has_message_word(std::string_view t) {
       for (const auto& r : tab.rows) out.push_back(r[static_cast<std::size_t>(w)]);
     return out;
   }();
+  return kWords;
+}
+
+// The same words as one case-insensitive RE2 alternation, for tokens that are not plain ASCII.
+const re2::RE2& message_words_re() {
+  static const re2::RE2 re([] {
+    std::string alt;
+    for (const auto& w : message_words()) alt += (alt.empty() ? "" : "|") + re2::RE2::QuoteMeta(w);
+    return "(?i)" + (alt.empty() ? std::string(R"([^\s\S])") : alt);
+  }());
+  return re;
+}
+
+bool has_message_word(std::string_view t) {
+  const auto& kWords = message_words();
   for (std::size_t i = 0; i < t.size(); ++i)
     for (const auto& w : kWords) {
       if (i + w.size() > t.size()) continue;
@@ -124,10 +139,7 @@ std::pair<std::string_view, std::string> leading_token(std::string_view line) {
   if (t.size() >= line.size()) return {};  // the token is the whole line: nothing to peel off
   // (?i) on ASCII text folds ASCII letters only (RE2's other folds, such as U+017F to 's', need a
   // non-ASCII byte, and such tokens take the regexp).
-  if (ascii(t) ? has_message_word(t) : [&] {
-        static const re2::RE2 words(R"((?i)error|warn|fatal|critical|info|debug|exception|traceback|usage|note|hint)");
-        return re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), words);
-      }())
+  if (ascii(t) ? has_message_word(t) : re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), message_words_re()))
     return {};
   bool digit = false;
   std::string shape;

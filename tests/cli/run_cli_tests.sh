@@ -10,11 +10,7 @@ tmp=$(mktemp -d)
 export XDG_CONFIG_HOME=$tmp/config  # --redact creates its per-user key here, never in the real home
 trap 'rm -rf "$tmp"' EXIT
 export XDG_DATA_HOME=$tmp/data  # never touch the user's history
-fails=0
-check() {  # check NAME CONDITION...
-  local name=$1; shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # check (counts $fails), port
 run() {  # run ARGS... -> sets out, err, rc
   "$BIN" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
   out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
@@ -410,7 +406,6 @@ check "planted: --redact's per-user key is mode 0600 and a host's pseudonym is t
 "$BIN" diagnose "$PL" --format json --no-mask --no-history >"$tmp/planted.nomask" 2>/dev/null
 check "planted: the leak check can fail (--no-mask leaks)" sh -c "! python3 '$T/mask/check_leaks.py' '$SECRETS' '$tmp/planted.nomask' >/dev/null"
 mkdir -p "$tmp/wjob" && cp "$PL" "$tmp/wjob/rank0.log"
-port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 MPORT=$(port); HPORT=$(port)
 # a local webhook listener on loopback that appends every POST body to a file
 /usr/bin/python3 "$T/cli/webhook_listener.py" "$HPORT" "$tmp/planted.webhook" &

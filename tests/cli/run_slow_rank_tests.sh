@@ -11,8 +11,7 @@ export XDG_DATA_HOME=$tmp/data
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"; }
 trap cleanup EXIT
-fails=0
-check() { local name=$1; shift; if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # check, port, metric, wait_metric_ge
 json() { /usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$1"; }
 
 # diagnose: a healthy run with a slow rank stays healthy (exit 0) and names the rank as a warning
@@ -36,10 +35,7 @@ check "timeout run: rank 2 was slow before the timeout" json "$tmp/t.json" '[s["
 
 # watch: 4 ranks, rank 2 steps 1.0 s apart (by its lines' own times), the others 0.3 s. Each step is written
 # once watch has read the previous one (its lines counter: a readiness signal, no fixed wait).
-port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 MPORT=$(port)
-metric() { curl -s "http://127.0.0.1:$MPORT/metrics" 2>/dev/null | awk -v m="$1" '$1 == m {print $2}'; }
-wait_metric_ge() { local name=$1 want=$2 t=0 v; while :; do v=$(metric "$name"); [ -n "$v" ] && [ "${v%.*}" -ge "$want" ] && return 0; sleep 0.05; t=$((t + 1)); [ $t -gt 1200 ] && return 1; done; }
 mkdir -p "$tmp/job"
 for r in 0 1 2 3; do : >"$tmp/job/rank$r.log"; done
 "$BIN" watch "$tmp/job" --json --poll-ms 50 --run-for 120 --no-history --metrics "127.0.0.1:$MPORT" >"$tmp/alerts.jsonl" 2>"$tmp/watch.err" &

@@ -10,13 +10,9 @@ export XDG_DATA_HOME=$tmp/data
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"; }
 trap cleanup EXIT
-fails=0
-check() { local name=$1; shift; if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi; }
-port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_for() { local file=$1 pattern=$2 t=0; while ! grep -q -- "$pattern" "$file" 2>/dev/null; do sleep 0.1; t=$((t + 1)); [ $t -gt 600 ] && return 1; done; return 0; }
-# Readiness: the metrics endpoint reports the followed files once watch has opened them (polled, no fixed wait).
-metric() { curl -s "http://127.0.0.1:$MPORT/metrics" 2>/dev/null | awk -v m="$1" '$1 == m {print $2}'; }
-wait_metric_ge() { local name=$1 want=$2 t=0 v; while :; do v=$(metric "$name"); [ -n "$v" ] && [ "${v%.*}" -ge "$want" ] && return 0; sleep 0.1; t=$((t + 1)); [ $t -gt 600 ] && return 1; done; }
+# check, port, wait_for; readiness: the metrics endpoint reports the followed files once watch has opened them
+# (metric, wait_metric_ge: polled, no fixed wait)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 mkdir -p "$tmp/job"
 for r in 0 1 2 3; do echo "[rank$r]: booting" >"$tmp/job/rank$r.log"; done

@@ -37,8 +37,9 @@ fail() {
   exit 1
 }
 "${as_pg[@]}" "$PGBIN/initdb" -D "$tmp/data" -U ff --auth=trust -E UTF8 >"$tmp/initdb.log" 2>&1 || { cat "$tmp/initdb.log"; fail "initdb"; }
-# A free port: ask the kernel for one.
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# A free port: ask the kernel for one (tests/cli/lib.sh).
+. "$TESTS/cli/lib.sh"
+port=$(port)
 "${as_pg[@]}" "$PGBIN/pg_ctl" -D "$tmp/data" -l "$tmp/server.log" -w -t 120 \
   -o "-h 127.0.0.1 -p $port -k $tmp -c fsync=off" start >/dev/null || { cat "$tmp/server.log"; fail "pg_ctl start"; }
 URL="postgresql://ff@127.0.0.1:$port/postgres"
@@ -113,7 +114,7 @@ rows=$("${as_pg[@]}" "$PGBIN/psql" -h 127.0.0.1 -p "$port" -U ff -d v1 -Atc "SEL
 case "$rows" in "old/|"$'\n'*"|restart-excluding-hosts") ;; *) fail "version 1 rows after the migration: $rows";; esac
 
 # Errors: a password never shown; an unreachable database is one line and the report is still printed.
-dead=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+dead=$(port)
 set +e
 out=$("$BIN" diagnose "$oom" --quiet --format brief --history "postgresql://ff:hunter2secret@127.0.0.1:$dead/postgres?connect_timeout=5" 2>"$tmp/err.txt")
 set -e

@@ -8,6 +8,11 @@
 
 #include "firstfault/extract.hpp"
 #include "firstfault/text.hpp"
+#include "firstfault/kb.hpp"
+#include "test_support.hpp"
+
+#include <re2/re2.h>
+#include <set>
 
 using ff::extract::exit_record;
 using ff::extract::extractor;
@@ -432,6 +437,26 @@ TEST(agent_lines, sending_closing_signal) {
   EXPECT_TRUE(f.exits.empty());
 }
 
+// kb/_tables/progress_words.tsv holds what the hand scans assume (progress.cpp falls back to the regexps
+// otherwise, correct but slower): words of [a-z][a-z0-9_]*, readings among step, planned and count, at
+// most four distinct first letters in all (so each scan's letter set fits), and the rows the other tests use.
+TEST(progress, table_fits_the_hand_scans) {
+  const auto& t = ff::testing::builtin().tables.at("progress_words");
+  ASSERT_EQ(t.columns.at(0), "word");
+  ASSERT_TRUE(t.has_column("reads"));
+  std::set<char> first;
+  std::set<std::string> step_words;
+  for (const auto& w : t.order) {
+    const std::string reads = t.get(w, "reads");
+    EXPECT_TRUE(re2::RE2::FullMatch(w, "[a-z][a-z0-9_]*")) << w;
+    EXPECT_TRUE(re2::RE2::FullMatch(reads, "(?:step|planned|count)(?: (?:step|planned|count))*")) << w;
+    first.insert(w[0]);
+    if (reads.find("step") != std::string::npos) step_words.insert(w);
+  }
+  EXPECT_LE(first.size(), 4u);
+  EXPECT_EQ(step_words, (std::set<std::string>{"step", "iteration", "iter", "global_step"}));
+}
+
 // read_progress() takes shortcuts (a hand scan for the step rule, a shape test before the planned rule):
 // on every line they must give what the regexps alone give. Lines are built from the pieces the rules
 // care about, in random order, plus real progress lines.
@@ -453,6 +478,15 @@ TEST(progress, shortcuts_agree_with_the_regexps) {
   const std::vector<std::string> pieces = {"step", "Step", "STEP", "iter", "Iteration", "global_step", "batch", "batches",
                                            " batches", "_", "x", "s", " ", "  ", "\t", "=", ":", "/", " / ", "0", "7",
                                            "42", "007", "99999999999999999999", "-", ",", "[", "]", "|", "it/s", "é"};
+  // (and, in a second run, the words of kb/_tables/progress_words.tsv, as written and upper case)
+  std::vector<std::string> all = pieces;
+  const auto& t = ff::testing::builtin().tables.at("progress_words");
+  for (const auto& w : t.order) {
+    std::string up = w;
+    for (auto& c : up) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+    all.push_back(w);
+    all.push_back(up);
+  }
   std::uint64_t seed = 0x9E3779B97F4A7C15ull;
   auto next = [&seed] {
     seed ^= seed << 13;
@@ -485,6 +519,15 @@ TEST(progress, shortcuts_agree_with_the_regexps) {
   }
   EXPECT_GT(with_step, 10000u);  // the generator reaches both rules often
   EXPECT_GT(with_planned, 1000u);
+  for (int i = 0; i < 100000; ++i) {  // the same with the table's words among the pieces
+    std::string l;
+    for (std::uint64_t k = 0, n = 1 + next() % 9; k < n; ++k) l += all[next() % all.size()];
+    auto a = ff::extract::read_progress(l), b = ff::extract::detail::read_progress_by_regex(l);
+    ASSERT_EQ(a.step, b.step) << "'" << l << "'";
+    ASSERT_EQ(a.planned, b.planned) << "'" << l << "'";
+    ASSERT_EQ(ff::extract::read_step(l), b.step) << "'" << l << "'";
+    ASSERT_EQ(ff::extract::read_planned(l), b.planned) << "'" << l << "'";
+  }
 }
 
 // mpirun's proc-failed block (Open MPI help-mpirun.txt) at the very end of a pasted log: the exit code line
@@ -536,4 +579,24 @@ TEST(progress, a_dotted_step_id_is_not_progress) {
   EXPECT_EQ(ff::extract::read_step("epoch 0 step 8/20 loss 0.5", true), 8);
   EXPECT_EQ(ff::extract::read_step("reached step 8.", true), 8);
   EXPECT_FALSE(ff::extract::read_step("step 12.5 of the schedule", false));  // the regexp path agrees
+}
+
+// kb/_tables/exit_reports.tsv: the extractor asks for each of these rows by name and reads its groups in the
+// order the table lists them, so every row is there with as many capturing groups as its `groups` names.
+TEST(extract, exit_report_rows_have_their_groups) {
+  const auto& t = ff::testing::builtin().tables.at("exit_reports");
+  const std::set<std::string> asked = {"torchelastic_entry", "torchelastic_time", "torchelastic_host", "torchelastic_rank",
+                                       "torchelastic_exitcode", "torchelastic_signal", "mpirun_process", "mpirun_host",
+                                       "mpirun_exit_code", "mpirun_signal", "srun_task", "called_process_error",
+                                       "torchelastic_worker_failed", "torchelastic_closing_signal"};
+  EXPECT_EQ(std::set<std::string>(t.order.begin(), t.order.end()), asked);
+  for (const auto& name : t.order) {
+    re2::RE2 re(t.get(name, "regex"));
+    ASSERT_TRUE(re.ok()) << name;
+    const std::string groups = t.get(name, "groups");
+    int n = 0;
+    if (groups != "-")
+      for (std::size_t i = 0; i != std::string::npos; i = groups.find(' ', i + 1)) ++n;
+    EXPECT_EQ(re.NumberOfCapturingGroups(), n) << name << ": " << groups;
+  }
 }

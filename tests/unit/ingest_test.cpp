@@ -14,6 +14,10 @@
 #include <vector>
 
 #include "firstfault/ingest.hpp"
+#include "firstfault/kb.hpp"
+#include "test_support.hpp"
+
+#include <re2/re2.h>
 
 namespace fs = std::filesystem;
 using ff::ingest::input_error;
@@ -795,4 +799,25 @@ TEST(json_records, a_record_with_a_traceback_becomes_text_lines) {
   EXPECT_EQ(lines[3], "[rank1]:RuntimeError: boom");
   EXPECT_TRUE(ff::ingest::json_record_lines(R"({"step": 3, "loss": 0.5})").empty());  // no message: a metrics record, kept as is
   EXPECT_TRUE(ff::ingest::json_record_lines("{not json}").empty());
+}
+
+// kb/_tables/path_hints.tsv: the reader asks for each row by name and reads its groups in order; each sample
+// gives the hints its groups name.
+TEST(hints_from_path, path_hint_rows_have_their_groups) {
+  const auto& t = ff::testing::builtin().tables.at("path_hints");
+  EXPECT_EQ(t.order, (std::vector<std::string>{"torchrun_log", "torchrun_error_json", "rank"}));
+  for (const auto& name : t.order) {
+    re2::RE2 re(t.get(name, "regex"));
+    ASSERT_TRUE(re.ok()) << name;
+    const std::string groups = t.get(name, "groups");
+    EXPECT_EQ(re.NumberOfCapturingGroups(), groups == "attempt local_rank" ? 2 : 1) << name;
+    const auto h = ff::ingest::hints_from_path(t.get(name, "sample"));
+    if (groups == "attempt local_rank") {
+      EXPECT_TRUE(h.attempt && h.local_rank) << name;
+      EXPECT_EQ(h.error_json, name == "torchrun_error_json");
+    } else {
+      EXPECT_EQ(groups, "rank");
+      EXPECT_TRUE(h.rank) << name;
+    }
+  }
 }

@@ -106,6 +106,28 @@ TEST(kb_library, gate_covers_every_crash_message_and_job_state) {
   }
 }
 
+// kb/_tables/error_words.tsv: the gate finds every error row's sample, classify_line calls it wrong (weak or
+// strong), and calls every zero row's sample fine (its error words are zero counts).
+TEST(kb_library, gate_covers_every_error_word) {
+  std::vector<std::unique_ptr<re2::RE2>> gate;
+  for (const auto& p : ff::extract::gate_patterns()) gate.push_back(std::make_unique<re2::RE2>(p));
+  const auto& t = builtin().tables.at("error_words");
+  ASSERT_GE(t.order.size(), 10u);
+  for (const auto& key : t.order) {
+    const std::string sample = t.get(key, "sample");
+    SCOPED_TRACE(key + ": " + sample);
+    if (t.get(key, "kind") == "zero") {
+      EXPECT_EQ(ff::extract::classify_line(sample, 0), ff::extract::suspicion::none);
+      continue;
+    }
+    ASSERT_EQ(t.get(key, "kind"), "error");
+    bool hit = false;
+    for (const auto& re : gate) hit |= re2::RE2::PartialMatch(sample, *re);
+    EXPECT_TRUE(hit) << "no gate pattern finds it";
+    EXPECT_NE(ff::extract::classify_line(sample, 0), ff::extract::suspicion::none);
+  }
+}
+
 TEST(kb_library, lint_reports_a_broken_signature) {
   auto lib = ff::kb::library::from_files({{"x/bad_signature_x.yaml", "title: t\nid: nope\nname: bad_signature\nrole: cause\nfingerprints: ['(?<=a)b']\n"}});
   ASSERT_TRUE(lib);

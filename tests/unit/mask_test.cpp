@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -701,5 +702,23 @@ TEST(mask_formats, every_sample_line_is_read_in_full_by_the_gate) {
     const std::string all = ff::report::to_json(r.value()).dump() + ff::report::to_terminal(r.value(), {true});
     EXPECT_EQ(leaked_piece(all, sample_value(f)), "");
     fs::remove_all(dir);
+  }
+}
+
+// kb/_tables/secret_keys.tsv: every row's sample has its value (after the last '=', ':' or space, quotes
+// stripped) masked, in the stream and detached (kb lint checks that the row's regex matches the sample).
+TEST(mask_keys, every_sample_is_masked) {
+  const auto& t = ff::testing::builtin().tables.at("secret_keys");
+  ASSERT_GE(t.order.size(), 20u);
+  for (const auto& key : t.order) {
+    const std::string sample = t.get(key, "sample");
+    SCOPED_TRACE(key + ": " + sample);
+    std::string v = sample.substr(sample.find_last_of("=: ") + 1);
+    v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
+    ASSERT_GE(v.size(), 8u);
+    ff::mask::masker m(ff::mask::options{});
+    const std::string out = m.apply(sample);
+    EXPECT_EQ(leaked_piece(out, v), "") << out;
+    EXPECT_EQ(m.apply_detached(sample), out);
   }
 }
