@@ -123,3 +123,21 @@ TEST(outcome_suspicious, nothing_after_it_or_the_same_second_is_not_survived) {
 }
 
 }  // namespace
+
+namespace {
+
+// Lightning's set-up line as the log's last line (pytorch-lightning#8707: a 2-node job started without srun
+// waits there for members that never come): the log stops in start-up (launch_inferred_log_ends_in_startup),
+// not a healthy run.
+TEST(outcome_startup, a_log_that_stops_at_lightnings_process_group_setup_is_not_healthy) {
+  for (const char* line : {"initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/8", "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/8"}) {
+    auto r = diagnose_outcome("lightning", std::string("GPU available: True, used: True\n") + line + "\n");
+    EXPECT_EQ(r.diag.verdict, ff::correlate::verdict::failure) << line;
+    EXPECT_EQ(r.diag.signature, "launch_inferred_log_ends_in_startup") << line;
+  }
+  auto trained = diagnose_outcome("lightning_trained",
+                                  "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\n[rank0] step 1 loss 2.3\n[rank0] step 2 loss 2.2\n");
+  EXPECT_EQ(trained.diag.verdict, ff::correlate::verdict::healthy);
+}
+
+}  // namespace
