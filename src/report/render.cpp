@@ -222,15 +222,29 @@ std::string link_or_text(const html_options& opt, const std::string& source, std
 
 }  // namespace
 
+// The lead the correlator gives a group whose every line was survived (correlator.cpp).
+constexpr std::string_view kSurvivedLead = "also seen, survived: ";
+
+// A survived group's reason without the lead, where the section already says "survived".
+std::string survived_reason(const std::string& explanation) {
+  std::string_view why = explanation;
+  if (why.starts_with(kSurvivedLead)) why.remove_prefix(kSurvivedLead.size());
+  return std::string(why);
+}
+
 std::string to_html_body(const pipeline::run& r, const html_options& opt) {
   const auto esc = [](const std::string& s) { return text::html_escape(s); };
   const auto& d = r.diag;
   std::string o;
   std::string v = name(d.verdict);
   o += "<header><span class=\"verdict v-" + esc(v) + "\" id=\"verdict\">" + esc(v) + "</span>\n";
-  o += "<h1>" + (d.verdict == correlate::verdict::failure ? esc(d.title) : d.verdict == correlate::verdict::healthy
-                                                                              ? std::string("Nothing in these logs looks like a failure")
-                                                                              : std::string("Something failed, and no signature explains it")) +
+  // A healthy verdict beside lines that looked wrong (all survived) says the run went on past them.
+  const bool healthy = d.verdict == correlate::verdict::healthy;
+  const bool survived_any = healthy && (!d.collateral.empty() || !d.suspicious.empty());
+  o += "<h1>" + (d.verdict == correlate::verdict::failure ? esc(d.title)
+                 : survived_any                          ? std::string("The run went on past every line that looked wrong")
+                 : healthy                               ? std::string("Nothing in these logs looks like a failure")
+                                                         : std::string("Something failed, and no signature explains it")) +
        "</h1></header>\n<dl class=\"facts\">";
   if (d.verdict == correlate::verdict::failure) {
     o += "<dt>kind</dt><dd><code id=\"kind\">" + esc(d.kind) + "</code> (" + esc(d.category) + "), confidence " + esc(name(d.confidence)) + "</dd>";
@@ -242,7 +256,8 @@ std::string to_html_body(const pipeline::run& r, const html_options& opt) {
     o += "<dt>action</dt><dd><b id=\"action\">" + esc(std::string(action::to_string(r.action.what))) + "</b>" +
          (r.action.hosts.empty() ? "" : " excluding <code id=\"action-hosts\">" + esc(fmt::format("{}", fmt::join(r.action.hosts, " "))) + "</code>") +
          " <span class=\"muted\">" + esc(r.action.why) + "</span></dd>";
-  o += "<dt>first failing rank</dt><dd><b id=\"initiating-rank\">" +
+  if (!healthy)
+    o += "<dt>first failing rank</dt><dd><b id=\"initiating-rank\">" +
        (d.initiating_rank ? std::to_string(*d.initiating_rank) : std::string("unknown")) + "</b>" +
        (d.initiating_host ? " on host <b>" + esc(*d.initiating_host) + "</b>" : "") + " <span class=\"muted\">(" + esc(d.initiating_rule) + ")</span></dd>";
   if (!d.signature.empty())
@@ -261,11 +276,13 @@ std::string to_html_body(const pipeline::run& r, const html_options& opt) {
     o += "</pre>\n";
   }
   if (!d.collateral.empty()) {
-    o += "<h2>Collateral</h2><p class=\"muted\">Errors on the other ranks that followed from the root cause.</p>"
-         "<div class=\"table-box\"><table id=\"collateral\" class=\"cards\"><tr><th>ranks</th><th>error</th><th>lines</th><th>why it is collateral</th><th>example</th></tr>\n";
+    o += healthy ? "<h2>Survived</h2><p class=\"muted\">Lines that look like failures, which the run went on past.</p>"
+                   "<div class=\"table-box\"><table id=\"collateral\" class=\"cards\"><tr><th>ranks</th><th>error</th><th>lines</th><th>why it is not the cause</th><th>example</th></tr>\n"
+                 : "<h2>Collateral</h2><p class=\"muted\">Errors on the other ranks that followed from the root cause.</p>"
+                   "<div class=\"table-box\"><table id=\"collateral\" class=\"cards\"><tr><th>ranks</th><th>error</th><th>lines</th><th>why it is collateral</th><th>example</th></tr>\n";
     for (const auto& g : d.collateral)
       o += "<tr><td data-label=\"ranks\">" + esc(g.ranks.empty() ? "-" : text::rank_ranges(g.ranks)) + "</td><td>" + esc(g.title) +
-           "</td><td data-label=\"lines\">" + std::to_string(g.count) + "</td><td>" + esc(g.explanation) + "</td><td>" +
+           "</td><td data-label=\"lines\">" + std::to_string(g.count) + "</td><td>" + esc(healthy ? survived_reason(g.explanation) : g.explanation) + "</td><td>" +
            link_or_text(opt, g.example.source, g.example.line_no, g.example.source + ":" + std::to_string(g.example.line_no)) +
            "<br><code>" + esc(clip(g.example.text, 300)) + "</code></td></tr>\n";
     o += "</table></div>\n";
@@ -287,7 +304,9 @@ std::string to_html_body(const pipeline::run& r, const html_options& opt) {
     o += "</ul>\n";
   }
   if (!d.suspicious.empty()) {
-    o += "<h2>Lines that look wrong</h2><pre id=\"suspicious\">";
+    // A healthy report lists only lines the run went on past (correlate::rank_suspicious), each with why.
+    o += std::string(d.verdict == correlate::verdict::healthy ? "<h2>Lines the run went on past</h2>" : "<h2>Lines that look wrong</h2>") +
+         "<pre id=\"suspicious\">";
     for (const auto& s2 : d.suspicious)
       o += link_or_text(opt, s2.source, s2.line_no, suspicious_where(s2)) + " " + esc(s2.text) +
            (s2.survived.empty() ? "" : " <em>(survived: " + esc(s2.survived) + ")</em>") + "\n";
@@ -539,9 +558,6 @@ nlohmann::json to_json(const pipeline::run& r) {
   return j;
 }
 
-// The lead the correlator gives a group whose every line was survived (correlator.cpp).
-constexpr std::string_view kSurvivedLead = "also seen, survived: ";
-
 std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
   const auto& d = r.diag;
   paint p{st.color};
@@ -559,12 +575,9 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
     line(p("1;32", "verdict: healthy") +
          (survived ? " - the run went on past every line that looked wrong" : " - no failure signature matched and no error stands out"));
     line(fmt::format("read {} lines from {} input(s)", r.total_lines, r.inputs.size()));
-    for (const auto& g : d.collateral) {
-      std::string_view why = g.explanation;
-      if (why.starts_with(kSurvivedLead)) why.remove_prefix(kSurvivedLead.size());
+    for (const auto& g : d.collateral)
       line(fmt::format("{} {} ({} line{}, first {}): {}", p("2", "survived:"), g.title, g.count, g.count == 1 ? "" : "s", where(g.example),
-                       clip(std::string(why), 300)));
-    }
+                       clip(survived_reason(g.explanation), 300)));
     for (const auto& s : d.suspicious)  // a healthy report keeps only the survived ones (correlate)
       line(fmt::format("{} {} {}: {}", p("2", "survived:"), suspicious_where(s), clip(s.text, 200), clip(s.survived, 300)));
     for (const auto& s : d.slow_ranks) line(p("1;33", "warning: slow rank: ") + s.describe());
@@ -690,8 +703,9 @@ std::string to_markdown(const pipeline::run& r) {
     line("- **Action:** " + code_span(std::string(action::to_string(r.action.what))) +
          (r.action.hosts.empty() ? "" : " excluding " + code_span(fmt::format("{}", fmt::join(r.action.hosts, " ")))) + " - " +
          md_text(r.action.why));
-  line("- **First failing rank:** " + (d.initiating_rank ? std::to_string(*d.initiating_rank) : std::string("unknown")) +
-       (d.initiating_host ? " on " + *d.initiating_host : "") + (d.initiating_rule.empty() ? "" : " (" + md_text(d.initiating_rule) + ")"));
+  if (d.verdict != correlate::verdict::healthy)
+    line("- **First failing rank:** " + (d.initiating_rank ? std::to_string(*d.initiating_rank) : std::string("unknown")) +
+         (d.initiating_host ? " on " + *d.initiating_host : "") + (d.initiating_rule.empty() ? "" : " (" + md_text(d.initiating_rule) + ")"));
   for (const auto& s : d.slow_ranks) line("- **Slow rank:** " + md_text(s.describe()));
   if (!d.evidence_lines.empty()) {
     line("");
@@ -702,11 +716,13 @@ std::string to_markdown(const pipeline::run& r) {
   }
   if (!d.collateral.empty()) {
     line("");
-    line("### Collateral");
-    line("| ranks | error | count | why |");
+    const bool healthy = d.verdict == correlate::verdict::healthy;  // then every group was survived
+    line(healthy ? "### Survived" : "### Collateral");
+    line(healthy ? "| ranks | error | count | why it is not the cause |" : "| ranks | error | count | why |");
     line("|---|---|---|---|");
     for (const auto& g : d.collateral)
-      line(fmt::format("| {} | {} | {} | {} |", g.ranks.empty() ? "-" : text::rank_ranges(g.ranks), g.title, g.count, g.explanation));
+      line(fmt::format("| {} | {} | {} | {} |", g.ranks.empty() ? "-" : text::rank_ranges(g.ranks), g.title, g.count,
+                       healthy ? survived_reason(g.explanation) : g.explanation));
   }
   if (d.verdict == correlate::verdict::failure) {
     line("");
@@ -727,11 +743,13 @@ std::string to_markdown(const pipeline::run& r) {
     line("### Confirm");
     for (const auto& c : d.confirm) line("- [ ] " + c);
   }
-  if (d.verdict == correlate::verdict::undetermined && !d.suspicious.empty()) {
+  if ((d.verdict == correlate::verdict::undetermined || d.verdict == correlate::verdict::healthy) && !d.suspicious.empty()) {
+    const bool healthy = d.verdict == correlate::verdict::healthy;  // then only the survived lines are listed
     line("");
-    line("### Lines that look wrong");
+    line(healthy ? "### Lines the run went on past" : "### Lines that look wrong");
     line("```");
-    for (const auto& s : d.suspicious) line(unfence(suspicious_where(s) + " " + clip(s.text, 300)));
+    for (const auto& s : d.suspicious)
+      line(unfence(suspicious_where(s) + " " + clip(s.text, 300) + (s.survived.empty() ? "" : "\n    survived: " + clip(s.survived, 300))));
     line("```");
   }
   if (!d.next_steps.empty()) {
