@@ -85,6 +85,10 @@ class gate {
   /// loads it from the on-disk cache (then literal_count() and regex_gated() are not known: 0 and empty;
   /// `use_cache` false always builds, about a second, and stores nothing).
   static result<gate> build(const kb::library& lib, const std::vector<std::string>& extra, bool use_cache = true);
+  /// A run-fact signature: benign, tagged fact.run, and no activity./event./outcome. tag. Its lines only
+  /// feed the run's fact lines (correlate::inputs::fact_lines); they are common by design, so its
+  /// fingerprints are gated by their own atoms even when healthy text holds them.
+  static bool run_fact_only(const kb::signature& s);
   /// True when `line` (raw, unpeeled) may matter. With no patterns at all, always true. An engine error
   /// (scratch, scan) is an error, never "does not matter".
   result<bool> hit(std::string_view line, gate_scratch& s) const;

@@ -101,6 +101,11 @@ struct engine {
   normalize::prefix_catalog prefixes;
   match::matcher matcher;
   match::gate gate;       ///< the scan-first gate over raw lines
+  /// The same gate without the fingerprints of the run-fact signatures (match::gate::run_fact_only: a
+  /// tqdm bar or Megatron iteration line with its step time, a checkpoint written): a line
+  /// `gate` hits and this one does not can match only those, so add_block() takes it the light way and
+  /// keeps it as a fact candidate (collector::flush_facts). Not enabled when the library has none.
+  match::gate fact_free_gate;
   static result<engine> build(const kb::library& lib);
   /// The stages' own patterns the gate holds beside the fingerprints' literals (extract::gate_patterns(),
   /// mask::gate_patterns()).
@@ -300,6 +305,10 @@ class collector {
   // The per-rank facts add_block() left pending for the block's light lines: last lines copied, steps
   // read walking back. Called at the end of each block and before any line of the stream takes the full path.
   void flush_light(stream& st);
+  // Run-fact candidates (engine::fact_free_gate): kept by a light line of add_block(), read in full by
+  // flush_facts() (the newest only) at the stream's end and before any full-path fact line is kept.
+  void keep_fact_candidate(const stream& st, const line_facts& f);
+  void flush_facts();
   struct impl;
   std::unique_ptr<impl> impl_;
 };

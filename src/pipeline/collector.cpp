@@ -77,11 +77,14 @@ void collector::remask_learnt() {
     m.rescan(e.source);
     m.rescan(e.text);
   }
-  for (auto* marked : {&in.work_lines, &in.success_ends})
+  for (auto* marked : {&in.work_lines, &in.success_ends, &in.fact_lines})
     for (auto& w : *marked) {
       m.rescan(w.source);
       m.rescan(w.text);
     }
+  // a fact line's fields are shown ({ckpt_dir}: a path can name a host)
+  for (auto& w : in.fact_lines)
+    for (auto& kv : w.fields) m.rescan(kv.second);
   for (auto& [rank, frames] : in.stack_tops)
     for (auto& d : frames) {
       m.rescan(d.source);
@@ -148,6 +151,7 @@ void collector::add_suspicious(const stream& st, std::string_view body, char lev
 
 void collector::close_stream(stream& st) {
   flush_light(st);
+  flush_facts();
   std::vector<stream::pending_line>().swap(st.pending);
   if (st.last_body_raw) {
     st.last_body = impl_->masker.apply(st.last_body);
@@ -394,6 +398,49 @@ void collector::note_activity(stream& st, stream::rank_state& rs, const line_fac
   }
 }
 
+// A light line that only a run-fact signature's gate literals hit (add_block): what the full path would
+// keep of it, its body still raw.
+void collector::keep_fact_candidate(const stream& st, const line_facts& f) {
+  auto& im = *impl_;
+  im.facts.push_back({std::string(f.body), st.display, f.line_no, f.rank, f.local_rank, f.ts, f.ts_inherited});
+  im.fact_bytes += f.body.size() + st.display.size();
+  if (im.facts.size() >= impl::kFactsKept || im.fact_bytes >= impl::kFactBytes) flush_facts();
+}
+
+// The fact candidates, newest first, each masked and matched as the full path would (match_line): a line
+// a run-fact fingerprint confirms is a fact line with that signature's fields; the newest kMaxWorkLines
+// of those go to inputs::fact_lines in line order (it keeps no more), the older are dropped unread.
+void collector::flush_facts() {
+  auto& im = *impl_;
+  if (im.facts.empty()) return;
+  const auto& lib = *im.eng.lib;
+  std::vector<correlate::inputs::marked_line> kept;
+  for (auto it = im.facts.rbegin(); it != im.facts.rend() && kept.size() < limits::kMaxWorkLines; ++it) {
+    // (the body alone, as a light line's kept last line is: no mask rule the gate holds hit the line)
+    std::string body = im.masker.apply_detached(it->body);
+    thread_local std::vector<match::hit> hits;  // (not im.hits: match_line() calls this with its hits in hand)
+    hits.clear();
+    if (auto scanned = im.eng.matcher.scan(body, im.scratch, hits); !scanned) {
+      if (im.engine_error.empty()) im.engine_error = scanned.error().message;
+      break;
+    }
+    match::fields fields;
+    bool fact = false;
+    for (const auto& h : hits)
+      if (match::gate::run_fact_only(lib.signatures[static_cast<std::size_t>(h.signature)])) {
+        fact = true;
+        fields.insert(fields.end(), h.captured.begin(), h.captured.end());
+      }
+    if (!fact) continue;
+    kept.push_back({std::move(it->source), std::string(text::prefix_utf8(body, limits::kLastLineBytes)), it->line_no, it->rank,
+                    it->local_rank, it->ts, it->ts_inherited, false, std::move(fields)});
+  }
+  for (auto k = kept.rbegin(); k != kept.rend(); ++k) im.in.keep_fact_line(std::move(*k));
+  im.facts.clear();
+  if (im.facts.capacity() > impl::kFactsKept) std::vector<impl::fact_candidate>().swap(im.facts);
+  im.fact_bytes = 0;
+}
+
 namespace {
 // Room for pending light lines a stream keeps between blocks: a block holds up to 4,096 lines (128 KiB of
 // entries; a stream's list is freed when it closes, and watch, line by line, never defers).
@@ -477,6 +524,7 @@ std::optional<int> collector::match_line(stream& st, const line_facts& f, char l
     // explains nothing else on it (a Megatron iteration line may also be a divergence's evidence).
     auto is_fact = [&](const match::hit& h) { return sig_of(h).is_benign() && sig_of(h).has_tag("fact.run"); };
     if (std::any_of(hits.begin(), hits.end(), is_fact)) {
+      flush_facts();  // the fact candidates before it first: inputs::fact_lines is in line order
       in.keep_fact_line(marked(false, fields_of(is_fact)));
       std::erase_if(hits, is_fact);
     }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <deque>
 #include <map>
 #include <string>
 #include <tuple>
@@ -54,11 +55,34 @@ struct collector::impl {
   // a line's digits change.
   line::shape_memo shape_memo;
   line::step_memo steps;
+  // Run-fact candidates (engine::fact_free_gate): lines of add_block() that only a run-fact signature's
+  // gate literals hit, taken the light way. Each is kept raw with what the full path would have put in its
+  // inputs::marked_line; collector::flush_facts() masks and matches the newest until kMaxWorkLines are
+  // confirmed (inputs::fact_lines keeps no more), at a stream's end, before a full-path fact line is kept,
+  // and when kFactsKept lines or kFactBytes wait. A console's tqdm bars (21,420 lines of ~840 bytes in the
+  // 200 MB bench console) read in full had tripled the CPU of a diagnosis.
+  struct fact_candidate {
+    std::string body;  // trimmed, raw (not masked yet)
+    std::string source;
+    std::uint64_t line_no = 0;
+    std::optional<int> rank, local_rank;
+    std::optional<normalize::timestamp> ts;
+    bool ts_inherited = false;
+  };
+  static constexpr std::size_t kFactsKept = 2048, kFactBytes = 4u << 20;
+  std::vector<fact_candidate> facts;
+  std::size_t fact_bytes = 0;
+  match::gate_scratch fact_gate_scratch;
+  bool fact_line = false;
+  // add_block(): the sanitised text of its lines that sanitising changes, read the light way
+  // (add_line_gated); views into them are pending until the block's end.
+  std::deque<std::string> sanitized;  // add_block(): the line being added is a fact candidate (process() keeps it if it stays light)
   impl(const engine& e, const options& o)
       : eng(e), opt(o), scratch(e.matcher), gate_scratch(e.gate), masker(o.mask),
         // (--redact reads every line in full: the gate holds no host context, so a host named on a line
         // it lets through would not be learnt; identity masking is the rare, thorough mode)
-        light_ok(!o.exact && e.gate.enabled() && o.mask.extra.empty() && !(o.mask.enabled && o.mask.redact)) {}
+        light_ok(!o.exact && e.gate.enabled() && o.mask.extra.empty() && !(o.mask.enabled && o.mask.redact)),
+        fact_gate_scratch(e.fact_free_gate) {}
 };
 
 }  // namespace ff::pipeline

@@ -55,15 +55,30 @@ std::size_t collector::add_block(stream& st, line_block& blk) {
     n += add_line_gated(st, blk.line(i), blk.line_nos[i], blk.gate_hit[i], blk.known_plain[i] ? 1 : -1);
   im.deferring = false;
   flush_light(st);
+  im.sanitized.clear();  // (after flush_light: its pending lines were views into them)
   return n;
 }
 
 std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit, int plain) {
   auto& im = *impl_;
-  // The full path when the line can matter: the masker's next line depends on this one, the line holds
-  // bytes that sanitising would change, the gate hits it, or (add_light) its rank has a record open.
+  // The full path when the line can matter: the masker's next line depends on this one, the gate hits it,
+  // or (add_light) its rank has a record open.
   if (plain < 0) plain = text::is_plain(raw_text) ? 1 : text::is_clean(raw_text) ? 2 : 0;
-  if (!im.light_ok || im.masker.line_state_open() || !plain) return add_line(st, raw_text, line_no);
+  if (!im.light_ok || im.masker.line_state_open()) return add_line(st, raw_text, line_no);
+  const std::string_view raw = raw_text;  // (the full path reads the line as read: its sanitising is its own)
+  if (!plain) {
+    // A line that sanitising changes (a tqdm bar redrawn with '\r', colour escapes): the full path reads
+    // sanitize(line), so the light path may too, gated afresh (removed bytes can join a gate literal). In a
+    // block only, where the sanitised text lives until the block's end (the pending light lines are views).
+    // Every such line took the full path before: the generated 1 GB console's 370,000 bars (4% of its
+    // lines) were most of its CPU once a run-fact signature matched them.
+    if (!im.deferring) return add_line(st, raw_text, line_no);
+    const std::string& s = im.sanitized.emplace_back(text::sanitize(raw_text));
+    if (!text::is_clean(s)) return add_line(st, raw_text, line_no);
+    raw_text = s;
+    plain = text::is_plain(s) ? 1 : 2;
+    gate_hit = -1;
+  }
   if (gate_hit < 0) {
     auto hit = im.eng.gate.hit(raw_text, im.gate_scratch);
     if (!hit) {
@@ -72,7 +87,22 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
     }
     gate_hit = hit.value();
   }
-  if (gate_hit) return add_line(st, raw_text, line_no);
+  // A line the gate hits only for a run-fact signature (engine::fact_free_gate) takes the light path as a
+  // fact candidate (in a block): only inputs::fact_lines can change, and flush_facts() reads the newest
+  // ones in full. Before, every tqdm bar and Megatron iteration line was read in full.
+  struct fact_flag {
+    bool& f;
+    ~fact_flag() { f = false; }
+  } reset{im.fact_line};
+  if (gate_hit && im.deferring && im.eng.fact_free_gate.enabled()) {
+    auto h = im.eng.fact_free_gate.hit(raw_text, im.fact_gate_scratch);
+    if (!h) {
+      if (im.engine_error.empty()) im.engine_error = h.error().message;
+      return 0;
+    }
+    if (!h.value()) gate_hit = 0, im.fact_line = true;
+  }
+  if (gate_hit) return add_line(st, raw, line_no);
   // Peeled here, by the thread that uses the peel. (The reader thread peeled whole blocks ahead until
   // stop 40: 160 bytes of line_meta per line, 655 KB a block, written on one core and read on the other,
   // cost more than the peel it moved: the 210 MB console took 0.85 s CPU / 0.58 s wall with two threads,
@@ -334,6 +364,7 @@ std::size_t collector::process(stream& st, normalize::line_meta& meta, std::uint
       f.body_at = static_cast<std::uint8_t>(f.body.data() - line);
     }
     if (!f.body.empty()) note_activity(st, rs, f, meta.ts, raw, ascii);
+    if (impl_->fact_line && raw && !f.body.empty()) keep_fact_candidate(st, f);
     return 0;
   }
   extract::line_note note;

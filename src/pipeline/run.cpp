@@ -17,6 +17,27 @@ result<engine> engine::build(const kb::library& lib) {
   if (!g_r) return g_r.error();
   engine e;
   e.gate = std::move(g_r).value();
+  // The gate again without the run-fact signatures' fingerprints (engine::fact_free_gate): a library of
+  // what gate::build reads (names, roles, tags, fingerprints, benign samples, the healthy-lines table),
+  // those fingerprints left out; cached on disk beside the gate under its own content hash.
+  if (e.gate.enabled() && std::any_of(lib.signatures.begin(), lib.signatures.end(), match::gate::run_fact_only)) {
+    kb::library slim;
+    slim.content_hash = lib.content_hash + "/no-fact-run";
+    if (auto t = lib.tables.find("healthy_lines"); t != lib.tables.end()) slim.tables.emplace(t->first, t->second);
+    slim.signatures.reserve(lib.signatures.size());
+    for (const auto& s : lib.signatures) {
+      kb::signature c;
+      c.name = s.name;
+      c.role = s.role;
+      c.tags = s.tags;
+      c.positive = s.positive;
+      if (!match::gate::run_fact_only(s)) c.fingerprints = s.fingerprints;
+      slim.signatures.push_back(std::move(c));
+    }
+    auto f_r = match::gate::build(slim, gate_extras());
+    if (!f_r) return f_r.error();
+    e.fact_free_gate = std::move(f_r).value();
+  }
   e.lib = &lib;
   e.prefixes = std::move(cat_r).value();
   e.matcher = std::move(m_r).value();

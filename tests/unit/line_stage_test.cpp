@@ -101,4 +101,64 @@ TEST(line_stage, step_memo_reads_the_step_as_read_step_does) {
   for (const auto& [shape, body] : lines) EXPECT_EQ(memo.step_of(shape, 0, body), ff::extract::read_step(body, true)) << body;
 }
 
+// Run-fact lines (engine::fact_free_gate): a line only a run-fact signature's gate literals hit takes the
+// light path in a block, and the newest ones are read in full at the stream's end (collector::flush_facts).
+// inputs::fact_lines must be what --exact (every line in full) keeps: the same lines, texts, ranks, times
+// and fields, in the same order, also when a full-path fact line comes between candidates and when more
+// candidates wait than the list keeps. Bars redrawn with '\r' are read sanitised, as the full path reads them.
+TEST(line_stage, run_fact_candidates_keep_the_fact_lines_exact_keeps) {
+  ASSERT_TRUE(ff::testing::engine().fact_free_gate.enabled());
+  std::vector<std::string> lines;
+  for (int i = 0; i < 300; ++i) {
+    const int r = i % 4;
+    std::string ts = "2026-11-30 02:20:" + std::to_string(10 + i % 50) + ",123";
+    if (i % 5 == 0)
+      lines.push_back("[default" + std::to_string(r) + "]:Epoch 0:  " + std::to_string(i % 100) + "%|###       | " + std::to_string(i) +
+                      "/1882 [0:00:0" + std::to_string(i % 10) + "<0:42:58,  0." + std::to_string(i % 9 + 1) + "3it/s, loss=2.87]" +
+                      // every other bar redrawn with '\r' (sanitising changes the line: the light path reads it sanitised)
+                      (i % 10 == 0 ? "\rEpoch 0:  " + std::to_string(i % 100) + "%|####      | " + std::to_string(i + 1) + "/1882 [0:00:01<0:42:57,  0.74it/s]" : ""));
+    else if (i % 7 == 0)
+      lines.push_back("[default" + std::to_string(r) + "]:" + ts + " INFO    [rank" + std::to_string(r) + "] trainer - saved checkpoint to /ckpt/run7/step_" +
+                      std::to_string(i) + ".pt");
+    else if (i % 11 == 0)
+      lines.push_back(" iteration      " + std::to_string(i) + "/    1000 | elapsed time per iteration (ms): 12" + std::to_string(i) + ".0 | lm loss: 3.8E+01 |");
+    else if (i == 151)  // a fact line the full path reads in any mode (an error level in its prefix)
+      lines.push_back("[default1]:" + ts + " ERROR   [rank1] trainer -  45%|####      | 450/1000 [01:40<02:02,  4.50it/s, loss=0.31]");
+    else
+      lines.push_back("[default" + std::to_string(r) + "]:" + ts + " INFO    [rank" + std::to_string(r) + "] trainer - step " + std::to_string(i) + " loss 1.93");
+  }
+  auto run = [&](bool exact, std::size_t upto) {
+    ff::pipeline::options opt;
+    opt.exact = exact;
+    ff::pipeline::collector col(ff::testing::engine(), opt);
+    ff::ingest::source src;
+    src.display = "console.log";
+    auto st = col.open_stream(src);
+    ff::pipeline::line_block blk;
+    for (std::size_t i = 0; i < upto; ++i) {
+      blk.add(lines[i], i + 1);
+      if (blk.size() == 64) col.add_block(st, blk), blk.clear();
+    }
+    col.add_block(st, blk);
+    col.close_stream(st);
+    return col.inputs().fact_lines;
+  };
+  for (std::size_t upto : {40, 140, 300}) {
+    auto gated = run(false, upto), exact = run(true, upto);
+    ASSERT_EQ(gated.size(), exact.size()) << upto;
+    ASSERT_FALSE(exact.empty());
+    for (std::size_t i = 0; i < exact.size(); ++i) {
+      EXPECT_EQ(gated[i].line_no, exact[i].line_no) << i;
+      EXPECT_EQ(gated[i].text, exact[i].text) << i;
+      EXPECT_EQ(gated[i].source, exact[i].source);
+      EXPECT_EQ(gated[i].rank, exact[i].rank) << i;
+      EXPECT_EQ(gated[i].local_rank, exact[i].local_rank) << i;
+      EXPECT_EQ(gated[i].ts.has_value(), exact[i].ts.has_value()) << i;
+      if (gated[i].ts && exact[i].ts) EXPECT_EQ(gated[i].ts->seconds, exact[i].ts->seconds) << i;
+      EXPECT_EQ(gated[i].ts_inherited, exact[i].ts_inherited) << i;
+      EXPECT_EQ(gated[i].fields, exact[i].fields) << i;
+    }
+  }
+}
+
 }  // namespace
