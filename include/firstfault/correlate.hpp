@@ -105,11 +105,15 @@ struct suspicious_line {
   std::string tmpl;     ///< the template: variables replaced by <*>
   int count = 1;        ///< lines in the group
   std::vector<int> ranks;  ///< distinct ranks of the group's lines, sorted
-  /// The group's last line (where and, when the line had a time of its own, when): a group is survived only
-  /// when the run went on after its last line.
+  /// Local ranks of the group's lines that carried no global rank (torchrun's [defaultN]: prefix), sorted.
+  std::vector<int> local_ranks;
+  /// The group's latest line by its own time (where and when); `untimed`: some line of the group had no time of
+  /// its own, or times on another clock, so the group is not ordered against progress by time. A group is
+  /// survived only when the run went on after its latest line.
   std::string last_source;
   std::uint64_t last_line_no = 0;
   std::optional<normalize::timestamp> last_ts;
+  bool untimed = false;
   /// Set by the correlator: why the run is known to have gone on after the group's last line (a rank trained
   /// after it, the run ended well after it); empty when it was not survived.
   std::string survived;
@@ -231,8 +235,9 @@ struct inputs {
   /// Lines that state a fact of the run in fields (benign signatures tagged `fact.run`: a progress line with
   /// its step, planned steps and time per step; a checkpoint written and its path), masked, the last
   /// kMaxWorkLines of the run in order. They make a fix concrete (the directory to check, the hours the
-  /// run needed); the only thing they decide is whether a transient came in the run's first steps
-  /// (correlate: survived errors).
+  /// run needed). They decide two things: whether a transient came in the run's first steps (correlate:
+  /// survived errors), and, with a collective timeout, whether a rank's own work or a progress bar spans the
+  /// wait (inference rule work_spans_timeout).
   std::vector<marked_line> fact_lines;
   void keep_fact_line(marked_line m) {
     if (fact_lines.size() >= limits::kMaxWorkLines) fact_lines.erase(fact_lines.begin());

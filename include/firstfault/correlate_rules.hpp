@@ -74,10 +74,11 @@ context make_context(const inputs& in, const kb::library& lib);
 std::map<const finding*, std::string> survived_errors(const context& ctx);
 
 /// A group of lines that look wrong (no signature explains them) was survived: the run ended well after the
-/// group's last line (as ended_well()), or, by the lines' own times on one clock, a rank trained to a later
-/// step a second or more after it: each of the group's ranks when its lines carry ranks, any rank when they
-/// carry none (start-up and helper chatter). Untimed lines are never ordered against progress (print()'s
-/// progress lines reach a piped file late: step_after). Returns the reason the report shows, or "".
+/// group's latest line (as ended_well()), or, by the lines' own times on one clock, a rank trained to a later
+/// step a second or more after it: each of the group's ranks (global, or local when the lines named only a
+/// local rank) when its lines carry ranks, any rank when they carry none (start-up and helper chatter). A group
+/// with any untimed line is never ordered against progress (print()'s progress lines reach a piped file late:
+/// step_after). Returns the reason the report shows, or "".
 /// Source: on-call practice, as survived_errors (issue 43, "errors the run survived").
 std::string suspicious_survived(const context& ctx, const suspicious_line& s);
 

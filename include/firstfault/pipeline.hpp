@@ -266,7 +266,7 @@ class collector {
   /// learner then reads the line masked, as --exact does.
   bool token_may_mask(const normalize::line_meta& meta, const shape_facts* facts, std::size_t& token_len,
                       const std::string*& token_shape) const;
-  void add_suspicious(const stream& st, std::string_view body, char level, bool exception_line, std::optional<int> rank,
+  void add_suspicious(const stream& st, std::string_view body, char level, bool exception_line, std::optional<int> rank, std::optional<int> local_rank,
                       std::optional<normalize::timestamp> own_ts,
                       std::uint64_t line_no);
   // What process() learns about one line, step by step (attribute, rank_state_for, note_host_and_pairs, ...).

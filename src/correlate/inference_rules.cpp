@@ -160,9 +160,9 @@ std::optional<inference> work_spans_timeout(const context& ctx) {
     began = began ? std::min(*began, b) : b;
   }
   auto rank_ok = [&](const std::optional<int>& r) { return r ? !timed_out.count(*r) : someone_absent; };
-  auto no_progress_after = [&](const inputs::marked_line& w, const std::optional<int>& r) {
+  auto no_progress_after = [&](const inputs::marked_line& w) {
     for (const auto& [k, a] : ctx.activity)
-      if ((r ? k == *r : !timed_out.count(k)) && step_after_line(ctx, a, w)) return false;
+      if (!timed_out.count(k) && step_after_line(ctx, a, w)) return false;  // r did not time out (rank_ok)
     return true;
   };
   inference inf;
@@ -176,11 +176,11 @@ std::optional<inference> work_spans_timeout(const context& ctx) {
   for (auto it = ctx.in->work_lines.rbegin(); it != ctx.in->work_lines.rend(); ++it) {
     const auto& w = *it;
     auto r = work_rank(ctx, w);
-    if (!before_timeouts(w) || !rank_ok(r) || !no_progress_after(w, r)) continue;
+    if (!before_timeouts(w) || !rank_ok(r) || !no_progress_after(w)) continue;
     // Nor a progress line of no rank after it in its file (a script that logs steps on one rank, unprefixed: the
     // per-rank activity does not see them), before the timeout.
     if (std::any_of(ctx.in->fact_lines.begin(), ctx.in->fact_lines.end(), [&](const inputs::marked_line& p) {
-          return p.source == w.source && p.line_no > w.line_no && before_timeouts(p) &&
+          return !p.rank && !p.local_rank && p.source == w.source && p.line_no > w.line_no && before_timeouts(p) &&
                  std::any_of(p.fields.begin(), p.fields.end(), [](const auto& kv) { return kv.first == "step"; });
         }))
       continue;
@@ -600,6 +600,9 @@ const std::vector<inference_rule>& inference_rules() {
            if (p.timed_out) { ++stuck_places; stuck = &p; }
            if (unconditional(p.call)) ++with_unconditional;
          }
+         // Some rank must have timed out: ranks that were only closed by their peers, at different places, lost
+         // a peer that died (a SIGKILL, a crash), which says nothing of the order of their collectives.
+         if (stuck_places == 0) return std::nullopt;
          // Only an explicit call can have been completed by the peers: a barrier or DDP's all-reduce needs every
          // rank, so peers blocked elsewhere never passed the one a rank is stuck in (they issued another call).
          if (stuck_places == 1 && !unconditional(stuck->call)) {
@@ -791,7 +794,10 @@ const std::vector<inference_rule>& inference_rules() {
          if (lost) {
            const extract::exit_record* quiet = nullptr;
            for (const auto& e : ctx.exits) {
-             if (!e.rank || *e.rank == *best->rank || !e.exitcode || *e.exitcode == 0 || has_own_finding(ctx, *e.rank)) continue;
+             // Only a failure that says why it stopped (an error code, SIGKILL, SIGSEGV): a worker the launcher
+             // stopped (SIGTERM) or that aborted (SIGABRT) is not handed the blame.
+             const bool says_why = *e.exitcode > 0 || *e.exitcode == -9 || *e.exitcode == -11 || e.signal == "SIGKILL" || e.signal == "SIGSEGV";
+             if (!e.rank || *e.rank == *best->rank || !e.exitcode || *e.exitcode == 0 || !says_why || has_own_finding(ctx, *e.rank)) continue;
              if (quiet && *quiet->rank != *e.rank) { quiet = nullptr; break; }
              if (!quiet || (quiet->from_agent_line && !e.from_agent_line)) quiet = &e;
            }

@@ -175,20 +175,34 @@ std::string suspicious_survived(const context& ctx, const suspicious_line& s) {
                                                          s.last_ts->seconds + 1.0 <= end->ts->seconds;
     if (before) return "the run ended well after it: \"" + std::string(text::prefix_utf8(end->text, limits::kQuoteBytes)) + "\"";
   }
-  if (!s.last_ts) return {};
+  if (!s.last_ts || s.untimed) return {};
   auto later = [&](const rank_activity& act) {
     return act.last_step && act.last_step_ts && act.last_step_ts->kind == s.last_ts->kind &&
            act.last_step_ts->seconds >= s.last_ts->seconds + 1.0;
   };
-  if (!s.ranks.empty()) {
+  // Lines that named their rank (a global one, or only a local one: torchrun's [defaultN]:) are vouched for
+  // by that rank's own later step only; every such rank must have gone on.
+  if (!s.ranks.empty() || !s.local_ranks.empty()) {
     long step = 0;
     for (int r : s.ranks) {
       auto it = ctx.activity.find(r);
       if (it == ctx.activity.end() || !later(it->second)) return {};
       step = std::max(step, *it->second.last_step);
     }
-    return (s.ranks.size() == 1 ? "rank " + std::to_string(s.ranks.front()) : "ranks " + text::rank_ranges(s.ranks)) +
-           " trained to step " + std::to_string(step) + " after it";
+    for (int l : s.local_ranks) {
+      const rank_activity* a = nullptr;
+      for (const auto& [key, act] : ctx.in->activity)
+        if (key.kind == rank_key::scope::local && key.number == l && (!key.attempt || !ctx.in->only_attempt || *key.attempt == *ctx.in->only_attempt) &&
+            later(act))
+          a = &act;
+      if (!a) return {};
+      step = std::max(step, *a->last_step);
+    }
+    std::string who = s.ranks.empty() ? "" : (s.ranks.size() == 1 ? "rank " + std::to_string(s.ranks.front()) : "ranks " + text::rank_ranges(s.ranks));
+    if (!s.local_ranks.empty())
+      who += (who.empty() ? "" : " and ") + std::string(s.local_ranks.size() == 1 ? "local rank " + std::to_string(s.local_ranks.front())
+                                                                               : "local ranks " + text::rank_ranges(s.local_ranks));
+    return who + " trained to step " + std::to_string(step) + " after it";
   }
   for (const auto& [key, act] : ctx.in->activity) {
     if (key.attempt && ctx.in->only_attempt && *key.attempt != *ctx.in->only_attempt) continue;

@@ -330,6 +330,7 @@ only<R, correlate::suspicious_line> fields(V&& v, R& x) {  // correlate::suspici
   v("strong", x.strong), v("tmpl", x.tmpl), v("count", x.count, how{false, 0, 1});
   v("ranks", x.ranks, capped(static_cast<std::size_t>(limits::kMaxListedRanks)));
   v("last_source", x.last_source, kOmitDefault), v("last_line", x.last_line_no, kOmitDefault), v("last_ts", x.last_ts, kOmitDefault);
+  v("local_ranks", x.local_ranks, capped(static_cast<std::size_t>(limits::kMaxListedRanks))), v("untimed", x.untimed, kOmitDefault);
 }
 template <class V, class R>
 only<R, correlate::inputs::marked_line> fields(V&& v, R& x) {  // correlate::inputs::marked_line
@@ -793,12 +794,18 @@ struct merger::state {
       }
       auto& g = in.suspicious[it->second];
       g.count += x.count;
-      // the group's last line: the later of the two by time (a file's own order does not span nodes)
+      // the group's latest line: the later of the two by time, as the collector keeps it (a file's own order
+      // does not span nodes); untimed when either was, or their clocks differ
+      g.untimed = g.untimed || x.untimed || (g.last_ts && x.last_ts && g.last_ts->kind != x.last_ts->kind);
       if (x.last_ts && (!g.last_ts || (g.last_ts->kind == x.last_ts->kind && x.last_ts->seconds > g.last_ts->seconds))) {
         g.last_source = x.last_source;
         g.last_line_no = x.last_line_no;
         g.last_ts = x.last_ts;
       }
+      std::vector<int> lu;
+      std::set_union(g.local_ranks.begin(), g.local_ranks.end(), x.local_ranks.begin(), x.local_ranks.end(), std::back_inserter(lu));
+      if (lu.size() > static_cast<std::size_t>(limits::kMaxListedRanks)) lu.resize(static_cast<std::size_t>(limits::kMaxListedRanks));
+      g.local_ranks = std::move(lu);
       std::vector<int> u;
       std::set_union(g.ranks.begin(), g.ranks.end(), x.ranks.begin(), x.ranks.end(), std::back_inserter(u));
       if (u.size() > static_cast<std::size_t>(limits::kMaxListedRanks)) u.resize(static_cast<std::size_t>(limits::kMaxListedRanks));

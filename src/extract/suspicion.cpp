@@ -87,7 +87,8 @@ suspicion classify_line(std::string_view body, char level) {
   // Scheduler states as sacct/squeue print them, and Killed: kb/_tables/job_states.tsv.
   static const re2::RE2 weak_states(job_states_pattern());
   if (re2::RE2::PartialMatch(sp(body), weak_states)) return suspicion::weak;
-  if (re2::RE2::PartialMatch(sp(body), failure_words)) return suspicion::weak;
+  // Not at INFO level: a line the program logs as information ("retrying: connection refused") says it coped.
+  if (level != 'I' && re2::RE2::PartialMatch(sp(body), failure_words)) return suspicion::weak;
   if (re2::RE2::PartialMatch(sp(body), weak_words)) {
     // A line whose only error words are zero counts ("0 errors", "failed: 0") is a summary, not a failure.
     std::string rest(body);

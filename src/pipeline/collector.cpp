@@ -118,8 +118,8 @@ collector::stream collector::open_stream(const ingest::source& raw_src) {
   return st;
 }
 
-void collector::add_suspicious(const stream& st, std::string_view body, char level, bool exception_line,
-                               std::optional<int> rank, std::optional<normalize::timestamp> own_ts, std::uint64_t line_no) {
+void collector::add_suspicious(const stream& st, std::string_view body, char level, bool exception_line, std::optional<int> rank,
+                               std::optional<int> local_rank, std::optional<normalize::timestamp> own_ts, std::uint64_t line_no) {
   auto& im = *impl_;
   auto sev = extract::classify_line(body, level);
   if (exception_line && sev == extract::suspicion::none) sev = extract::suspicion::strong;
@@ -142,9 +142,19 @@ void collector::add_suspicious(const stream& st, std::string_view body, char lev
   }
   auto& g = in.suspicious[it->second];
   ++g.count;
-  g.last_source = st.display;  // the group's last line: the run must have gone on after it (correlate)
-  g.last_line_no = line_no;
-  g.last_ts = own_ts;
+  // The group's latest line by its own time: the run must have gone on after it (correlate). Files are read in
+  // turn, so the line read last need not be the latest; a line with no time of its own, or on another clock,
+  // leaves the group unordered by time.
+  if (!own_ts || (g.last_ts && g.last_ts->kind != own_ts->kind)) {
+    g.untimed = true;
+  } else if (!g.last_ts || own_ts->seconds >= g.last_ts->seconds) {
+    g.last_source = st.display;
+    g.last_line_no = line_no;
+    g.last_ts = own_ts;
+  }
+  if (!rank && local_rank && !std::binary_search(g.local_ranks.begin(), g.local_ranks.end(), *local_rank) &&
+      g.local_ranks.size() < static_cast<std::size_t>(limits::kMaxListedRanks))
+    g.local_ranks.insert(std::upper_bound(g.local_ranks.begin(), g.local_ranks.end(), *local_rank), *local_rank);
   if (rank && !std::binary_search(g.ranks.begin(), g.ranks.end(), *rank) && g.ranks.size() < static_cast<std::size_t>(limits::kMaxListedRanks))
     g.ranks.insert(std::upper_bound(g.ranks.begin(), g.ranks.end(), *rank), *rank);
 }
@@ -572,7 +582,7 @@ std::optional<int> collector::match_line(stream& st, const line_facts& f, char l
     keep_finding(st, f, h, note);
     kept_any = true;
   }
-  if (!kept_any) add_suspicious(st, f.body, level, note.exception_line, f.rank, f.ts_inherited ? std::nullopt : f.ts, f.line_no);
+  if (!kept_any) add_suspicious(st, f.body, level, note.exception_line, f.rank, f.local_rank, f.ts_inherited ? std::nullopt : f.ts, f.line_no);
   return restart_to;
 }
 

@@ -722,7 +722,7 @@ std::string to_markdown(const pipeline::run& r) {
     line("|---|---|---|---|");
     for (const auto& g : d.collateral)
       line(fmt::format("| {} | {} | {} | {} |", g.ranks.empty() ? "-" : text::rank_ranges(g.ranks), g.title, g.count,
-                       healthy ? survived_reason(g.explanation) : g.explanation));
+                       md_text(healthy ? survived_reason(g.explanation) : g.explanation)));
   }
   if (d.verdict == correlate::verdict::failure) {
     line("");

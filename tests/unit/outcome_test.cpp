@@ -141,3 +141,25 @@ TEST(outcome_startup, a_log_that_stops_at_lightnings_process_group_setup_is_not_
 }
 
 }  // namespace
+
+namespace {
+
+// A line that named only its local rank ([defaultN]:) is vouched for by that local rank's own later step,
+// never by another rank's (review of the survived lines: local rank 1 may have hung while 0 trained on).
+TEST(outcome_suspicious, a_local_rank_line_needs_that_local_ranks_later_step) {
+  const std::string err = "[default1]:2026-12-01 10:00:05,000 [ERROR] loader died: worker pipe broken\n";
+  auto other = diagnose_outcome("local_other", "[default0]:2026-12-01 10:00:00,000 [INFO] step 11 loss 2.3\n"
+                                               "[default1]:2026-12-01 10:00:00,000 [INFO] step 11 loss 2.3\n" + err +
+                                               "[default0]:2026-12-01 10:00:10,000 [INFO] step 12 loss 2.2\n");
+  EXPECT_NE(other.diag.verdict, ff::correlate::verdict::healthy);
+  auto own = diagnose_outcome("local_own", "[default1]:2026-12-01 10:00:00,000 [INFO] step 11 loss 2.3\n" + err +
+                                           "[default1]:2026-12-01 10:00:10,000 [INFO] step 12 loss 2.2\n");
+  EXPECT_EQ(own.diag.verdict, ff::correlate::verdict::healthy);
+}
+
+TEST(outcome_failure_words, an_info_line_that_coped_is_not_a_failure) {
+  auto r = diagnose_outcome("info", "step 1 loss 2.3\n2026-12-01 10:00:00,000 [INFO] fetch: connection refused, retrying in 1 s\n");
+  EXPECT_EQ(r.diag.verdict, ff::correlate::verdict::healthy);
+}
+
+}  // namespace
