@@ -224,12 +224,15 @@ bool extractor::feed_launcher_exit(std::string_view t, std::uint64_t line_no, st
       r.exitcode = what.empty() ? code : what == "Killed" ? -9 : what == "Segmentation fault" ? -11 : what == "Aborted" ? -6 : -15;
       exits.push_back(r);
     }
-    // torch.distributed.launch / DeepSpeed: CalledProcessError naming the worker's --local_rank
+    // torch.distributed.launch (before torchelastic) / DeepSpeed's old launcher: CalledProcessError with the exit
+    // status of the first worker, in spawn order, that failed. Its command is NOT that worker's: both build `cmd`
+    // in the spawn loop and raise CalledProcessError(returncode=process.returncode, cmd=cmd) after it, so the
+    // --local_rank printed is always the last one spawned (torch/distributed/launch.py of torch 1.x, main();
+    // deepspeed/launcher/launch.py before 0.5). The record says a worker failed, and names no rank.
     static const re2::RE2& cpe_re = exit_report("called_process_error");
     int lr = 0;
     if (contains(t, "CalledProcessError") && re2::RE2::PartialMatch(sp, cpe_re, &lr, &code)) {
       auto r = new_record("launch", line_no);
-      r.local_rank = lr;
       r.exitcode = code;
       r.from_agent_line = true;
       exits.push_back(r);

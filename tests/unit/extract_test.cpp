@@ -573,6 +573,18 @@ TEST(srun_exit, tasks_killed_by_a_signal_and_exited_with_a_code) {
   EXPECT_EQ(f.exits[3].signal, "SIGTERM");
 }
 
+// torch.distributed.launch (torch 1.x) raises CalledProcessError after its spawn loop with the loop's last `cmd`:
+// the exit status is the failed worker's, the --local_rank the last one spawned. The record names no rank.
+TEST(launch_exit, called_process_error_keeps_the_status_and_names_no_rank) {
+  auto f = feed_all({"subprocess.CalledProcessError: Command '['/usr/bin/python', '-u', 'train.py', '--local_rank=3']' returned "
+                     "non-zero exit status 1."});
+  ASSERT_EQ(f.exits.size(), 1u);
+  EXPECT_EQ(f.exits[0].exitcode, 1);
+  EXPECT_FALSE(f.exits[0].local_rank);
+  EXPECT_FALSE(f.exits[0].rank);
+  EXPECT_EQ(f.exits[0].launcher, "launch");
+}
+
 // Slurm's job.step id is not a training step: "STEP 8.0" in slurmstepd's CANCELLED line.
 TEST(progress, a_dotted_step_id_is_not_progress) {
   EXPECT_FALSE(ff::extract::read_step("slurmstepd-node1: error: *** STEP 8.0 ON node1 CANCELLED AT 2026-12-06T16:39:19 ***", true));
