@@ -31,7 +31,7 @@ struct exit_record {
   std::string host, time, signal;  ///< time as printed (YYYY-MM-DD_HH:MM:SS, local); signal e.g. "SIGKILL"
   bool root_cause = false;         ///< listed under "Root Cause (first observed failure)"
   bool from_agent_line = false;    ///< from "failed (exitcode: ...)" rather than the block
-  std::string launcher = "torchelastic";  ///< torchelastic | mpirun | srun | launch (CalledProcessError)
+  std::string launcher = "torchelastic";  ///< torchelastic | mpirun | srun | launch (CalledProcessError) | deepspeed
   std::string source;
   std::uint64_t line_no = 0;
   std::optional<int> attempt;  ///< torchrun restart attempt of the file it came from (attempt_N), if known

@@ -237,6 +237,18 @@ bool extractor::feed_launcher_exit(std::string_view t, std::uint64_t line_no, st
       r.from_agent_line = true;
       exits.push_back(r);
     }
+    // DeepSpeed's launcher once a worker failed (deepspeed/launcher/launch.py, sigkill_handler): "{cmd} exits with
+    // return code = {code}", the failed worker's status (negative: the signal that ended it). `cmd` is again the
+    // last worker spawned, so the record names no rank.
+    static const re2::RE2& ds_re = exit_report("deepspeed_exit");
+    int ds_code = 0;
+    if (contains(t, "exits with return code") && re2::RE2::PartialMatch(sp, ds_re, &ds_code)) {
+      auto r = new_record("deepspeed", line_no);
+      r.exitcode = ds_code;
+      r.signal = ds_code == -9 ? "SIGKILL" : ds_code == -11 ? "SIGSEGV" : ds_code == -6 ? "SIGABRT" : ds_code == -7 ? "SIGBUS" : ds_code == -15 ? "SIGTERM" : "";
+      r.from_agent_line = true;
+      exits.push_back(r);
+    }
   }
 
   return false;

@@ -583,6 +583,13 @@ TEST(launch_exit, called_process_error_keeps_the_status_and_names_no_rank) {
   EXPECT_FALSE(f.exits[0].local_rank);
   EXPECT_FALSE(f.exits[0].rank);
   EXPECT_EQ(f.exits[0].launcher, "launch");
+  // DeepSpeed's launcher prints the same last command with the failed worker's status
+  auto ds = feed_all({"[ERROR] [launch.py:325:sigkill_handler] ['/usr/bin/python3', '-u', 'train.py', '--local_rank=1'] exits with return code = -9"});
+  ASSERT_EQ(ds.exits.size(), 1u);
+  EXPECT_EQ(ds.exits[0].exitcode, -9);
+  EXPECT_EQ(ds.exits[0].signal, "SIGKILL");
+  EXPECT_FALSE(ds.exits[0].local_rank);
+  EXPECT_EQ(ds.exits[0].launcher, "deepspeed");
 }
 
 // Slurm's job.step id is not a training step: "STEP 8.0" in slurmstepd's CANCELLED line.
@@ -600,7 +607,7 @@ TEST(extract, exit_report_rows_have_their_groups) {
   const std::set<std::string> asked = {"torchelastic_entry", "torchelastic_time", "torchelastic_host", "torchelastic_rank",
                                        "torchelastic_exitcode", "torchelastic_signal", "mpirun_process", "mpirun_host",
                                        "mpirun_exit_code", "mpirun_signal", "srun_task", "called_process_error",
-                                       "torchelastic_worker_failed", "torchelastic_closing_signal"};
+                                       "torchelastic_worker_failed", "torchelastic_closing_signal", "deepspeed_exit"};
   EXPECT_EQ(std::set<std::string>(t.order.begin(), t.order.end()), asked);
   for (const auto& name : t.order) {
     re2::RE2 re(t.get(name, "regex"));
