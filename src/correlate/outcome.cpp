@@ -67,6 +67,17 @@ namespace {
 // for a level that fits; after it, a run of halvings is a reaction to the gradients.
 constexpr long kSettlingSteps = 1000;
 
+// A line (where it is, and its time when it has one of its own) came before the run's successful end `end`:
+// earlier in the end line's file, or in another file a second or more earlier on the same clock by the end
+// line's own time. Untimed lines elsewhere are not ordered against it. The reason the report shows, or "".
+std::string before_end(const inputs::marked_line* end, const std::string& source, std::uint64_t line_no,
+                       const std::optional<normalize::timestamp>& ts) {
+  if (!end) return {};
+  const bool before = end->source == source ? end->line_no > line_no
+                                            : ts && end->ts && !end->ts_inherited && ts->kind == end->ts->kind && ts->seconds + 1.0 <= end->ts->seconds;
+  return before ? "the run ended well after it: \"" + std::string(text::prefix_utf8(end->text, limits::kQuoteBytes)) + "\"" : std::string();
+}
+
 // The largest step a progress line of the run (a fact line: its `step` field) stated before line `f`: earlier
 // in the same file, or earlier on the same clock by the lines' own times. 0 when none did.
 long progress_before(const context& ctx, const finding& f) {
@@ -117,13 +128,10 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
     }
     // Before the successful end: earlier in its file, or, in another file, earlier on the same clock by a second
     // with the end's own time (an untimed line elsewhere is not ordered against it).
-    const bool before_end = ended_well && (ended_well->source == f.source
-                                               ? ended_well->line_no > f.line_no
-                                               : f.ts && ended_well->ts && !ended_well->ts_inherited && f.ts->kind == ended_well->ts->kind &&
-                                                     f.ts->seconds + 1.0 <= ended_well->ts->seconds);
+    const std::string ended_after = before_end(ended_well, f.source, f.line_no, f.ts);
     // Why the run is known to have gone past the line, the strongest evidence first; empty: not survived.
     auto why = [&]() -> std::string {
-      if (before_end) return "the run ended well after it: \"" + std::string(text::prefix_utf8(ended_well->text, limits::kQuoteBytes)) + "\"";
+      if (!ended_after.empty()) return ended_after;
       // A transient before the rank's first progress line (overflows while the scale settles, in the first
       // steps) is survived when a rank trained after it, as a rank-less line is (below).
       if (f.rank && !(transient && !f.step_at)) {
@@ -169,12 +177,7 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
 std::string suspicious_survived(const context& ctx, const suspicious_line& s) {
   const std::string& last_source = s.last_source.empty() ? s.source : s.last_source;
   const std::uint64_t last_line = s.last_source.empty() ? s.line_no : s.last_line_no;
-  if (const auto* end = ctx.ended_well) {
-    const bool before = end->source == last_source ? end->line_no > last_line
-                                                   : s.last_ts && end->ts && !end->ts_inherited && s.last_ts->kind == end->ts->kind &&
-                                                         s.last_ts->seconds + 1.0 <= end->ts->seconds;
-    if (before) return "the run ended well after it: \"" + std::string(text::prefix_utf8(end->text, limits::kQuoteBytes)) + "\"";
-  }
+  if (auto why = before_end(ctx.ended_well, last_source, last_line, s.last_ts); !why.empty()) return why;
   if (!s.last_ts || s.untimed) return {};
   auto later = [&](const rank_activity& act) {
     return act.last_step && act.last_step_ts && act.last_step_ts->kind == s.last_ts->kind &&

@@ -20,17 +20,6 @@ namespace {
 using ff::testing::builtin;
 namespace action = ff::action;
 
-// Diagnoses one log file holding `text`; the run's action is the answer.
-ff::pipeline::run diagnose_text(const std::string& name, const std::string& text) {
-  fs::path dir = fs::temp_directory_path() / ("ff-action-" + std::to_string(::getpid()) + "-" + name);
-  fs::create_directories(dir);
-  std::ofstream(dir / "console.log") << text;
-  auto r = ff::pipeline::diagnose({(dir / "console.log").string()}, ff::testing::engine(), {});
-  fs::remove_all(dir);
-  if (!r) throw std::runtime_error(r.error().message);
-  return std::move(r).value();
-}
-
 ff::correlate::diagnosis failure_of(const std::string& kind, const std::string& host) {
   ff::correlate::diagnosis d;
   d.verdict = ff::correlate::verdict::failure;
@@ -65,7 +54,7 @@ TEST(action, lint_finds_a_missing_kind_and_a_bad_cell) {
 }
 
 TEST(action, xid_79_excludes_the_host_that_logged_it) {
-  auto r = diagnose_text("xid79",
+  auto r = ff::testing::diagnose_text("xid79",
                          "Dec  4 10:02:09 gpu-node-7 kernel: NVRM: Xid (PCI:0000:05:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
                          "Dec  4 10:02:09 gpu-node-7 kernel: NVRM: GPU 0000:05:00.0: GPU has fallen off the bus.\n");
   ASSERT_EQ(r.diag.verdict, ff::correlate::verdict::failure);
@@ -87,7 +76,7 @@ TEST(action, xid_79_excludes_the_host_that_logged_it) {
 }
 
 TEST(action, a_key_error_is_stop_fix_code) {
-  auto r = diagnose_text("keyerror",
+  auto r = ff::testing::diagnose_text("keyerror",
                          "[rank1]: Traceback (most recent call last):\n"
                          "[rank1]:   File \"/opt/train/train.py\", line 39, in <module>\n"
                          "[rank1]:     label = batch[\"label\"]\n"

@@ -1,8 +1,13 @@
 // Shared fixtures for the unit tests: the built-in knowledge base and its compiled engine, built once.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
+#include <string>
 
 #include "firstfault/kb.hpp"
 #include "firstfault/pipeline.hpp"
@@ -25,6 +30,18 @@ inline const pipeline::engine& engine() {
     return std::move(e).value();
   }();
   return eng;
+}
+
+/// Diagnoses one log file (console.log in a fresh temporary directory named after `name`) holding `text`.
+inline pipeline::run diagnose_text(const std::string& name, const std::string& text) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("ff-unit-" + std::to_string(::getpid()) + "-" + name);
+  fs::create_directories(dir);
+  std::ofstream(dir / "console.log") << text;
+  auto r = pipeline::diagnose({(dir / "console.log").string()}, engine(), {});
+  fs::remove_all(dir);
+  if (!r) throw std::runtime_error(r.error().message);
+  return std::move(r).value();
 }
 
 /// A small deterministic generator for the differential tests (PCG's LCG step, the high bits): the same
