@@ -11,6 +11,7 @@
 #include "firstfault/limits.hpp"
 #include "firstfault/text.hpp"
 #include "correlate/rules_detail.hpp"
+#include "kb_data/tables.hpp"
 
 namespace ff::correlate::rules {
 
@@ -690,8 +691,7 @@ const std::vector<inference_rule>& inference_rules() {
        [](const context& ctx) -> std::optional<inference> {
          // In a collective: a torch.distributed frame, DDP's reducer, or autograd's backward (DDP all-reduces
          // gradients there), as the innermost frame of the main thread.
-         static const re2::RE2 coll_fn(
-             R"(^(?:all_reduce|all_gather\w*|reduce_scatter\w*|broadcast\w*|barrier|monitored_barrier|reduce|gather|scatter|all_to_all\w*|send|recv|isend|irecv|wait|run_backward|_engine_run_backward|backward)$)");
+         static const re2::RE2 coll_fn("^(?:" + kb::detail::regex_alternation(kb::detail::embedded_table("collective_calls")) + ")$");
          std::map<int, std::pair<bool, const inputs::dump_frame*>> by_rank;  // rank -> (in collective, a frame)
          for (const auto& [r, frames] : ctx.in->stack_tops) {
            bool any_main = std::any_of(frames.begin(), frames.end(), [](const auto& f) { return f.top.main_thread; });

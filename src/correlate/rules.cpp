@@ -10,6 +10,7 @@
 #include "firstfault/limits.hpp"
 #include "firstfault/text.hpp"
 #include "correlate/rules_detail.hpp"
+#include "kb_data/tables.hpp"
 
 namespace ff::correlate::rules {
 
@@ -410,17 +411,9 @@ std::set<int> ranks_of(const std::vector<const finding*>& list) {
 
 
 bool ends_in_startup(const context& ctx, bool with_nccl_init) {
-  // torchrun/torchelastic, DeepSpeed and Lightning start-up lines, as printed (facts from their sources).
-  static const re2::RE2 banner(
-      R"(Rendezvous'ing worker group|Starting elastic_operator with launch configs|\[default\] Starting worker group|)"
-      R"(WORLD INFO DICT|nnodes=\d+, num_local_procs=\d+, node_rank=\d+|dist_world_size=\d+|)"
-      R"(master_addr is only used for static rdzv_backend|Waiting for \d+ (?:nodes|workers|ranks)|)"
-      R"(Setting OMP_NUM_THREADS environment variable for each process to be 1 in default|)"
-      // Lightning's process-group set-up, printed by each rank before init_process_group returns
-      // (lightning/fabric/utilities/distributed.py _init_dist_connection: "Initializing distributed: GLOBAL_RANK:
-      // {rank}, MEMBER: {rank+1}/{world}"; before 1.6, plugins/training_type/ddp.py: "initializing ddp: ...")
-      R"((?i:initializing (?:ddp|distributed)): GLOBAL_RANK: \d+, MEMBER: \d+/\d+|)"
-      R"(^\s*(?:entrypoint|min_nodes|max_nodes|nproc_per_node|run_id|rdzv_backend|rdzv_endpoint|rdzv_configs|max_restarts|monitor_interval|log_dir|metrics_cfg)\s*:)");
+  // Launchers' start-up lines, as printed (kb/_tables/launch_banners.tsv: torchrun/torchelastic, DeepSpeed,
+  // Lightning; each row cites its source).
+  static const re2::RE2 banner(kb::detail::regex_alternation(kb::detail::embedded_table("launch_banners")));
   // NCCL prints INFO lines while it sets up a communicator (bootstrap, transports, rings), and nothing in
   // steady state (https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-debug).
   static const re2::RE2 nccl_init(R"(\bNCCL INFO\b)");

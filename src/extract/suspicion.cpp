@@ -25,16 +25,6 @@ std::string_view exception_type(std::string_view body) {
 }
 
 namespace {
-// The `regex` cells of a kb/_tables table (RE2 each) as one alternation, in file order: crash_messages.tsv,
-// failure_words.tsv.
-std::string regex_rows(std::string_view table) {
-  std::string alt;
-  const auto& t = kb::detail::embedded_table(table);
-  if (const int c = t.column("regex"); c >= 0)
-    for (const auto& r : t.rows) alt += (alt.empty() ? "" : "|") + r[static_cast<std::size_t>(c)];
-  return alt;
-}
-
 // \b(?:STATE|...)\b over the rows of kb/_tables/job_states.tsv, each word quoted.
 std::string job_states_pattern() {
   std::string alt;
@@ -59,7 +49,7 @@ std::string error_words_pattern(std::string_view kind) {
 suspicion classify_line(std::string_view body, char level) {
   if (body.size() > 8192) body = body.substr(0, 8192);
   // NCCL prints its errors at WARN level; a crash message is a failure at any level.
-  static const re2::RE2 crash(regex_rows("crash_messages"));  // kb/_tables/crash_messages.tsv
+  static const re2::RE2 crash(kb::detail::regex_alternation(kb::detail::embedded_table("crash_messages")));  // kb/_tables/crash_messages.tsv
   if (re2::RE2::PartialMatch(sp(body), crash)) return suspicion::strong;
   if (level == 'F' || level == 'C') return suspicion::strong;
   // Warnings, by level or by the message's own category, do not page anyone.
@@ -68,7 +58,7 @@ suspicion classify_line(std::string_view body, char level) {
   static const re2::RE2 warning_level(R"(^[\w.:\-\[\] ]{0,60}?\b(?:WARNING|WARN)\b)");
   // ... unless it says an operation did not happen (kb/_tables/failure_words.tsv: refused, timed out,
   // unreachable, cannot resolve, permission denied, no such file, killed): failure whatever the level tag.
-  static const re2::RE2 failure_words(regex_rows("failure_words"));
+  static const re2::RE2 failure_words(kb::detail::regex_alternation(kb::detail::embedded_table("failure_words")));
   if (level == 'W' || re2::RE2::PartialMatch(sp(body), warning) || re2::RE2::PartialMatch(sp(body), warning_level))
     return re2::RE2::PartialMatch(sp(body), failure_words) ? suspicion::weak : suspicion::none;
   if (!exception_type(body).empty()) return suspicion::strong;

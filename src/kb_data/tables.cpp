@@ -67,4 +67,12 @@ std::string words_where(const tsv& t, std::string_view flag) {
   return out;
 }
 
+std::string regex_alternation(const tsv& t, std::string_view column) {
+  const int c = t.column(column);
+  std::string out;
+  if (c < 0) return out;
+  for (const auto& r : t.rows) out += (out.empty() ? "(?:" : "|(?:") + r[static_cast<std::size_t>(c)] + ")";
+  return out;
+}
+
 }  // namespace ff::kb::detail

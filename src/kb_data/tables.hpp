@@ -31,4 +31,9 @@ std::string cell_where(const tsv& t, std::string_view key_column, std::string_vi
 /// plain lower-case letters and digits: they need no escaping in a regexp).
 std::string words_where(const tsv& t, std::string_view flag);
 
+/// The `column` cells of every row (RE2 patterns, one per row), in file order, each wrapped in (?:...) and
+/// joined by '|': one alternation for the whole table. Empty when the table has no such column or no rows.
+///   RE2 re(regex_alternation(embedded_table("launch_banners")));
+std::string regex_alternation(const tsv& t, std::string_view column = "regex");
+
 }  // namespace ff::kb::detail

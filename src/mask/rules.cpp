@@ -85,13 +85,8 @@ const std::vector<std::string>& public_hosts() {
 }
 
 const std::string& secret_key_words() {
-  static const std::string words = [] {  // kb/_tables/secret_keys.tsv, column regex, in file order
-    std::string out;
-    const auto& t = kb::detail::embedded_table("secret_keys");
-    if (const int c = t.column("regex"); c >= 0)
-      for (const auto& r : t.rows) out += (out.empty() ? "" : "|") + r[static_cast<std::size_t>(c)];
-    return out;
-  }();
+  // kb/_tables/secret_keys.tsv, column regex, in file order
+  static const std::string words = kb::detail::regex_alternation(kb::detail::embedded_table("secret_keys"));
   return words;
 }
 
