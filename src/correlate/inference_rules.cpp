@@ -784,9 +784,8 @@ const std::vector<inference_rule>& inference_rules() {
              if (e.rank && e.exitcode && *e.exitcode == 1) code1.insert(*e.rank);
            if (code1.size() == 1)
              for (const auto& f : ctx.fs) {
-               static const re2::RE2 exception_line(R"(^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): )");
                if (f.rank || f.local_rank || ctx.survived.count(&f) || launcher_report(ctx.sig(f))) continue;
-               if (!f.raised && !re2::RE2::PartialMatch(f.text, exception_line)) continue;  // an exception that ended its process
+               if (!raised_exception(f)) continue;  // an exception that ended its process
                if (!ctx.sig(f).has_tag("symptom.peer_gone")) { lost = nullptr; break; }
                if (!lost) lost = &f;
              }

@@ -29,6 +29,11 @@ bool is_timeout(const kb::signature& s) {
   return s.category == "synchronization" || s.has_tag("symptom.hang") || s.has_tag("symptom.timeout");
 }
 
+bool raised_exception(const finding& f) {
+  static const re2::RE2 exception_line(R"(^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): )");
+  return f.raised || re2::RE2::PartialMatch(f.text, exception_line);
+}
+
 int year_of(double seconds) {
   std::time_t t = static_cast<std::time_t>(seconds);
   std::tm tm{};
@@ -493,9 +498,8 @@ const std::vector<root_rule>& root_rules() {
          if (ctx.sig(root).kind != "rendezvous_port_in_use") return nullptr;
          // Raised as an exception (the static backend's TCPStore, init_process_group's store, a pasted error), the
          // bind failure ended the launcher: that is the failure.
-         static const re2::RE2 raised(R"(^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b)");
          for (const auto& f : ctx.fs)
-           if (ctx.sig(f).kind == "rendezvous_port_in_use" && (f.raised || re2::RE2::PartialMatch(f.text, raised))) return nullptr;
+           if (ctx.sig(f).kind == "rendezvous_port_in_use" && raised_exception(f)) return nullptr;
          const finding* best = nullptr;
          for (const auto& f : ctx.fs)
            if (ctx.sig(f).kind == "rendezvous_timeout" && !ctx.survived.count(&f) && (!best || before(f.ts, best->ts))) best = &f;

@@ -13,6 +13,9 @@ namespace ff::correlate::rules {
 std::optional<int> to_int(const std::string& s);
 /// A collective or barrier timeout: a symptom in the synchronization category, or tagged as a hang.
 bool is_timeout(const kb::signature& s);
+/// The line is a raised exception: the traceback's last line (extract set `raised`), or a line that starts
+/// with an exception's name and a colon ("RuntimeError: ...", "torch.distributed.DistNetworkError: ...").
+bool raised_exception(const finding& f);
 
 /// Timeouts by rank: the ranks that timed out (survived ones aside), their lines, and the known ranks that
 /// never timed out (every rank below the highest seen exists).
