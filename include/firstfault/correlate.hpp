@@ -150,6 +150,34 @@ enum class confidence { none, low, medium, high };
 std::string_view to_string(verdict v);
 std::string_view to_string(confidence c);  ///< "" for none
 
+/// One rank's story (issue 43, "a story per rank"): its first and last line, its last progress step, its
+/// errors and how its process ended, each where it was read and at the line's own time. `clock` names the
+/// clock of the rank's times ("wall", "uptime"); empty when its lines carry none, and then its times are not
+/// ordered against other ranks'.
+struct rank_story {
+  int rank = 0;
+  std::optional<std::string> host;      ///< the host its lines or file named, when exactly one
+  std::uint64_t lines = 0;              ///< lines read from this rank (all attempts)
+  std::optional<evidence> first, last;  ///< its first line (file, line, time; no text) and its last line
+  std::optional<long> last_step;        ///< its last progress step ("step N", "iteration N"), and where
+  std::optional<evidence> last_step_at;
+  std::optional<evidence> first_error;  ///< its first error line (a cause or symptom signature) not survived
+  int errors = 0;                       ///< how many such lines (a repeated line once)
+  std::string exit;                     ///< how its process ended as a launcher said ("exit code 1 (torchelastic)"), or ""
+  std::string clock;
+};
+
+/// How the run ended (issue 43, "an outcome per run"), from the launchers' and schedulers' lines.
+struct run_outcome {
+  enum class state { ended_well, failed, unknown };
+  state what = state::unknown;
+  std::string how;                ///< in words: "torchelastic: rank 1 exited with exit code 1"
+  std::optional<evidence> line;   ///< the line that says so, when one does
+  /// Empty when every rank's times are on one clock; else which ranks' times cannot be compared.
+  std::string clocks;
+};
+std::string_view to_string(run_outcome::state s);
+
 struct diagnosis {
   correlate::verdict verdict = correlate::verdict::healthy;
   // root cause (empty signature when undetermined/healthy)
@@ -192,6 +220,11 @@ struct diagnosis {
   /// Ranks whose step time exceeds the other ranks' by a margin (stragglers.hpp), slowest first. A fact,
   /// not a verdict: a healthy run with a slow rank stays healthy.
   std::vector<slow_rank> slow_ranks;
+  run_outcome outcome;
+  /// Every rank's story in rank order, at most limits::kMaxRankStories with the first failing rank always
+  /// among them (ranks_total says how many ranks the run had).
+  std::vector<rank_story> ranks;
+  std::size_t ranks_total = 0;
 };
 
 struct inputs {

@@ -87,7 +87,17 @@ std::string suspicious_survived(const context& ctx, const suspicious_line& s);
 /// Returns that line (the last such), or none.
 const inputs::marked_line* ended_well(const context& ctx);
 
-/// A launcher saw a worker exit with an error or a signal (extract::exit_record::failed).
+/// Each rank's story (diagnosis::ranks), in rank order, at most limits::kMaxRankStories of them with `keep`
+/// (the first failing rank) always among them; `total` (if given) gets how many ranks the run had. A rank's
+/// errors are its lines of cause or symptom signatures that were not survived; its exit is the first launcher
+/// record that says it failed, else its first record.
+std::vector<rank_story> rank_stories(const context& ctx, std::optional<int> keep, std::size_t* total);
+
+/// How the run ended: well (ended_well()), failed (a launcher's record of a failed worker, torchrun's Root
+/// Cause first), or not seen; and which ranks' times are on other clocks (or none) and so are not compared.
+run_outcome outcome_of(const context& ctx, const std::vector<rank_story>& stories);
+
+
 bool any_worker_failed(const context& ctx);
 
 /// When no cause line and no inference rule explains a run: its symptom lines, when every one of them points

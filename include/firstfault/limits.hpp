@@ -23,6 +23,10 @@ constexpr std::size_t kQuoteBytes = 160;
 /// filled in (0..highest): 4,096 covers the largest jobs in the corpus (1,024 ranks) four times over,
 /// and a hostile "rank 2000000000" line cannot make the correlator enumerate two billion ranks.
 constexpr int kMaxListedRanks = 4096;
+/// Rank stories a report carries (correlate::diagnosis::ranks): every rank of a 1,024-rank job; beyond, the
+/// lowest-numbered ranks and the first failing one. A story holds the rank's last line and first error, so
+/// 1,024 of them are about 1 MB.
+constexpr std::size_t kMaxRankStories = 1024;
 /// Streams whose last line is kept for the end-of-input evidence.
 constexpr std::size_t kMaxStreamEnds = 4096;
 /// Lines that say the run ended well (inputs::success_ends): a few are evidence enough; one per node's agent.

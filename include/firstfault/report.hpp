@@ -18,6 +18,7 @@ namespace ff::report {
 struct terminal_style {
   bool color = false;
   int max_collateral = 12;
+  std::size_t max_ranks = 8;  ///< rank stories listed under RANKS (the first failing rank, those with errors, the first to stop)
 };
 
 std::string to_terminal(const pipeline::run& r, const terminal_style& style);

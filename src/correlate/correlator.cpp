@@ -505,6 +505,8 @@ diagnosis correlate(const inputs& in, const kb::library& lib) {
   explain_verify_vars(d, lib);
   next_steps(d, ctx);
   d.slow_ranks = slow_ranks_of(in);  // stragglers.cpp: a fact of the report, no verdict changes
+  d.ranks = rules::rank_stories(ctx, d.initiating_rank, &d.ranks_total);  // story.cpp: facts of the report too
+  d.outcome = rules::outcome_of(ctx, d.ranks);
   return d;
 }
 

@@ -196,6 +196,12 @@ void merge_activity(context& c, const inputs& in) {
     c.all_ranks.insert(*r);
     auto& a = c.activity[*r];
     bool later = a.lines == 0 || before(a.last_ts, act.last_ts) || !a.last_ts;
+    // The first line: the first key's, or an earlier one by own times (the rank's story, story.cpp).
+    if (a.lines == 0 || (act.first_ts && (!a.first_ts || before(act.first_ts, a.first_ts)))) {
+      if (act.first_ts || a.lines == 0) a.first_ts = act.first_ts;
+      a.first_source = act.first_source;
+      a.first_line_no = act.first_line_no;
+    }
     a.lines += act.lines;
     if (later || a.last_line.empty()) {
       if (act.last_ts) a.last_ts = act.last_ts;

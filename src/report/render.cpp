@@ -106,6 +106,94 @@ nlohmann::json ev_json(const correlate::evidence& e) {
   return j;
 }
 
+std::string count_of(std::size_t n, const std::string& noun);
+
+// The report's "outcome" and "ranks" (correlate::run_outcome, rank_story): how the run ended, each rank's story.
+nlohmann::json outcome_json(const correlate::run_outcome& o) {
+  return {{"state", std::string(correlate::to_string(o.what))}, {"how", o.how}, {"line", o.line ? ev_json(*o.line) : nlohmann::json(nullptr)},
+          {"clocks", o.clocks.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.clocks)}};
+}
+
+nlohmann::json ranks_json(const std::vector<correlate::rank_story>& stories) {
+  auto out = nlohmann::json::array();
+  auto ev = [](const std::optional<correlate::evidence>& e) { return e ? ev_json(*e) : nlohmann::json(nullptr); };
+  for (const auto& s : stories)
+    out.push_back({{"rank", s.rank}, {"host", s.host ? nlohmann::json(*s.host) : nlohmann::json(nullptr)}, {"lines", s.lines},
+                   {"first", ev(s.first)}, {"last", ev(s.last)},
+                   {"last_step", s.last_step ? nlohmann::json(*s.last_step) : nlohmann::json(nullptr)}, {"last_step_at", ev(s.last_step_at)},
+                   {"errors", s.errors}, {"first_error", ev(s.first_error)},
+                   {"exit", s.exit.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.exit)},
+                   {"clock", s.clock.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.clock)}});
+  return out;
+}
+
+// The ranks a short report lists (at most `keep`, in rank order): every rank when there are that few; else the
+// first failing rank, the ranks with errors or a failed exit (earliest error first, by the order of the
+// stories when times do not compare), and the rank whose last line came first (the first to stop).
+std::vector<const correlate::rank_story*> ranks_to_show(const correlate::diagnosis& d, std::size_t keep) {
+  std::vector<const correlate::rank_story*> out;
+  if (d.ranks.size() <= keep) {
+    for (const auto& s : d.ranks) out.push_back(&s);
+    return out;
+  }
+  auto add = [&](const correlate::rank_story* s) {
+    if (s && out.size() < keep && std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  };
+  for (const auto& s : d.ranks)
+    if (d.initiating_rank && s.rank == *d.initiating_rank) add(&s);
+  std::vector<const correlate::rank_story*> bad;
+  for (const auto& s : d.ranks)
+    if (s.errors || (!s.exit.empty() && s.exit.rfind("exit code 0 ", 0) != 0)) bad.push_back(&s);
+  std::stable_sort(bad.begin(), bad.end(), [](const auto* a, const auto* b) {
+    const std::string ta = a->first_error ? a->first_error->ts : "", tb = b->first_error ? b->first_error->ts : "";
+    return !ta.empty() && !tb.empty() && a->clock == b->clock && ta < tb;
+  });
+  for (const auto* s : bad) add(s);
+  const correlate::rank_story* first_stop = nullptr;
+  for (const auto& s : d.ranks)
+    if (s.last && !s.last->ts.empty() && (!first_stop || (s.clock == first_stop->clock && s.last->ts < first_stop->last->ts))) first_stop = &s;
+  add(first_stop);
+  std::sort(out.begin(), out.end(), [](const auto* a, const auto* b) { return a->rank < b->rank; });
+  return out;
+}
+
+// One rank's story in one line: "rank 1 (host node1): 9 lines, 16:21:38.451 to 16:21:41.950; last step 4
+// (16:21:41.950); 3 errors, the first at node1.log:9 (16:21:41.950); exit code 1 (torchelastic)".
+std::string story_line(const correlate::rank_story& s, const std::string& drop_date) {
+  auto t = [&](const std::string& ts) { return !drop_date.empty() && ts.rfind(drop_date, 0) == 0 ? ts.substr(drop_date.size()) : ts; };
+  std::string o = "rank " + std::to_string(s.rank) + (s.host ? " (host " + *s.host + ")" : "") + ": " + count_of(s.lines, "line");
+  if (s.first && s.last && !s.first->ts.empty() && !s.last->ts.empty()) o += ", " + t(s.first->ts) + " to " + t(s.last->ts);
+  if (s.last_step) o += "; last step " + std::to_string(*s.last_step) + (s.last_step_at && !s.last_step_at->ts.empty() ? " (" + t(s.last_step_at->ts) + ")" : "");
+  if (s.errors && s.first_error)
+    o += "; " + count_of(static_cast<std::size_t>(s.errors), "error") + ", the first at " + s.first_error->source + ":" + std::to_string(s.first_error->line_no) +
+         (s.first_error->ts.empty() ? "" : " (" + t(s.first_error->ts) + ")");
+  if (!s.exit.empty()) o += "; " + s.exit;
+  return o;
+}
+
+// "outcome: ended well - a launcher ... (logs/x.log:12)": the healthy report's line on how the run ended.
+std::string outcome_line(const correlate::run_outcome& o) {
+  return "outcome: " + std::string(correlate::to_string(o.what)) + " - " + o.how + (o.line ? " (" + where(*o.line) + ")" : "");
+}
+
+// The date ("YYYY-MM-DD ") every time of the listed stories shares, or "": rows then print only the time of day.
+std::string shared_date(const std::vector<const correlate::rank_story*>& rows) {
+  std::string date;
+  bool any = false;
+  auto see = [&](const std::optional<correlate::evidence>& e) {
+    if (!e || e->ts.empty()) return true;
+    if (e->ts.size() < 11 || e->ts[4] != '-' || e->ts[10] != ' ') return false;
+    std::string d = e->ts.substr(0, 11);
+    if (any && d != date) return false;
+    date = d;
+    any = true;
+    return true;
+  };
+  for (const auto* s : rows)
+    if (!see(s->first) || !see(s->last) || !see(s->last_step_at) || !see(s->first_error)) return "";
+  return date;
+}
+
 // Log text inside a Markdown code fence must not be able to close the fence.
 std::string unfence(std::string s) {
   for (std::size_t p = s.find("```"); p != std::string::npos; p = s.find("```", p)) s.replace(p, 3, "'''");
@@ -264,6 +352,9 @@ std::string to_html_body(const pipeline::run& r, const html_options& opt) {
     o += "<dt>decided by</dt><dd><code>" + esc(d.signature) + "</code>" + (d.rule.empty() ? "" : " (rule " + esc(d.rule) + ")") + "</dd>";
   if (!d.launcher_note.empty()) o += "<dt>launcher</dt><dd>" + esc(d.launcher_note) + "</dd>";
   for (const auto& s : d.slow_ranks) o += "<dt>slow rank</dt><dd class=\"slow-rank\">" + esc(s.describe()) + "</dd>";
+  o += "<dt>run ended</dt><dd id=\"outcome\">" + esc(std::string(correlate::to_string(d.outcome.what)) + " - " + d.outcome.how) +
+       (d.outcome.line ? " " + link_or_text(opt, d.outcome.line->source, d.outcome.line->line_no, where(*d.outcome.line)) : "") +
+       (d.outcome.clocks.empty() ? "" : "<br><span class=\"muted\">clocks: " + esc(d.outcome.clocks) + "</span>") + "</dd>";
   if (r.recurrences && *r.recurrences > 0)
     o += fmt::format("<dt>history</dt><dd>the same kind on the same host {} time(s) in the last {} days</dd>", *r.recurrences, r.recurrence_days);
   o += fmt::format("<dt>read</dt><dd>{} line(s), {} input(s)</dd></dl>\n", r.total_lines, r.inputs.size());
@@ -274,6 +365,27 @@ std::string to_html_body(const pipeline::run& r, const html_options& opt) {
     for (const auto& e : d.evidence_lines)
       o += "<span class=\"ev-line\">" + link_or_text(opt, e.source, e.line_no, where(e)) + "\n    " + esc(e.text) + "</span>";
     o += "</pre>\n";
+  }
+  if (auto rows = ranks_to_show(d, 16); !healthy && !rows.empty()) {
+    o += fmt::format("<h2>Ranks</h2><p class=\"muted\">{} of {} ranks: the first failing rank, the ranks with errors, the first to stop.</p>", rows.size(), d.ranks_total) +
+         "<div class=\"table-box\"><table id=\"ranks\" class=\"cards\"><tr><th>rank</th><th>host</th><th>lines</th><th>first line</th><th>last line</th><th>last step</th><th>errors</th><th>exit</th></tr>\n";
+    auto dash = [&](const std::string& v) { return v.empty() ? std::string("-") : esc(v); };
+    for (const auto* st : rows) {
+      o += "<tr><td data-label=\"rank\">" + std::to_string(st->rank) + "</td><td data-label=\"host\">" + dash(st->host.value_or("")) +
+           "</td><td data-label=\"lines\">" + std::to_string(st->lines) + "</td><td data-label=\"first line\">" + dash(st->first ? st->first->ts : "") +
+           "</td><td data-label=\"last line\">" + dash(st->last ? st->last->ts : "") +
+           (st->last ? "<br>" + link_or_text(opt, st->last->source, st->last->line_no, st->last->source + ":" + std::to_string(st->last->line_no)) +
+                           "<br><code>" + esc(clip(st->last->text, 200)) + "</code>"
+                     : "") +
+           "</td><td data-label=\"last step\">" + (st->last_step ? std::to_string(*st->last_step) : "-") + "</td><td data-label=\"errors\">" +
+           (st->errors && st->first_error ? std::to_string(st->errors) + ", first " +
+                                                link_or_text(opt, st->first_error->source, st->first_error->line_no,
+                                                             st->first_error->source + ":" + std::to_string(st->first_error->line_no)) +
+                                                (st->first_error->ts.empty() ? "" : " " + esc(st->first_error->ts))
+                                          : "-") +
+           "</td><td data-label=\"exit\">" + dash(st->exit) + "</td></tr>\n";
+    }
+    o += "</table></div>\n";
   }
   if (!d.collateral.empty()) {
     o += healthy ? "<h2>Survived</h2><p class=\"muted\">Lines that look like failures, which the run went on past.</p>"
@@ -555,6 +667,9 @@ nlohmann::json to_json(const pipeline::run& r) {
   j["recurrences"] = r.recurrences ? nlohmann::json({{"count", *r.recurrences}, {"days", r.recurrence_days}}) : nlohmann::json(nullptr);
   if (!r.timeline.empty()) j["timeline"] = timeline::to_json(r.timeline);  // history draws the picture from it
   j["slow_ranks"] = slow_ranks_json(d.slow_ranks);
+  j["outcome"] = outcome_json(d.outcome);
+  j["ranks_total"] = d.ranks_total;
+  j["ranks"] = ranks_json(d.ranks);
   return j;
 }
 
@@ -581,6 +696,7 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
     for (const auto& s : d.suspicious)  // a healthy report keeps only the survived ones (correlate)
       line(fmt::format("{} {} {}: {}", p("2", "survived:"), suspicious_where(s), clip(s.text, 200), clip(s.survived, 300)));
     for (const auto& s : d.slow_ranks) line(p("1;33", "warning: slow rank: ") + s.describe());
+    line(outcome_line(d.outcome));
     return o;
   }
   head_lines({name(d.verdict), d.kind, d.category, name(d.confidence), d.title, d.signature, d.rule, d.initiating_rule,
@@ -611,6 +727,16 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
   if (r.recurrences && *r.recurrences > 0)
     line(p("1;33", fmt::format("  this host had the same failure {} time(s) in the last {} days (firstfault history stats --by host)",
                                *r.recurrences, r.recurrence_days)));
+  line("");
+  line(p("1", "HOW THE RUN ENDED  ") + std::string(correlate::to_string(d.outcome.what)) + " - " + d.outcome.how);
+  if (d.outcome.line) line("  " + p("2", where(*d.outcome.line)) + (d.outcome.line->text.empty() ? "" : " " + clip(d.outcome.line->text, 200)));
+  if (!d.outcome.clocks.empty()) line("  clocks: " + d.outcome.clocks);
+  if (auto rows = ranks_to_show(d, st.max_ranks); !rows.empty()) {
+    const std::string date = shared_date(rows);
+    line(p("1", "RANKS") + fmt::format(" ({} of {}{})", rows.size(), d.ranks_total, date.empty() ? "" : "; times on " + date.substr(0, 10)));
+    for (const auto* s : rows) line("  " + story_line(*s, date));
+    if (d.ranks_total > rows.size()) line(fmt::format("  ... {} more (every rank's story: --format json, \"ranks\")", d.ranks_total - rows.size()));
+  }
   if (!d.collateral.empty()) {
     line("");
     line(p("1", "COLLATERAL") + " (why the loudest errors are not the cause)");
@@ -707,12 +833,27 @@ std::string to_markdown(const pipeline::run& r) {
     line("- **First failing rank:** " + (d.initiating_rank ? std::to_string(*d.initiating_rank) : std::string("unknown")) +
          (d.initiating_host ? " on " + *d.initiating_host : "") + (d.initiating_rule.empty() ? "" : " (" + md_text(d.initiating_rule) + ")"));
   for (const auto& s : d.slow_ranks) line("- **Slow rank:** " + md_text(s.describe()));
+  line("- **Run ended:** " + md_text(std::string(correlate::to_string(d.outcome.what)) + " - " + d.outcome.how +
+                                     (d.outcome.line ? " (" + where(*d.outcome.line) + ")" : "")));
+  if (!d.outcome.clocks.empty()) line("- **Clocks:** " + md_text(d.outcome.clocks));
   if (!d.evidence_lines.empty()) {
     line("");
     line("### Evidence");
     line("```");
     for (const auto& e : d.evidence_lines) line(unfence(where(e) + "\n    " + clip(e.text, 400)));
     line("```");
+  }
+  if (auto rows = ranks_to_show(d, 8); d.verdict != correlate::verdict::healthy && !rows.empty()) {
+    line("");
+    line(fmt::format("### Ranks ({} of {})", rows.size(), d.ranks_total));
+    line("| rank | host | lines | first line | last line | last step | errors | exit |");
+    line("|---|---|---|---|---|---|---|---|");
+    for (const auto* st : rows)
+      line(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |", st->rank, md_text(st->host.value_or("-")), st->lines,
+                       st->first && !st->first->ts.empty() ? st->first->ts : "-", st->last && !st->last->ts.empty() ? st->last->ts : "-",
+                       st->last_step ? std::to_string(*st->last_step) : "-",
+                       st->errors && st->first_error ? fmt::format("{} (first {}:{})", st->errors, md_text(st->first_error->source), st->first_error->line_no) : "-",
+                       st->exit.empty() ? "-" : md_text(st->exit)));
   }
   if (!d.collateral.empty()) {
     line("");
