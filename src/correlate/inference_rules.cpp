@@ -351,6 +351,41 @@ std::optional<inference> node_went_silent(const context& ctx) {
   return inf;
 }
 
+// A store read that names the rank it waited for (a signature tagged symptom.source_late: ProcessGroupNCCL's
+// "[R] is setting up NCCL communicator and retrieving ncclUniqueId from [S] ... got error: Socket Timeout")
+// timed out: the store answered nothing for the whole timeout because S never set the key, that is, S had not
+// reached the communicator's first collective. When S printed no error of its own and no launcher saw it fail,
+// it was busy alone before that collective (issue 43, "who is missing": tokenising or preprocessing on the main
+// process under main_process_first is the classic case), the reading timeout_absent_rank gives a rank silent at
+// the job's first collectives. A dead store or source gives "Connection reset by peer" or "refused" instead.
+std::optional<inference> store_key_never_set(const context& ctx) {
+  std::vector<const finding*> lines;
+  std::set<int> sources, waiting;
+  for (const auto& f : ctx.fs) {
+    if (!ctx.sig(f).has_tag("symptom.source_late") || ctx.survived.count(&f)) continue;
+    auto s = to_int(field(f, "peer_rank"));
+    if (!s) continue;
+    sources.insert(*s);
+    if (f.rank) waiting.insert(*f.rank);
+    lines.push_back(&f);
+  }
+  if (sources.size() != 1) return std::nullopt;
+  const int s = *sources.begin();
+  if (waiting.count(s) || has_own_finding(ctx, s)) return std::nullopt;
+  for (const auto& e : ctx.exits)
+    if (e.rank && *e.rank == s && e.failed()) return std::nullopt;  // the launcher saw it fail: not late, dead
+  inference inf;
+  inf.entry = "timeout_absent_rank0";
+  inf.rank = s;
+  inf.findings = lines;
+  inf.why = std::string(waiting.empty() ? "a rank" : "rank" + std::string(waiting.size() > 1 ? "s " : " ") +
+                                                          text::rank_ranges({waiting.begin(), waiting.end()})) +
+            " waited in the store for the NCCL id from rank " + std::to_string(s) + " until the read timed out; rank " + std::to_string(s) +
+            " printed no error and no launcher saw it fail: it had not reached the first collective";
+  if (auto e = last_line_evidence(ctx, s)) inf.extra.push_back(*e);
+  return inf;
+}
+
 // Longer than the ~120-line guideline on purpose: a table of rules in the order they are tried (see
 // rank_rules()); kb lint checks that each rule's outputs have knowledge-base entries and back.
 const std::vector<inference_rule>& inference_rules() {
@@ -387,6 +422,13 @@ const std::vector<inference_rule>& inference_rules() {
          }
          return std::nullopt;
        }},
+      {"store_key_never_set", "a rank's store read for the NCCL id timed out, naming the source rank that never set it; that "
+                              "rank printed no error and no launcher saw it fail: it was late to the first collective, "
+                              "busy alone",
+       "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (broadcastUniqueNCCLID: store->get of the source rank's "
+       "ncclUniqueId); torch/csrc/distributed/c10d/Utils.hpp (recvBytes: \"Socket Timeout\" when the read times out)",
+       {"timeout_absent_rank0"},
+       [](const context& ctx) -> std::optional<inference> { return store_key_never_set(ctx); }},
       {"named_culprit", "a symptom line names the culprit (desync report, monitored barrier)",
        "https://pytorch.org/docs/stable/distributed.html#torch.distributed.monitored_barrier",
        {"timeout_absent_rank"},

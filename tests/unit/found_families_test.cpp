@@ -115,3 +115,74 @@ TEST(rule_errno28_from_semlock, a_checkpoint_write_stays_a_disk) {
                          "OSError: [Errno 28] No space left on device\n");
   EXPECT_EQ(r.diag.kind, "disk_full_checkpoint");
 }
+
+// --- store_key_never_set (family 2: a store read timed out while the source rank worked alone) ---------------
+
+namespace found_fam {
+inputs nccl_id_timeout(int waiting, int source, const std::string& error = "Socket Timeout") {
+  inputs in;
+  in.findings.push_back(hit("torch_store_get_nccl_id_timeout", 1,
+                            "[" + std::to_string(waiting) + "] is setting up NCCL communicator and retrieving ncclUniqueId from [" +
+                                std::to_string(source) + "] via c10d key-value store by key '0', but store->get('0') got error: " + error,
+                            waiting, {{"rank", std::to_string(waiting)}, {"peer_rank", std::to_string(source)}, {"error", error}}, "train.log"));
+  return in;
+}
+std::optional<rules::inference> infer_by(const inputs& in, std::string_view rule) {
+  auto ctx = rules::make_context(in, builtin());
+  for (const auto& r : rules::inference_rules())
+    if (r.name == rule) return r.fn(ctx);
+  ADD_FAILURE() << "no rule " << rule;
+  return std::nullopt;
+}
+}  // namespace found_fam
+
+TEST(rule_store_key_never_set, the_source_rank_that_never_set_the_key_is_named) {
+  auto inf = infer_by(nccl_id_timeout(7, 0), "store_key_never_set");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "timeout_absent_rank0");
+  EXPECT_EQ(inf->rank.value_or(-1), 0);
+}
+
+TEST(rule_store_key_never_set, a_source_with_its_own_error_or_failed_exit_is_not_late) {
+  {
+    auto in = nccl_id_timeout(7, 0);
+    in.findings.push_back(hit("py_typeerror", 5, "TypeError: unsupported operand", 0, {}, "train.log"));
+    EXPECT_FALSE(infer_by(in, "store_key_never_set"));
+  }
+  {
+    auto in = nccl_id_timeout(7, 0);
+    ff::extract::exit_record e;
+    e.rank = 0;
+    e.exitcode = -9;
+    e.signal = "SIGKILL";
+    in.exits.push_back(e);
+    EXPECT_FALSE(infer_by(in, "store_key_never_set"));
+  }
+}
+
+TEST(rule_store_key_never_set, a_dead_store_is_not_a_timeout) {
+  // "Connection reset by peer": the store (or its host) went away; the family signature, not the timeout one.
+  auto r = diagnose_text("store-reset",
+                         "torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via "
+                         "c10d key-value store by key '0', but store->get('0') got error: Connection reset by peer\n");
+  EXPECT_NE(r.diag.kind, "rank0_exclusive_work_timeout");
+}
+
+TEST(rule_store_key_never_set, end_to_end_on_the_line_pytorch_prints) {
+  auto r = diagnose_text("store-timeout",
+                         "[rank3]: torch.distributed.DistBackendError: [3] is setting up NCCL communicator and retrieving ncclUniqueId from [0] "
+                         "via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout\n"
+                         "[rank3]: Exception raised from recvBytes at ../torch/csrc/distributed/c10d/Utils.hpp:604 (most recent call first):\n");
+  EXPECT_EQ(r.diag.kind, "rank0_exclusive_work_timeout");
+  EXPECT_EQ(r.diag.initiating_rank.value_or(-1), 0);
+  EXPECT_EQ(r.diag.rule, "store_key_never_set");
+}
+
+TEST(signature_store_socket_wait_timeout, its_wait_is_read_and_a_run_that_went_on_survives_it) {
+  auto r = diagnose_text("store-wait-survived",
+                         "[rank1]:[W516 14:34:56.854597329 socket.cpp:489] [c10d] waitForInput: socket SocketImpl(fd=79, addr=[localhost]:41170, "
+                         "remote=[localhost]:29500) timed out after 1800000ms\n"
+                         "[rank1]:[I516 14:35:10.000000000 train.py:10] step 5 loss 1.0\n"
+                         "[rank1]:[I516 14:36:10.000000000 train.py:10] step 6 loss 0.9\n");
+  EXPECT_NE(r.diag.verdict, verdict::failure);
+}
