@@ -186,3 +186,48 @@ TEST(signature_store_socket_wait_timeout, its_wait_is_read_and_a_run_that_went_o
                          "[rank1]:[I516 14:36:10.000000000 train.py:10] step 6 loss 0.9\n");
   EXPECT_NE(r.diag.verdict, verdict::failure);
 }
+
+// --- loss_scale_collapsed (family 5: a scale halved toward its floor with no "at minimum" line) --------------
+
+namespace found_fam {
+std::string ds_overflow(long from, long to) {
+  return "[2023-06-07 22:16:00,018] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: " +
+         std::to_string(from) + ", reducing to " + std::to_string(to) + "\n";
+}
+inputs overflows(const std::vector<long>& scales) {
+  inputs in;
+  std::uint64_t n = 1;
+  for (long s : scales)
+    in.findings.push_back(hit("train_fp16_overflow_skip", n++, "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: " + std::to_string(2 * s) + ", reducing to " + std::to_string(s),
+                              std::nullopt, {{"scale", std::to_string(s)}}, "train.log"));
+  return in;
+}
+}  // namespace found_fam
+
+TEST(rule_loss_scale_collapsed, a_run_of_halvings_below_the_bound_is_the_cause) {
+  auto inf = infer_by(overflows({32, 16, 8, 4, 2}), "loss_scale_collapsed");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "loss_scale_collapsed");
+  EXPECT_EQ(inf->findings.size(), 5u);
+}
+
+TEST(rule_loss_scale_collapsed, settling_from_a_high_initial_scale_is_not) {
+  // DeepSpeed's first steps: 2^32 halved a few times (cogvideo-233's warm-up).
+  EXPECT_FALSE(infer_by(overflows({2147483648L, 1073741824L, 536870912L, 268435456L}), "loss_scale_collapsed"));
+}
+
+TEST(rule_loss_scale_collapsed, two_halvings_or_a_scale_that_grew_back_are_not_a_collapse) {
+  EXPECT_FALSE(infer_by(overflows({16, 8}), "loss_scale_collapsed"));
+  EXPECT_FALSE(infer_by(overflows({64, 32, 16, 256, 128}), "loss_scale_collapsed"));  // it grew in between: clean steps
+}
+
+TEST(rule_loss_scale_collapsed, end_to_end_and_a_run_that_trained_on_survives) {
+  std::string collapse = ds_overflow(64, 32) + ds_overflow(32, 16) + ds_overflow(16, 8) + ds_overflow(8, 4) + ds_overflow(4, 2);
+  auto r = diagnose_text("scale-collapse", collapse);
+  EXPECT_EQ(r.diag.kind, "fp16_loss_scale_overflow");
+  EXPECT_EQ(r.diag.rule, "loss_scale_collapsed");
+  auto ok = diagnose_text("scale-collapse-survived",
+                          collapse + "[2023-06-07 22:30:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=400, skipped=5, lr=[5e-05], mom=[(0.9, 0.999)]\n"
+                                     "{'train_runtime': 1234.5, 'train_samples_per_second': 12.96, 'train_steps_per_second': 1.62, 'train_loss': 0.4567, 'epoch': 3.0}\n");
+  EXPECT_NE(ok.diag.rule, "loss_scale_collapsed");
+}
