@@ -231,3 +231,21 @@ TEST(rule_loss_scale_collapsed, end_to_end_and_a_run_that_trained_on_survives) {
                                      "{'train_runtime': 1234.5, 'train_samples_per_second': 12.96, 'train_steps_per_second': 1.62, 'train_loss': 0.4567, 'epoch': 3.0}\n");
   EXPECT_NE(ok.diag.rule, "loss_scale_collapsed");
 }
+
+// --- cuda_gdb_api_status_notice (family 6: cuda-gdb's notes of statuses the caller handles) ------------------
+
+TEST(signature_cuda_gdb_api_status_notice, peer_access_statuses_are_notes_other_codes_still_look_wrong) {
+  const std::string head = "[New Thread 0x7fffe6d73700 (LWP 12424)]\n";
+  auto ok = diagnose_text("cudagdb-peer", head + "warning: Cuda API error detected: cudaDeviceEnablePeerAccess returned (0x2c0)\n"
+                                                 "warning: Cuda API error detected: cudaGetLastError returned (0x2c0)\n");
+  EXPECT_EQ(ok.diag.verdict, verdict::healthy);
+  auto bad = diagnose_text("cudagdb-oom", head + "warning: Cuda API error detected: cudaMalloc returned (0x2)\n");
+  EXPECT_NE(bad.diag.verdict, verdict::healthy);
+}
+
+TEST(signature_cuda_gdb_api_status_notice, the_applications_own_error_after_the_notes_is_the_cause) {
+  auto r = diagnose_text("cudagdb-then-nccl",
+                         "warning: Cuda API error detected: cudaDeviceEnablePeerAccess returned (0x2c0)\n"
+                         "node-1:12414:12424 [0] transport/p2p.cc:136 NCCL WARN Cuda failure 'peer access is not supported between these two devices'\n");
+  EXPECT_EQ(r.diag.verdict, verdict::failure);
+}
