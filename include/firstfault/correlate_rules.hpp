@@ -152,6 +152,10 @@ struct inference_rule {
   std::function<std::optional<inference>(const context&)> fn;
 };
 
+/// The frame where multiprocessing creates a SemLock (kb data_semlock_dev_shm) right above `root`, when `root` is
+/// an errno-28 "No space left on device" line of the disk-full kind: the space that ran out is /dev/shm (root rule
+/// errno28_from_semlock). Else nullptr.
+const finding* semlock_frame_of(const context& ctx, const finding& root);
 /// The strongest cause-role finding: highest priority, then earliest time (same clock only).
 const finding* strongest_cause(const context& ctx);
 const std::vector<root_rule>& root_rules();

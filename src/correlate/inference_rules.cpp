@@ -352,6 +352,88 @@ std::optional<inference> node_went_silent(const context& ctx) {
   return inf;
 }
 
+// A store read that names the rank it waited for (a signature tagged symptom.source_late: ProcessGroupNCCL's
+// "[R] is setting up NCCL communicator and retrieving ncclUniqueId from [S] ... got error: Socket Timeout")
+// timed out: the store answered nothing for the whole timeout because S never set the key, that is, S had not
+// reached the communicator's first collective. When S printed no error of its own and no launcher saw it fail,
+// it was busy alone before that collective (issue 43, "who is missing": tokenising or preprocessing on the main
+// process under main_process_first is the classic case), the reading timeout_absent_rank gives a rank silent at
+// the job's first collectives. A dead store or source gives "Connection reset by peer" or "refused" instead.
+std::optional<inference> store_key_never_set(const context& ctx) {
+  std::vector<const finding*> lines;
+  std::set<int> sources, waiting;
+  for (const auto& f : ctx.fs) {
+    if (!ctx.sig(f).has_tag("symptom.source_late") || ctx.survived.count(&f)) continue;
+    auto s = to_int(field(f, "peer_rank"));
+    if (!s) continue;
+    sources.insert(*s);
+    if (f.rank) waiting.insert(*f.rank);
+    lines.push_back(&f);
+  }
+  if (sources.size() != 1) return std::nullopt;
+  const int s = *sources.begin();
+  if (waiting.count(s) || has_own_finding(ctx, s)) return std::nullopt;
+  for (const auto& e : ctx.exits)
+    if (e.rank && *e.rank == s && e.failed()) return std::nullopt;  // the launcher saw it fail: not late, dead
+  inference inf;
+  inf.entry = "timeout_absent_rank0";
+  inf.rank = s;
+  inf.findings = lines;
+  inf.why = std::string(waiting.empty() ? "a rank" : "rank" + std::string(waiting.size() > 1 ? "s " : " ") +
+                                                          text::rank_ranges({waiting.begin(), waiting.end()})) +
+            " waited in the store for the NCCL id from rank " + std::to_string(s) + " until the read timed out; rank " + std::to_string(s) +
+            " printed no error and no launcher saw it fail: it had not reached the first collective";
+  if (auto e = last_line_evidence(ctx, s)) inf.extra.push_back(*e);
+  return inf;
+}
+
+// A loss scale that collapsed toward its floor (issue 43, "numbers in any syntax": a loss scale collapsed to its
+// floor is a failure, while halving from its initial value in the first steps is normal). The scaler halves the
+// scale on each overflowing step and grows it only after a window of clean steps (DeepSpeed's DynamicLossScaler
+// in runtime/fp16/loss_scaler.py: "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: X, reducing to Y",
+// and "Current loss scale already at minimum" once it is at min_loss_scale, default 1; apex's "Gradient
+// overflow.  Skipping step, loss scaler 0 reducing loss scale to Y"). When the log stops before that last line,
+// the halvings themselves say it: the last kLossScaleRun or more overflow lines each lower than the one before,
+// the last below the signature's transient_above bound (ten halvings from the default floor), and none of them
+// survived (no rank trained on past them, the run did not end well).
+constexpr std::size_t kLossScaleRun = 3;
+std::optional<inference> loss_scale_collapsed(const context& ctx) {
+  std::vector<std::pair<const finding*, double>> run;
+  for (const auto& f : ctx.fs) {
+    const auto& s = ctx.sig(f);
+    if (!s.has_tag("event.transient") || s.transient_field.empty()) continue;
+    const std::string v = field(f, s.transient_field);
+    char* end = nullptr;
+    const double x = v.empty() ? 0 : std::strtod(v.c_str(), &end);
+    if (v.empty() || !end || *end != '\0') continue;
+    run.emplace_back(&f, x);
+  }
+  if (run.size() < kLossScaleRun) return std::nullopt;
+  // In the order written: by their own times where every line has one on one clock, else by file and line.
+  const bool timed = std::all_of(run.begin(), run.end(), [&](const auto& p) {
+    return p.first->ts && !p.first->ts_inherited && p.first->ts->kind == run.front().first->ts->kind;
+  });
+  std::stable_sort(run.begin(), run.end(), [&](const auto& a, const auto& b) {
+    if (timed) return a.first->ts->seconds < b.first->ts->seconds;
+    return a.first->source != b.first->source ? a.first->source < b.first->source : a.first->line_no < b.first->line_no;
+  });
+  const auto& [last, scale] = run.back();
+  const auto& sig = ctx.sig(*last);
+  if (scale >= sig.transient_above || ctx.survived.count(last)) return std::nullopt;
+  std::size_t falling = 1;
+  for (std::size_t i = run.size() - 1; i > 0 && run[i].second < run[i - 1].second; --i) ++falling;
+  if (falling < kLossScaleRun) return std::nullopt;
+  const auto& first = run[run.size() - falling];
+  inference inf;
+  inf.entry = "loss_scale_collapsed";
+  char b[200];
+  std::snprintf(b, sizeof b, "the last %zu overflowing steps reduced the loss scale each time, to %g and down to %g: below %d "
+                "and still falling toward the scaler's floor", falling, first.second, scale, sig.transient_above);
+  inf.why = b;
+  for (std::size_t i = run.size() - falling; i < run.size(); ++i) inf.findings.push_back(run[i].first);
+  return inf;
+}
+
 // Longer than the ~120-line guideline on purpose: a table of rules in the order they are tried (see
 // rank_rules()); kb lint checks that each rule's outputs have knowledge-base entries and back.
 const std::vector<inference_rule>& inference_rules() {
@@ -388,6 +470,13 @@ const std::vector<inference_rule>& inference_rules() {
          }
          return std::nullopt;
        }},
+      {"store_key_never_set", "a rank's store read for the NCCL id timed out, naming the source rank that never set it; that "
+                              "rank printed no error and no launcher saw it fail: it was late to the first collective, "
+                              "busy alone",
+       "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (broadcastUniqueNCCLID: store->get of the source rank's "
+       "ncclUniqueId); torch/csrc/distributed/c10d/Utils.hpp (recvBytes: \"Socket Timeout\" when the read times out)",
+       {"timeout_absent_rank0"},
+       [](const context& ctx) -> std::optional<inference> { return store_key_never_set(ctx); }},
       {"named_culprit", "a symptom line names the culprit (desync report, monitored barrier)",
        "https://pytorch.org/docs/stable/distributed.html#torch.distributed.monitored_barrier",
        {"timeout_absent_rank"},
@@ -736,6 +825,13 @@ const std::vector<inference_rule>& inference_rules() {
        "https://github.com/pytorch/gloo/blob/main/gloo/transport/tcp/pair.cc (a peer's socket closed or reset)",
        {"node_went_silent"},
        [](const context& ctx) -> std::optional<inference> { return node_went_silent(ctx); }},
+      {"loss_scale_collapsed", "the fp16 loss scale was halved on each of the last overflowing steps down below the bound "
+                               "where the scaler is still settling, and the run did not go on past them: it was collapsing to "
+                               "its floor, where DeepSpeed stops the run",
+       "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/fp16/loss_scaler.py (DynamicLossScaler.update_scale: "
+       "halve on overflow, raise at min_scale); https://www.deepspeed.ai/docs/config-json/#fp16-training-options (min_loss_scale 1)",
+       {"loss_scale_collapsed"},
+       [](const context& ctx) -> std::optional<inference> { return loss_scale_collapsed(ctx); }},
       {"ends_in_launch_banner", "nothing looks wrong, but every input ends in the launcher's start-up (rendezvous, world "
                                 "info): the job never got past start-up, usually because a node or worker never joined",
        "https://pytorch.org/docs/stable/elastic/run.html (rendezvous); DeepSpeed launcher (deepspeed/launcher/launch.py)",

@@ -535,8 +535,31 @@ const std::vector<root_rule>& root_rules() {
          }
          return best && best->line_no < next_header ? best : nullptr;
        }},
+      {"errno28_from_semlock",
+       "'[Errno 28] No space left on device' raised through the frame where multiprocessing creates a SemLock is /dev/shm "
+       "full (the semaphore is a file on that tmpfs), not a disk: the frame's line is the evidence to act on",
+       "CPython Lib/multiprocessing/synchronize.py (SemLock.__init__ calls _multiprocessing.SemLock) and "
+       "Modules/_multiprocessing/semaphore.c (sem_open, errors raised from errno); glibc creates named semaphores in "
+       "/dev/shm (https://man7.org/linux/man-pages/man7/sem_overview.7.html)",
+       [](const context& ctx, const finding& root) -> const finding* { return semlock_frame_of(ctx, root); }},
   };
   return rules;
+}
+
+const finding* semlock_frame_of(const context& ctx, const finding& root) {
+  static const re2::RE2 enospc(R"(\[Errno 28\]|No space left on device)");
+  if (ctx.sig(root).kind != "disk_full_checkpoint" || !re2::RE2::PartialMatch(root.text, enospc)) return nullptr;
+  // The frame is the traceback's innermost (its source line is the one right above the exception), but
+  // tracebacks of several ranks on one console interleave, so a few lines may come between: the nearest
+  // such frame above the line, at most kFrameGap lines up, in the same file.
+  constexpr std::uint64_t kFrameGap = 12;
+  const finding* best = nullptr;
+  for (const auto& f : ctx.fs) {
+    if (f.source != root.source || f.line_no >= root.line_no || f.line_no + kFrameGap < root.line_no) continue;
+    if (ctx.sig(f).name != "data_semlock_dev_shm") continue;
+    if (!best || f.line_no > best->line_no) best = &f;
+  }
+  return best;
 }
 
 // Longer than the ~120-line guideline on purpose: this is a table, one entry per rule (name, what it

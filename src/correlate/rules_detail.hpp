@@ -40,6 +40,8 @@ bool work_rank_from_text(const context& ctx, const inputs::marked_line& w);
 /// The inference rule of the same name (inference_rules.cpp): a collective timeout whose last preceding work line
 /// or progress bar shows one rank's own work spanning the wait.
 std::optional<inference> work_spans_timeout(const context& ctx);
+std::optional<inference> store_key_never_set(const context& ctx);
+std::optional<inference> loss_scale_collapsed(const context& ctx);
 
 /// The inference rule of the same name (inference_rules.cpp): one node's ranks and launcher fell silent while the
 /// other nodes' ranks lost their connection to a peer.

@@ -247,6 +247,42 @@ TEST(normalize_launcher, torchx_replica) {
             "The client socket has failed to connect to [::ffff:10.0.0.5]:40323 (errno: 110 - Connection timed out).");
 }
 
+// Determined's task logs (master/pkg/model/task.go, TaskLog.Message): time, container, "[rank=N]", "||", level.
+TEST(normalize_collector, determined_task_log_rank) {
+  std::string line = "[2024-02-27T21:35:28.718657Z] fa88a9df [rank=4] || [E ProcessGroupNCCL.cpp:828] [Rank 4] Watchdog caught collective operation timeout";
+  NORMALIZE(line, m);
+  EXPECT_EQ(names(m).front(), "determined_task_log");
+  EXPECT_EQ(m.rank.value_or(-1), 4);
+  EXPECT_EQ(m.level, 'E');
+  ASSERT_TRUE(m.ts.has_value());
+  EXPECT_EQ(m.ts->kind, timestamp::clock::wall);
+  EXPECT_EQ(m.body, "Watchdog caught collective operation timeout");
+}
+
+TEST(normalize_collector, determined_task_log_keeps_traceback_indentation_and_master_lines) {
+  {
+    std::string line = "[2024-02-27T21:35:28.727188Z] 0badc0de [rank=12] ||     self.model = self.context.wrap_model(m)";
+    NORMALIZE(line, m);
+    EXPECT_EQ(m.rank.value_or(-1), 12);
+    EXPECT_EQ(m.body, "    self.model = self.context.wrap_model(m)");
+  }
+  {
+    // the master's own line: 8 spaces for the container, no rank, a level
+    std::string line = "[2024-02-27T21:05:03.626766Z]          || WARNING: Trial 7 was assigned to an agent";
+    NORMALIZE(line, m);
+    EXPECT_FALSE(m.rank.has_value());
+    EXPECT_EQ(m.level, 'W');
+    EXPECT_EQ(m.body, "Trial 7 was assigned to an agent");
+  }
+  {
+    // the older TrialLog.Resolve form: the container in brackets
+    std::string line = "[2021-06-01T10:00:00.123456Z] [3c1f9a2b] [rank=0] || ERROR: RuntimeError: boom";
+    NORMALIZE(line, m);
+    EXPECT_EQ(m.rank.value_or(-1), 0);
+    EXPECT_EQ(m.body, "RuntimeError: boom");
+  }
+}
+
 // ------------------------------------------------------------------ §0.2-§0.3 PyTorch and library headers
 
 TEST(normalize_header, c10_with_time) {

@@ -1,0 +1,251 @@
+// Issue 43, the found cases' open families (tests/found/README.md): each rule on hand-built findings, and the
+// whole pipeline on hand-built lines in the real formats. Helpers live in their own namespace (unity build).
+#include <gtest/gtest.h>
+
+#include "test_support.hpp"
+
+#include <algorithm>
+
+#include "firstfault/correlate_rules.hpp"
+
+namespace found_fam {
+
+using namespace ff::correlate;
+using ff::testing::builtin;
+using ff::testing::diagnose_text;
+
+int sig_of(const std::string& name) {
+  const auto& s = builtin().signatures;
+  auto it = std::find_if(s.begin(), s.end(), [&](const ff::kb::signature& x) { return x.name == name; });
+  if (it == s.end()) throw std::runtime_error("no signature " + name);
+  return static_cast<int>(it - s.begin());
+}
+
+finding hit(const std::string& name, std::uint64_t line_no, std::string text, std::optional<int> rank = std::nullopt,
+            ff::match::fields captured = {}, std::string source = "part2.log") {
+  finding f;
+  f.signature = sig_of(name);
+  f.rank = rank;
+  f.captured = std::move(captured);
+  f.text = std::move(text);
+  f.source = std::move(source);
+  f.line_no = line_no;
+  return f;
+}
+
+const finding* by_root_rule(const rules::context& ctx, std::string_view rule) {
+  const finding* root = rules::strongest_cause(ctx);
+  if (!root) return nullptr;
+  for (const auto& r : rules::root_rules())
+    if (r.name == rule) return r.fn(ctx, *root);
+  ADD_FAILURE() << "no rule " << rule;
+  return nullptr;
+}
+
+}  // namespace found_fam
+
+using namespace found_fam;
+
+// --- errno28_from_semlock (family 3: errno 28 from multiprocessing's SemLock is /dev/shm) -------------------
+
+TEST(rule_errno28_from_semlock, the_semlock_frame_above_errno_28_takes_the_root) {
+  inputs in;
+  in.findings.push_back(hit("data_semlock_dev_shm", 9, "sl = self._semlock = _multiprocessing.SemLock("));
+  in.findings.push_back(hit("storage_no_space_errno28", 11, "OSError: [Errno 28] No space left on device"));
+  auto ctx = rules::make_context(in, builtin());
+  ASSERT_EQ(ctx.sig(*rules::strongest_cause(ctx)).kind, "disk_full_checkpoint");
+  const auto* root = by_root_rule(ctx, "errno28_from_semlock");
+  ASSERT_TRUE(root);
+  EXPECT_EQ(ctx.sig(*root).kind, "dataloader_shm_bus_error");
+}
+
+TEST(rule_errno28_from_semlock, a_frame_far_above_or_in_another_file_or_after_is_not_the_traceback) {
+  for (auto [line_no, source] : {std::pair<std::uint64_t, std::string>{40, "part2.log"}, {9, "part1.log"}, {70, "part2.log"}}) {
+    inputs in;
+    in.findings.push_back(hit("data_semlock_dev_shm", line_no, "sl = self._semlock = _multiprocessing.SemLock(", std::nullopt, {}, source));
+    in.findings.push_back(hit("storage_no_space_errno28", 60, "OSError: [Errno 28] No space left on device"));
+    auto ctx = rules::make_context(in, builtin());
+    EXPECT_FALSE(by_root_rule(ctx, "errno28_from_semlock")) << source << ":" << line_no;
+  }
+}
+
+TEST(rule_errno28_from_semlock, a_quota_error_is_a_disk) {
+  inputs in;
+  in.findings.push_back(hit("data_semlock_dev_shm", 9, "sl = self._semlock = _multiprocessing.SemLock("));
+  in.findings.push_back(hit("storage_no_space_errno28", 11, "OSError: [Errno 122] Disk quota exceeded"));
+  auto ctx = rules::make_context(in, builtin());
+  EXPECT_FALSE(by_root_rule(ctx, "errno28_from_semlock"));
+}
+
+TEST(rule_errno28_from_semlock, the_frame_alone_is_no_verdict) {
+  // sem_open fails with EMFILE too: the frame says where, not why.
+  auto r = diagnose_text("semlock-emfile",
+                         "Traceback (most recent call last):\n"
+                         "  File \"/usr/lib/python3.10/multiprocessing/synchronize.py\", line 57, in __init__\n"
+                         "    sl = self._semlock = _multiprocessing.SemLock(\n"
+                         "OSError: [Errno 24] Too many open files\n");
+  EXPECT_NE(r.diag.kind, "dataloader_shm_bus_error");
+}
+
+TEST(rule_errno28_from_semlock, a_dataloader_traceback_end_to_end) {
+  auto r = diagnose_text("semlock-enospc",
+                         "Traceback (most recent call last):\n"
+                         "  File \"/workspace/train.py\", line 88, in <module>\n"
+                         "    for batch in loader:\n"
+                         "  File \"/usr/local/lib/python3.10/dist-packages/torch/utils/data/dataloader.py\", line 388, in _get_iterator\n"
+                         "    return _MultiProcessingDataLoaderIter(self)\n"
+                         "  File \"/usr/lib/python3.10/multiprocessing/context.py\", line 68, in Lock\n"
+                         "    return Lock(ctx=self.get_context())\n"
+                         "  File \"/usr/lib/python3.10/multiprocessing/synchronize.py\", line 162, in __init__\n"
+                         "    SemLock.__init__(self, SEMAPHORE, 1, 1, ctx=ctx)\n"
+                         "  File \"/usr/lib/python3.10/multiprocessing/synchronize.py\", line 57, in __init__\n"
+                         "    sl = self._semlock = _multiprocessing.SemLock(\n"
+                         "OSError: [Errno 28] No space left on device\n");
+  EXPECT_EQ(r.diag.kind, "dataloader_shm_bus_error");
+  EXPECT_EQ(r.diag.rule, "errno28_from_semlock");
+}
+
+TEST(rule_errno28_from_semlock, a_checkpoint_write_stays_a_disk) {
+  auto r = diagnose_text("save-enospc",
+                         "Traceback (most recent call last):\n"
+                         "  File \"/workspace/train.py\", line 120, in <module>\n"
+                         "    torch.save(state, path)\n"
+                         "  File \"/usr/local/lib/python3.10/dist-packages/torch/serialization.py\", line 440, in save\n"
+                         "    with _open_zipfile_writer(f) as opened_zipfile:\n"
+                         "OSError: [Errno 28] No space left on device\n");
+  EXPECT_EQ(r.diag.kind, "disk_full_checkpoint");
+}
+
+// --- store_key_never_set (family 2: a store read timed out while the source rank worked alone) ---------------
+
+namespace found_fam {
+inputs nccl_id_timeout(int waiting, int source, const std::string& error = "Socket Timeout") {
+  inputs in;
+  in.findings.push_back(hit("torch_store_get_nccl_id_timeout", 1,
+                            "[" + std::to_string(waiting) + "] is setting up NCCL communicator and retrieving ncclUniqueId from [" +
+                                std::to_string(source) + "] via c10d key-value store by key '0', but store->get('0') got error: " + error,
+                            waiting, {{"rank", std::to_string(waiting)}, {"peer_rank", std::to_string(source)}, {"error", error}}, "train.log"));
+  return in;
+}
+std::optional<rules::inference> infer_by(const inputs& in, std::string_view rule) {
+  auto ctx = rules::make_context(in, builtin());
+  for (const auto& r : rules::inference_rules())
+    if (r.name == rule) return r.fn(ctx);
+  ADD_FAILURE() << "no rule " << rule;
+  return std::nullopt;
+}
+}  // namespace found_fam
+
+TEST(rule_store_key_never_set, the_source_rank_that_never_set_the_key_is_named) {
+  auto inf = infer_by(nccl_id_timeout(7, 0), "store_key_never_set");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "timeout_absent_rank0");
+  EXPECT_EQ(inf->rank.value_or(-1), 0);
+}
+
+TEST(rule_store_key_never_set, a_source_with_its_own_error_or_failed_exit_is_not_late) {
+  {
+    auto in = nccl_id_timeout(7, 0);
+    in.findings.push_back(hit("py_typeerror", 5, "TypeError: unsupported operand", 0, {}, "train.log"));
+    EXPECT_FALSE(infer_by(in, "store_key_never_set"));
+  }
+  {
+    auto in = nccl_id_timeout(7, 0);
+    ff::extract::exit_record e;
+    e.rank = 0;
+    e.exitcode = -9;
+    e.signal = "SIGKILL";
+    in.exits.push_back(e);
+    EXPECT_FALSE(infer_by(in, "store_key_never_set"));
+  }
+}
+
+TEST(rule_store_key_never_set, a_dead_store_is_not_a_timeout) {
+  // "Connection reset by peer": the store (or its host) went away; the family signature, not the timeout one.
+  auto r = diagnose_text("store-reset",
+                         "torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via "
+                         "c10d key-value store by key '0', but store->get('0') got error: Connection reset by peer\n");
+  EXPECT_NE(r.diag.kind, "rank0_exclusive_work_timeout");
+}
+
+TEST(rule_store_key_never_set, end_to_end_on_the_line_pytorch_prints) {
+  auto r = diagnose_text("store-timeout",
+                         "[rank3]: torch.distributed.DistBackendError: [3] is setting up NCCL communicator and retrieving ncclUniqueId from [0] "
+                         "via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout\n"
+                         "[rank3]: Exception raised from recvBytes at ../torch/csrc/distributed/c10d/Utils.hpp:604 (most recent call first):\n");
+  EXPECT_EQ(r.diag.kind, "rank0_exclusive_work_timeout");
+  EXPECT_EQ(r.diag.initiating_rank.value_or(-1), 0);
+  EXPECT_EQ(r.diag.rule, "store_key_never_set");
+}
+
+TEST(signature_store_socket_wait_timeout, its_wait_is_read_and_a_run_that_went_on_survives_it) {
+  auto r = diagnose_text("store-wait-survived",
+                         "[rank1]:[W516 14:34:56.854597329 socket.cpp:489] [c10d] waitForInput: socket SocketImpl(fd=79, addr=[localhost]:41170, "
+                         "remote=[localhost]:29500) timed out after 1800000ms\n"
+                         "[rank1]:[I516 14:35:10.000000000 train.py:10] step 5 loss 1.0\n"
+                         "[rank1]:[I516 14:36:10.000000000 train.py:10] step 6 loss 0.9\n");
+  EXPECT_NE(r.diag.verdict, verdict::failure);
+}
+
+// --- loss_scale_collapsed (family 5: a scale halved toward its floor with no "at minimum" line) --------------
+
+namespace found_fam {
+std::string ds_overflow(long from, long to) {
+  return "[2023-06-07 22:16:00,018] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: " +
+         std::to_string(from) + ", reducing to " + std::to_string(to) + "\n";
+}
+inputs overflows(const std::vector<long>& scales) {
+  inputs in;
+  std::uint64_t n = 1;
+  for (long s : scales)
+    in.findings.push_back(hit("train_fp16_overflow_skip", n++, "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: " + std::to_string(2 * s) + ", reducing to " + std::to_string(s),
+                              std::nullopt, {{"scale", std::to_string(s)}}, "train.log"));
+  return in;
+}
+}  // namespace found_fam
+
+TEST(rule_loss_scale_collapsed, a_run_of_halvings_below_the_bound_is_the_cause) {
+  auto inf = infer_by(overflows({32, 16, 8, 4, 2}), "loss_scale_collapsed");
+  ASSERT_TRUE(inf);
+  EXPECT_EQ(inf->entry, "loss_scale_collapsed");
+  EXPECT_EQ(inf->findings.size(), 5u);
+}
+
+TEST(rule_loss_scale_collapsed, settling_from_a_high_initial_scale_is_not) {
+  // DeepSpeed's first steps: 2^32 halved a few times (cogvideo-233's warm-up).
+  EXPECT_FALSE(infer_by(overflows({2147483648L, 1073741824L, 536870912L, 268435456L}), "loss_scale_collapsed"));
+}
+
+TEST(rule_loss_scale_collapsed, two_halvings_or_a_scale_that_grew_back_are_not_a_collapse) {
+  EXPECT_FALSE(infer_by(overflows({16, 8}), "loss_scale_collapsed"));
+  EXPECT_FALSE(infer_by(overflows({64, 32, 16, 256, 128}), "loss_scale_collapsed"));  // it grew in between: clean steps
+}
+
+TEST(rule_loss_scale_collapsed, end_to_end_and_a_run_that_trained_on_survives) {
+  std::string collapse = ds_overflow(64, 32) + ds_overflow(32, 16) + ds_overflow(16, 8) + ds_overflow(8, 4) + ds_overflow(4, 2);
+  auto r = diagnose_text("scale-collapse", collapse);
+  EXPECT_EQ(r.diag.kind, "fp16_loss_scale_overflow");
+  EXPECT_EQ(r.diag.rule, "loss_scale_collapsed");
+  auto ok = diagnose_text("scale-collapse-survived",
+                          collapse + "[2023-06-07 22:30:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=400, skipped=5, lr=[5e-05], mom=[(0.9, 0.999)]\n"
+                                     "{'train_runtime': 1234.5, 'train_samples_per_second': 12.96, 'train_steps_per_second': 1.62, 'train_loss': 0.4567, 'epoch': 3.0}\n");
+  EXPECT_NE(ok.diag.rule, "loss_scale_collapsed");
+}
+
+// --- cuda_gdb_api_status_notice (family 6: cuda-gdb's notes of statuses the caller handles) ------------------
+
+TEST(signature_cuda_gdb_api_status_notice, peer_access_statuses_are_notes_other_codes_still_look_wrong) {
+  const std::string head = "[New Thread 0x7fffe6d73700 (LWP 12424)]\n";
+  auto ok = diagnose_text("cudagdb-peer", head + "warning: Cuda API error detected: cudaDeviceEnablePeerAccess returned (0x2c0)\n"
+                                                 "warning: Cuda API error detected: cudaGetLastError returned (0x2c0)\n");
+  EXPECT_EQ(ok.diag.verdict, verdict::healthy);
+  auto bad = diagnose_text("cudagdb-oom", head + "warning: Cuda API error detected: cudaMalloc returned (0x2)\n");
+  EXPECT_NE(bad.diag.verdict, verdict::healthy);
+}
+
+TEST(signature_cuda_gdb_api_status_notice, the_applications_own_error_after_the_notes_is_the_cause) {
+  auto r = diagnose_text("cudagdb-then-nccl",
+                         "warning: Cuda API error detected: cudaDeviceEnablePeerAccess returned (0x2c0)\n"
+                         "node-1:12414:12424 [0] transport/p2p.cc:136 NCCL WARN Cuda failure 'peer access is not supported between these two devices'\n");
+  EXPECT_EQ(r.diag.verdict, verdict::failure);
+}
