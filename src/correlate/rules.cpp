@@ -262,9 +262,16 @@ void merge_findings(context& c, const inputs& in) {
   // An unprefixed traceback (a console of workers that print no rank prefix): when exactly one worker exited
   // with an error code, the exception lines of no rank were raised by it. A worker stopped by a signal prints
   // no traceback, and the launcher's own exception (ChildFailedError, launch category) is not the worker's.
-  std::set<int> failed;
-  for (const auto& e : c.exits)
+  // Except one signal: a traceback followed by "terminate called after throwing" (finding::aborted) was
+  // printed by a process that then called abort(), so it is the worker that ended by SIGABRT, when exactly one
+  // did (torchelastic's exitcode -6, "Signal 6 (SIGABRT) received by PID"; libstdc++-v3/libsupc++/vterminate.cc).
+  std::set<int> failed, aborted;
+  for (const auto& e : c.exits) {
     if (e.rank && e.exitcode && *e.exitcode > 0) failed.insert(*e.rank);
+    if (e.rank && ((e.exitcode && *e.exitcode == -6) || e.signal == "SIGABRT")) aborted.insert(*e.rank);
+  }
+  for (auto& f : all)
+    if (!f.rank && !f.local_rank && f.raised && f.aborted && aborted.size() == 1) f.rank = *aborted.begin();
   // Not collective errors raised in two different places, though: a rank blocked in one collective was not
   // blocked in another, so those tracebacks are two ranks' (the other rank was stopped by the launcher's
   // SIGTERM while it printed; torch/distributed/elastic/agent/server/api.py stops every worker after one fails).
@@ -276,7 +283,7 @@ void merge_findings(context& c, const inputs& in) {
     if (!f.rank && !f.local_rank && f.raised && collective_error(f)) places.insert(field(f, "collective") + " at " + field(f, "user_frame"));
   if (failed.size() == 1)
     for (auto& f : all)
-      if (!f.rank && !f.local_rank && f.raised && c.sig(f).category != "launch" && (places.size() < 2 || !collective_error(f)))
+      if (!f.rank && !f.local_rank && f.raised && !f.aborted && c.sig(f).category != "launch" && (places.size() < 2 || !collective_error(f)))
         f.rank = *failed.begin();
   assign_attempts(all);
   // Lines of no rank with the same text but raised at different call sites (two ranks' tracebacks on one
