@@ -259,6 +259,27 @@ void merge_findings(context& c, const inputs& in) {
     if (!r) r = to_int(field(f, "tasks"));
     f.rank = r;
   }
+  // A console that repeats the per-rank files (mpirun --output-filename's rank.N/stdout and stderr under its
+  // untagged console, Open MPI's mpirun(1) --output-filename; a torchrun --log_dir tree beside a console of the
+  // same job): a line of no rank whose signature and text the other files hold under exactly one rank, and
+  // only in other files, is that rank's copy. Before the exits are read: a copy is not a guess.
+  {
+    std::map<std::pair<int, std::string>, std::set<std::pair<int, std::string>>> copies;  // (sig, text) -> (rank, source)
+    for (const auto& f : all)
+      if (f.rank) copies[{f.signature, f.text}].insert({*f.rank, f.source});
+    for (auto& f : all) {
+      if (f.rank || f.local_rank) continue;
+      auto it = copies.find({f.signature, f.text});
+      if (it == copies.end()) continue;
+      std::set<int> ranks;
+      bool elsewhere = true;
+      for (const auto& [r, src] : it->second) {
+        ranks.insert(r);
+        elsewhere &= src != f.source;
+      }
+      if (ranks.size() == 1 && elsewhere) f.rank = *ranks.begin();
+    }
+  }
   // An unprefixed traceback (a console of workers that print no rank prefix): when exactly one worker exited
   // with an error code, the exception lines of no rank were raised by it. A worker stopped by a signal prints
   // no traceback, and the launcher's own exception (ChildFailedError, launch category) is not the worker's.

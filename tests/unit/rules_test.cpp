@@ -1248,6 +1248,38 @@ TEST(merge_findings, a_traceback_that_ended_in_an_abort_is_the_sigabrt_workers) 
   EXPECT_EQ(with_text(ctx, "RuntimeError: Connection")->rank, 1);
 }
 
+// mpirun --output-filename: the untagged console repeats logs/mpi/1/rank.N/stderr. The helper thread's
+// KeyError is in rank.1's file: its console copy is rank 1's, though mpirun names rank 0 as the first to exit.
+TEST(merge_findings, a_console_copy_takes_the_rank_of_its_per_rank_file) {
+  inputs in;
+  auto copy = make("py_keyerror", std::nullopt, std::nullopt, {}, "x");
+  copy.text = "KeyError: \"augmentation policy 'randaug-1' not found in registry\"";
+  copy.raised = true;
+  auto own = copy;
+  own.rank = 1;
+  own.source = "mpi/1/rank.1/stderr";
+  in.findings = {copy, own};
+  in.exits = {exit_of(0, std::nullopt, 1, "", "mpirun")};
+  auto ctx = rules::make_context(in, builtin());
+  ASSERT_EQ(ctx.fs.size(), 1u);  // one line, seen twice
+  EXPECT_EQ(ctx.fs[0].rank, 1);
+  EXPECT_EQ(ctx.fs[0].duplicates, 1);
+  // The same text under two ranks' files: the copy is not told apart by its text.
+  auto other = own;
+  other.rank = 0;
+  other.source = "mpi/1/rank.0/stderr";
+  in.findings = {copy, own, other};
+  in.exits.clear();
+  ctx = rules::make_context(in, builtin());
+  ASSERT_EQ(ctx.fs.size(), 3u);
+  EXPECT_FALSE(ctx.fs[0].rank);
+  // A ranked line of the same file is not a copy's source: the console may repeat a rank's line unprefixed.
+  own.source = copy.source;
+  in.findings = {copy, own};
+  ctx = rules::make_context(in, builtin());
+  EXPECT_FALSE(ctx.fs[0].rank);
+}
+
 // The whole road, on the console of a real legacy-launch run (bench/faults 111, trimmed): rank 0's torch.save
 // traceback ends in "terminate called after throwing" (exit -6), rank 1's gloo traceback (exit 1) follows,
 // neither with a rank prefix. The disk-full error is rank 0's.
