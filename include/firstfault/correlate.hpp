@@ -46,6 +46,9 @@ struct finding {
   /// Its traceback came right after a line that said the error was handled ("failed (attempt 1/3),
   /// retrying in 0.1 s": a benign signature tagged event.handled): logged and retried, not raised.
   bool handled = false;
+  /// Its traceback was followed by libstdc++'s "terminate called after throwing" (extract::line_note::aborted):
+  /// the process that printed it then aborted (SIGABRT), so it is the worker whose exit was signal 6.
+  bool aborted = false;
 };
 
 /// Whose per-rank record a line belongs to, as the lines named it: a global rank, or only a local rank

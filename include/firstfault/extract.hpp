@@ -77,6 +77,10 @@ struct line_note {
   /// printed; `context`: "During handling of the above exception" or "The above exception was the direct
   /// cause", where the first exception stays the cause and only the user's frame may be new.
   enum class chain_kind { none, context, original } chain = chain_kind::none;
+  /// libstdc++'s "terminate called after throwing an instance of 'T'" right after this stream's exception line
+  /// (blank lines between allowed): the process that printed that traceback then called abort(), so it ended
+  /// by SIGABRT (row cxx_terminate of kb/_tables/exit_reports.tsv).
+  bool aborted = false;
 };
 
 class extractor {

@@ -180,6 +180,10 @@ class collector {
     /// (collector::note_exception_facts).
     std::size_t chain_finding = SIZE_MAX;
     extract::line_note::chain_kind chain = extract::line_note::chain_kind::none;
+    /// The first finding (an index into the findings) of the last exception line of this stream that began a
+    /// chain, kept even when that line matched nothing: a later "terminate called" marks the findings from
+    /// here on as the aborted process's (finding::aborted).
+    std::size_t chain_start = SIZE_MAX;
     std::uint32_t source_id = 0;       ///< index of `display` in the inputs' source_names
     std::optional<int> attempt;  ///< torchrun attempt of the lines read now: attempt_N of the path, or counted from restart lines
     bool last_body_raw = false;  ///< last_body came from a light-path line: masked when the stream closes

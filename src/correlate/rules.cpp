@@ -271,12 +271,40 @@ void merge_findings(context& c, const inputs& in) {
     if (!r) r = to_int(field(f, "tasks"));
     f.rank = r;
   }
+  // A console that repeats the per-rank files (mpirun --output-filename's rank.N/stdout and stderr under its
+  // untagged console, Open MPI's mpirun(1) --output-filename; a torchrun --log_dir tree beside a console of the
+  // same job): a line of no rank whose signature and text the other files hold under exactly one rank, and
+  // only in other files, is that rank's copy. Before the exits are read: a copy is not a guess.
+  {
+    std::map<std::pair<int, std::string>, std::set<std::pair<int, std::string>>> copies;  // (sig, text) -> (rank, source)
+    for (const auto& f : all)
+      if (f.rank) copies[{f.signature, f.text}].insert({*f.rank, f.source});
+    for (auto& f : all) {
+      if (f.rank || f.local_rank) continue;
+      auto it = copies.find({f.signature, f.text});
+      if (it == copies.end()) continue;
+      std::set<int> ranks;
+      bool elsewhere = true;
+      for (const auto& [r, src] : it->second) {
+        ranks.insert(r);
+        elsewhere &= src != f.source;
+      }
+      if (ranks.size() == 1 && elsewhere) f.rank = *ranks.begin();
+    }
+  }
   // An unprefixed traceback (a console of workers that print no rank prefix): when exactly one worker exited
   // with an error code, the exception lines of no rank were raised by it. A worker stopped by a signal prints
   // no traceback, and the launcher's own exception (ChildFailedError, launch category) is not the worker's.
-  std::set<int> failed;
-  for (const auto& e : c.exits)
+  // Except one signal: a traceback followed by "terminate called after throwing" (finding::aborted) was
+  // printed by a process that then called abort(), so it is the worker that ended by SIGABRT, when exactly one
+  // did (torchelastic's exitcode -6, "Signal 6 (SIGABRT) received by PID"; libstdc++-v3/libsupc++/vterminate.cc).
+  std::set<int> failed, aborted;
+  for (const auto& e : c.exits) {
     if (e.rank && e.exitcode && *e.exitcode > 0) failed.insert(*e.rank);
+    if (e.rank && ((e.exitcode && *e.exitcode == -6) || e.signal == "SIGABRT")) aborted.insert(*e.rank);
+  }
+  for (auto& f : all)
+    if (!f.rank && !f.local_rank && f.raised && f.aborted && aborted.size() == 1) f.rank = *aborted.begin();
   // Not collective errors raised in two different places, though: a rank blocked in one collective was not
   // blocked in another, so those tracebacks are two ranks' (the other rank was stopped by the launcher's
   // SIGTERM while it printed; torch/distributed/elastic/agent/server/api.py stops every worker after one fails).
@@ -288,7 +316,7 @@ void merge_findings(context& c, const inputs& in) {
     if (!f.rank && !f.local_rank && f.raised && collective_error(f)) places.insert(field(f, "collective") + " at " + field(f, "user_frame"));
   if (failed.size() == 1)
     for (auto& f : all)
-      if (!f.rank && !f.local_rank && f.raised && c.sig(f).category != "launch" && (places.size() < 2 || !collective_error(f)))
+      if (!f.rank && !f.local_rank && f.raised && !f.aborted && c.sig(f).category != "launch" && (places.size() < 2 || !collective_error(f)))
         f.rank = *failed.begin();
   assign_attempts(all);
   // Lines of no rank with the same text but raised at different call sites (two ranks' tracebacks on one

@@ -301,6 +301,7 @@ template <class V, class R>
 only<R, correlate::finding> fields(V&& v, R& x) {  // correlate::finding, but its signature ("sig") and captures ("cap")
   v("rank", x.rank), v("local_rank", x.local_rank), v("host", x.host), v("ts", x.ts), v("ts_inherited", x.ts_inherited, kOmitDefault);
   v("step_at", x.step_at), v("raised", x.raised, kOmitDefault), v("handled", x.handled, kOmitDefault);
+  v("aborted", x.aborted, kOmitDefault);
   v("source", x.source), v("line", x.line_no), v("text", x.text, capped(limits::kFindingTextBytes));
   v("dup", x.duplicates, kOmitDefault), v("attempt", x.attempt);
 }

@@ -376,6 +376,10 @@ bool extractor::feed_traceback(std::string_view t, std::string_view body, line_n
       chained_ = true;
       return true;
     }
+    // The C++ runtime's last words right after the exception: the same process aborts (a c10::Error thrown
+    // from a destructor while Python unwinds: torch.save's stream writer closing a file on a full disk).
+    static const re2::RE2& terminate_re = exit_report("cxx_terminate");
+    if (!t.empty() && re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), terminate_re)) note.aborted = true;
     if (!t.empty()) after_exception_ = false;
   }
   return false;

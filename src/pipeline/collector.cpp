@@ -207,10 +207,18 @@ void collector::note_exception_facts(stream& st, const line_facts& f, const extr
           add(first, "final_exception", text::prefix_utf8(f.body, limits::kFindingTextBytes));
       }
     }
+    if (note.exception_line && st.chain == extract::line_note::chain_kind::none) st.chain_start = before;
     if (in.findings.size() > before && st.chain == extract::line_note::chain_kind::none) st.chain_finding = before;
     st.chain = extract::line_note::chain_kind::none;
   }
   if (note.chain != extract::line_note::chain_kind::none && st.chain_finding < in.findings.size()) st.chain = note.chain;
+  // "terminate called after throwing" right after the exception: the exception lines of that chain (this
+  // stream, this line's rank) were printed by the process that then aborted.
+  if (note.aborted && st.chain_start < in.findings.size())
+    for (std::size_t i = st.chain_start; i < in.findings.size(); ++i) {
+      auto& x = in.findings[i];
+      if (x.raised && x.source == st.display && x.rank == f.rank && x.local_rank == f.local_rank) x.aborted = true;
+    }
 }
 
 // Attribution: the line's own prefixes first, then the path's hints. Never invented.

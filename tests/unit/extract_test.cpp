@@ -156,6 +156,41 @@ TEST(python_traceback, direct_cause_chain_is_one_record) {
   EXPECT_EQ(f.notes[4].record, f.notes[0].record);
 }
 
+// libstdc++'s verbose terminate handler right after a traceback: the process that printed it aborts
+// (vterminate.cc prints "terminate called after throwing an instance of 'T'", then "  what():  ...", then abort()).
+TEST(python_traceback, terminate_after_the_exception_marks_an_abort) {
+  auto f = feed_all({
+      "Traceback (most recent call last):",                                                   // 0
+      "  File \"/usr/lib/python3/dist-packages/torch/serialization.py\", line 290, in __exit__",  // 1
+      "    self.file_like.write_end_of_file()",                                                // 2
+      "RuntimeError: [enforce fail at inline_container.cc:325] . unexpected pos 4032 vs 3936", // 3
+      "terminate called after throwing an instance of 'c10::Error'",                          // 4
+      "  what():  [enforce fail at inline_container.cc:325] . unexpected pos 4032 vs 3936",   // 5
+      "terminate called after throwing an instance of 'gloo::EnforceNotMet'",                 // 6: no traceback before it
+  });
+  EXPECT_TRUE(f.notes[3].exception_line);
+  EXPECT_FALSE(f.notes[3].aborted);
+  EXPECT_TRUE(f.notes[4].aborted);
+  EXPECT_FALSE(f.notes[6].aborted);
+  auto g = feed_all({
+      "KeyError: 'x'",  // no traceback: not an exception line of a record
+      "terminate called after throwing an instance of 'c10::Error'",
+      "Traceback (most recent call last):",
+      "  File \"a.py\", line 1, in <module>",
+      "KeyError: 'x'",
+      "",
+      "terminate called after throwing an instance of 'c10::Error'",  // a blank line between: still right after
+      "Traceback (most recent call last):",
+      "  File \"a.py\", line 1, in <module>",
+      "KeyError: 'y'",
+      "[rank0] step 4",
+      "terminate called after throwing an instance of 'c10::Error'",  // another line came first
+  });
+  EXPECT_FALSE(g.notes[1].aborted);
+  EXPECT_TRUE(g.notes[6].aborted);
+  EXPECT_FALSE(g.notes[11].aborted);
+}
+
 TEST(python_traceback, separate_tracebacks_get_separate_records) {
   auto f = feed_all({
       "Traceback (most recent call last):",
@@ -607,7 +642,7 @@ TEST(extract, exit_report_rows_have_their_groups) {
   const std::set<std::string> asked = {"torchelastic_entry", "torchelastic_time", "torchelastic_host", "torchelastic_rank",
                                        "torchelastic_exitcode", "torchelastic_signal", "mpirun_process", "mpirun_host",
                                        "mpirun_exit_code", "mpirun_signal", "srun_task", "called_process_error",
-                                       "torchelastic_worker_failed", "torchelastic_closing_signal", "deepspeed_exit"};
+                                       "torchelastic_worker_failed", "torchelastic_closing_signal", "deepspeed_exit", "cxx_terminate"};
   EXPECT_EQ(std::set<std::string>(t.order.begin(), t.order.end()), asked);
   for (const auto& name : t.order) {
     re2::RE2 re(t.get(name, "regex"));

@@ -1197,3 +1197,145 @@ TEST(rule_odd_side_of_split, one_rank_against_more_missing_is_named_and_a_tie_is
   EXPECT_NE(tie->why.find("read the same"), std::string::npos);
   EXPECT_FALSE(report("1", "4"));  // one missing of four: not a tie, and three ranks are not one odd rank
 }
+
+// ------------------------------------------------------------------ whose unprefixed traceback (merge_findings)
+
+namespace {
+
+ff::extract::exit_record exit_of(std::optional<int> rank, std::optional<int> local, int code, const std::string& signal = "",
+                                 const std::string& launcher = "torchelastic") {
+  ff::extract::exit_record e;
+  e.rank = rank;
+  e.local_rank = local;
+  e.exitcode = code;
+  e.signal = signal;
+  e.launcher = launcher;
+  return e;
+}
+
+const finding* with_text(const rules::context& ctx, const std::string& start) {
+  for (const auto& f : ctx.fs)
+    if (f.text.rfind(start, 0) == 0) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+// legacy_launch, disk full: rank 0's torch.save traceback then "terminate called after throwing" (exit -6,
+// SIGABRT), rank 1's gloo "Connection closed by peer" (exit 1), all on one console with no rank prefix.
+TEST(merge_findings, a_traceback_that_ended_in_an_abort_is_the_sigabrt_workers) {
+  inputs in;
+  auto disk = make("storage_no_space_errno28", std::nullopt, std::nullopt, {}, "RuntimeError: PytorchStreamWriter failed writing file data/4: file write failed");
+  disk.raised = true;
+  disk.aborted = true;
+  auto closed = make("torch_gloo_peer_connection_closed", std::nullopt, std::nullopt, {}, "RuntimeError: Connection closed by peer");
+  closed.raised = true;
+  in.findings = {disk, closed};
+  in.exits = {exit_of(std::nullopt, 0, -6), exit_of(1, 1, 1), exit_of(0, 0, -6, "SIGABRT")};
+  auto ctx = rules::make_context(in, builtin());
+  ASSERT_TRUE(with_text(ctx, "RuntimeError: Pytorch") && with_text(ctx, "RuntimeError: Connection"));
+  EXPECT_EQ(with_text(ctx, "RuntimeError: Pytorch")->rank, 0);
+  EXPECT_EQ(with_text(ctx, "RuntimeError: Connection")->rank, 1);
+  // Without the abort mark, the one worker that exited with an error code raised both (the rule before).
+  in.findings[0].aborted = false;
+  ctx = rules::make_context(in, builtin());
+  EXPECT_EQ(with_text(ctx, "RuntimeError: Pytorch")->rank, 1);
+  // Two workers aborted: the mark does not say which.
+  in.findings[0].aborted = true;
+  in.exits.push_back(exit_of(2, 2, -6, "SIGABRT"));
+  ctx = rules::make_context(in, builtin());
+  EXPECT_FALSE(with_text(ctx, "RuntimeError: Pytorch")->rank);
+  EXPECT_EQ(with_text(ctx, "RuntimeError: Connection")->rank, 1);
+}
+
+// mpirun --output-filename: the untagged console repeats logs/mpi/1/rank.N/stderr. The helper thread's
+// KeyError is in rank.1's file: its console copy is rank 1's, though mpirun names rank 0 as the first to exit.
+TEST(merge_findings, a_console_copy_takes_the_rank_of_its_per_rank_file) {
+  inputs in;
+  auto copy = make("py_keyerror", std::nullopt, std::nullopt, {}, "x");
+  copy.text = "KeyError: \"augmentation policy 'randaug-1' not found in registry\"";
+  copy.raised = true;
+  auto own = copy;
+  own.rank = 1;
+  own.source = "mpi/1/rank.1/stderr";
+  in.findings = {copy, own};
+  in.exits = {exit_of(0, std::nullopt, 1, "", "mpirun")};
+  auto ctx = rules::make_context(in, builtin());
+  ASSERT_EQ(ctx.fs.size(), 1u);  // one line, seen twice
+  EXPECT_EQ(ctx.fs[0].rank, 1);
+  EXPECT_EQ(ctx.fs[0].duplicates, 1);
+  // The same text under two ranks' files: the copy is not told apart by its text.
+  auto other = own;
+  other.rank = 0;
+  other.source = "mpi/1/rank.0/stderr";
+  in.findings = {copy, own, other};
+  in.exits.clear();
+  ctx = rules::make_context(in, builtin());
+  ASSERT_EQ(ctx.fs.size(), 3u);
+  EXPECT_FALSE(ctx.fs[0].rank);
+  // A ranked line of the same file is not a copy's source: the console may repeat a rank's line unprefixed.
+  own.source = copy.source;
+  in.findings = {copy, own};
+  ctx = rules::make_context(in, builtin());
+  EXPECT_FALSE(ctx.fs[0].rank);
+}
+
+// The whole road, on the console of a real legacy-launch run (bench/faults 111, trimmed): rank 0's torch.save
+// traceback ends in "terminate called after throwing" (exit -6), rank 1's gloo traceback (exit 1) follows,
+// neither with a rank prefix. The disk-full error is rank 0's.
+TEST(merge_findings, an_aborted_unprefixed_traceback_end_to_end) {
+  const std::string log =
+      "2026-12-06 16:32:14,774 [INFO] [rank0] epoch 0 step 6/20 loss 3.5633 lr 5.00e-02\n"
+      "2026-12-06 16:32:14,774 [INFO] [rank1] epoch 0 step 6/20 loss 3.5633 lr 5.00e-02\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/serialization.py\", line 423, in save\n"
+      "    _save(obj, opened_zipfile, pickle_module, pickle_protocol)\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/serialization.py\", line 650, in _save\n"
+      "    zip_file.write_record(name, storage.data_ptr(), num_bytes)\n"
+      "RuntimeError: [enforce fail at inline_container.cc:445] . PytorchStreamWriter failed writing file data/4: file write failed\n"
+      "\n"
+      "During handling of the above exception, another exception occurred:\n"
+      "\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/tmp/job/train.py\", line 319, in main\n"
+      "    torch.save({\"model\": model.state_dict()}, path)\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/serialization.py\", line 290, in __exit__\n"
+      "    self.file_like.write_end_of_file()\n"
+      "RuntimeError: [enforce fail at inline_container.cc:325] . unexpected pos 4032 vs 3936\n"
+      "terminate called after throwing an instance of 'c10::Error'\n"
+      "  what():  [enforce fail at inline_container.cc:325] . unexpected pos 4032 vs 3936\n"
+      "frame #0: <unknown function> + 0x4c062 (0x7fb360bc4062 in /lib/x86_64-linux-gnu/libc10.so.1.13)\n"
+      "\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/tmp/job/train.py\", line 322, in main\n"
+      "    dist.barrier()\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", line 3152, in barrier\n"
+      "    work.wait()\n"
+      "RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:25011\n"
+      "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -6) local_rank: 0 (pid: 20047) of binary: /usr/bin/python3\n"
+      "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+      "============================================================\n"
+      "/tmp/job/train.py FAILED\n"
+      "------------------------------------------------------------\n"
+      "Failures:\n"
+      "[1]:\n"
+      "  time      : 2026-12-06_16:32:17\n"
+      "  host      : localhost\n"
+      "  rank      : 1 (local_rank: 1)\n"
+      "  exitcode  : 1 (pid: 20048)\n"
+      "  error_file: <N/A>\n"
+      "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n"
+      "------------------------------------------------------------\n"
+      "Root Cause (first observed failure):\n"
+      "[0]:\n"
+      "  time      : 2026-12-06_16:32:17\n"
+      "  host      : localhost\n"
+      "  rank      : 0 (local_rank: 0)\n"
+      "  exitcode  : -6 (pid: 20047)\n"
+      "  error_file: <N/A>\n"
+      "  traceback : Signal 6 (SIGABRT) received by PID 20047\n"
+      "============================================================\n";
+  auto r = ff::testing::diagnose_text("aborted_traceback", log);
+  EXPECT_EQ(r.diag.kind, "disk_full_checkpoint");
+  EXPECT_EQ(r.diag.initiating_rank, 0) << r.diag.initiating_rule;
+}
