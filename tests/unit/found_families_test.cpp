@@ -184,7 +184,7 @@ TEST(signature_store_socket_wait_timeout, its_wait_is_read_and_a_run_that_went_o
                          "remote=[localhost]:29500) timed out after 1800000ms\n"
                          "[rank1]:[I516 14:35:10.000000000 train.py:10] step 5 loss 1.0\n"
                          "[rank1]:[I516 14:36:10.000000000 train.py:10] step 6 loss 0.9\n");
-  EXPECT_NE(r.diag.verdict, verdict::failure);
+  EXPECT_NE(r.diag.verdict, ff::correlate::verdict::failure);
 }
 
 // --- loss_scale_collapsed (family 5: a scale halved toward its floor with no "at minimum" line) --------------
@@ -238,14 +238,14 @@ TEST(signature_cuda_gdb_api_status_notice, peer_access_statuses_are_notes_other_
   const std::string head = "[New Thread 0x7fffe6d73700 (LWP 12424)]\n";
   auto ok = diagnose_text("cudagdb-peer", head + "warning: Cuda API error detected: cudaDeviceEnablePeerAccess returned (0x2c0)\n"
                                                  "warning: Cuda API error detected: cudaGetLastError returned (0x2c0)\n");
-  EXPECT_EQ(ok.diag.verdict, verdict::healthy);
+  EXPECT_EQ(ok.diag.verdict, ff::correlate::verdict::healthy);
   auto bad = diagnose_text("cudagdb-oom", head + "warning: Cuda API error detected: cudaMalloc returned (0x2)\n");
-  EXPECT_NE(bad.diag.verdict, verdict::healthy);
+  EXPECT_NE(bad.diag.verdict, ff::correlate::verdict::healthy);
 }
 
 TEST(signature_cuda_gdb_api_status_notice, the_applications_own_error_after_the_notes_is_the_cause) {
   auto r = diagnose_text("cudagdb-then-nccl",
                          "warning: Cuda API error detected: cudaDeviceEnablePeerAccess returned (0x2c0)\n"
                          "node-1:12414:12424 [0] transport/p2p.cc:136 NCCL WARN Cuda failure 'peer access is not supported between these two devices'\n");
-  EXPECT_EQ(r.diag.verdict, verdict::failure);
+  EXPECT_EQ(r.diag.verdict, ff::correlate::verdict::failure);
 }
