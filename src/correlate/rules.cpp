@@ -431,6 +431,7 @@ std::optional<rank_decision> culprit_from(const context& ctx, const std::vector<
 std::string first_failure_phrase(const extract::exit_record& e) {
   if (e.launcher == "mpirun") return "mpirun's first process to exit with a non-zero status";
   if (e.launcher == "srun") return "the first task srun reported failed";
+  if (e.launcher == "horovod") return "the first process horovodrun reported failed";
   if (e.root_cause) return "torchelastic's \"Root Cause (first observed failure)\" entry";
   return "the first worker the launcher saw fail";
 }

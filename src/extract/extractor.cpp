@@ -237,6 +237,20 @@ bool extractor::feed_launcher_exit(std::string_view t, std::uint64_t line_no, st
       r.from_agent_line = true;
       exits.push_back(r);
     }
+    // horovodrun's Gloo launcher (horovod/runner/gloo_run.py, _exec_command): "Process {idx} exit with status code
+    // {ec}." for each worker that exits non-zero, idx being its rank; each is printed as its process ends, so the
+    // first printed is the first to fail (the launcher then terminates the others and says so).
+    static const re2::RE2& hvd_re = exit_report("horovod_process_exit");
+    int hvd_rank = 0, hvd_code = 0;
+    if (contains(t, "exit with status code") && re2::RE2::PartialMatch(sp, hvd_re, &hvd_rank, &hvd_code)) {
+      auto r = new_record("horovod", line_no);
+      r.rank = hvd_rank;
+      // The worker runs under a shell (safe_shell_exec: Popen(shell=True)), so a signal N shows as 128+N.
+      r.exitcode = hvd_code;
+      r.signal = hvd_code == 137 ? "SIGKILL" : hvd_code == 139 ? "SIGSEGV" : hvd_code == 134 ? "SIGABRT" : hvd_code == 135 ? "SIGBUS" : hvd_code == 143 ? "SIGTERM" : "";
+      r.root_cause = std::none_of(exits.begin(), exits.end(), [](const exit_record& e) { return e.launcher == "horovod"; });
+      exits.push_back(r);
+    }
     // DeepSpeed's launcher once a worker failed (deepspeed/launcher/launch.py, sigkill_handler): "{cmd} exits with
     // return code = {code}", the failed worker's status (negative: the signal that ended it). `cmd` is again the
     // last worker spawned, so the record names no rank.

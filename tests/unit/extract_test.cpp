@@ -627,6 +627,22 @@ TEST(launch_exit, called_process_error_keeps_the_status_and_names_no_rank) {
   EXPECT_EQ(ds.exits[0].launcher, "deepspeed");
 }
 
+// horovodrun's Gloo launcher names each failed worker by rank, in the order they ended: the first is the first
+// failure (horovod/runner/gloo_run.py, _exec_command).
+TEST(launch_exit, horovod_names_each_failed_rank_the_first_first) {
+  auto f = feed_all({"[1]<stderr>:RuntimeError: boom", "Process 1 exit with status code 1.",
+                     "Terminating remaining workers after failure of Process 1.", "Process 0 exit with status code 143."});
+  ASSERT_EQ(f.exits.size(), 2u);
+  EXPECT_EQ(f.exits[0].rank, 1);
+  EXPECT_EQ(f.exits[0].exitcode, 1);
+  EXPECT_TRUE(f.exits[0].root_cause);
+  EXPECT_EQ(f.exits[1].rank, 0);
+  EXPECT_FALSE(f.exits[1].root_cause);
+  EXPECT_EQ(f.exits[1].signal, "SIGTERM");  // 128 + 15: the worker ran under a shell
+  EXPECT_EQ(f.exits[0].launcher, "horovod");
+  EXPECT_TRUE(feed_all({"Process 1 exit with status code"}).exits.empty());
+}
+
 // Slurm's job.step id is not a training step: "STEP 8.0" in slurmstepd's CANCELLED line.
 TEST(progress, a_dotted_step_id_is_not_progress) {
   EXPECT_FALSE(ff::extract::read_step("slurmstepd-node1: error: *** STEP 8.0 ON node1 CANCELLED AT 2026-12-06T16:39:19 ***", true));
@@ -642,7 +658,8 @@ TEST(extract, exit_report_rows_have_their_groups) {
   const std::set<std::string> asked = {"torchelastic_entry", "torchelastic_time", "torchelastic_host", "torchelastic_rank",
                                        "torchelastic_exitcode", "torchelastic_signal", "mpirun_process", "mpirun_host",
                                        "mpirun_exit_code", "mpirun_signal", "srun_task", "called_process_error",
-                                       "torchelastic_worker_failed", "torchelastic_closing_signal", "deepspeed_exit", "cxx_terminate"};
+                                       "torchelastic_worker_failed", "torchelastic_closing_signal", "deepspeed_exit", "cxx_terminate",
+                                       "horovod_process_exit"};
   EXPECT_EQ(std::set<std::string>(t.order.begin(), t.order.end()), asked);
   for (const auto& name : t.order) {
     re2::RE2 re(t.get(name, "regex"));
