@@ -14,12 +14,7 @@ using namespace ff::correlate;
 using ff::testing::builtin;
 using ff::testing::diagnose_text;
 
-int sig_of(const std::string& name) {
-  const auto& s = builtin().signatures;
-  auto it = std::find_if(s.begin(), s.end(), [&](const ff::kb::signature& x) { return x.name == name; });
-  if (it == s.end()) throw std::runtime_error("no signature " + name);
-  return static_cast<int>(it - s.begin());
-}
+int sig_of(const std::string& name) { return ff::testing::signature_index(name); }
 
 finding hit(const std::string& name, std::uint64_t line_no, std::string text, std::optional<int> rank = std::nullopt,
             ff::match::fields captured = {}, std::string source = "part2.log") {

@@ -15,12 +15,7 @@ using namespace ff::correlate;
 using ff::normalize::timestamp;
 using ff::testing::builtin;
 
-int sig(const std::string& name) {
-  const auto& s = builtin().signatures;
-  auto it = std::find_if(s.begin(), s.end(), [&](const ff::kb::signature& x) { return x.name == name; });
-  if (it == s.end()) throw std::runtime_error("no signature " + name);
-  return static_cast<int>(it - s.begin());
-}
+int sig(const std::string& name) { return ff::testing::signature_index(name); }
 
 timestamp at(int h, int mi, int s) {
   std::tm tm{};

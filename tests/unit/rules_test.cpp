@@ -19,12 +19,7 @@ using namespace ff::correlate;
 using ff::normalize::timestamp;
 using ff::testing::builtin;
 
-int sig(const std::string& name) {
-  const auto& s = builtin().signatures;
-  auto it = std::find_if(s.begin(), s.end(), [&](const ff::kb::signature& x) { return x.name == name; });
-  if (it == s.end()) throw std::runtime_error("no signature " + name);
-  return static_cast<int>(it - s.begin());
-}
+int sig(const std::string& name) { return ff::testing::signature_index(name); }
 
 timestamp at(int y, int mo, int d, int h, int mi, int s, bool dated = true) {
   std::tm tm{};

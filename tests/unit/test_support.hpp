@@ -1,6 +1,8 @@
 // Shared fixtures for the unit tests: the built-in knowledge base and its compiled engine, built once.
 #pragma once
 
+#include <algorithm>
+
 #include <unistd.h>
 
 #include <cstdint>
@@ -21,6 +23,14 @@ inline const kb::library& builtin() {
     return std::move(l).value();
   }();
   return lib;
+}
+
+/// The index of the built-in signature `name` (finding::signature), or throws when there is none.
+inline int signature_index(const std::string& name) {
+  const auto& s = builtin().signatures;
+  auto it = std::find_if(s.begin(), s.end(), [&](const kb::signature& x) { return x.name == name; });
+  if (it == s.end()) throw std::runtime_error("no signature " + name);
+  return static_cast<int>(it - s.begin());
 }
 
 inline const pipeline::engine& engine() {
