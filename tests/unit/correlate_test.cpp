@@ -377,3 +377,20 @@ TEST(correlate, verify_reruns_the_script_a_traceback_names_but_never_string) {
   d = s.run();
   EXPECT_NE(rerun(d).find(" /home/u/proj/finetune.py 2>&1"), std::string::npos) << rerun(d);
 }
+
+// Issue 43, found2 families: what the lines alone say when they are all the log holds.
+namespace {
+ff::correlate::diagnosis diagnose_one(const std::string& text) {
+  scenario s;
+  s.file("console.log", text);
+  return s.run();
+}
+}  // namespace
+
+// A rank named inside the text: "[1] ... retrieving ncclUniqueId from [0]": rank 0 went away first.
+TEST(correlate, the_rank_a_store_get_waited_for_is_the_first_to_fail) {
+  auto d = diagnose_one("[rank1]: torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] "
+                        "via c10d key-value store by key '0', but store->get('0') got error: Connection reset by peer\n");
+  EXPECT_EQ(d.verdict, ff::correlate::verdict::failure);
+  EXPECT_EQ(d.initiating_rank, std::optional<int>(0)) << d.initiating_rule;
+}
