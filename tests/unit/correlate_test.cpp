@@ -387,6 +387,15 @@ ff::correlate::diagnosis diagnose_one(const std::string& text) {
 }
 }  // namespace
 
+// A c10d name-resolution warning as the whole log: the rendezvous host does not resolve.
+TEST(correlate, a_gai_error_alone_is_an_unreachable_rendezvous) {
+  auto d = diagnose_one("[W socket.cpp:601] [c10d] The IPv6 network addresses of (user, 53821) cannot be retrieved (gai error: -3 - Temporary failure in name resolution).\n");
+  EXPECT_EQ(d.verdict, ff::correlate::verdict::failure);
+  EXPECT_EQ(d.kind, "rendezvous_unreachable");
+  d = diagnose_one("[W socket.cpp:601] [c10d] The IPv6 network addresses of (node-1, 53821) cannot be retrieved (gai error: -9 - Address family for hostname not supported).\n");
+  EXPECT_NE(d.kind, "rendezvous_unreachable");
+}
+
 // A rank named inside the text: "[1] ... retrieving ncclUniqueId from [0]": rank 0 went away first.
 TEST(correlate, the_rank_a_store_get_waited_for_is_the_first_to_fail) {
   auto d = diagnose_one("[rank1]: torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] "
