@@ -432,6 +432,9 @@ const finding* orphan_symptom(const context& ctx) {
   std::string kind;
   for (const auto& f : ctx.fs) {
     const auto& s = ctx.sig(f);
+    // A generic line printed only because something else failed (a launcher killing its other workers after
+    // one died) names no kind and hides none: the other symptoms decide, or nothing does.
+    if (!s.is_cause() && s.layer_rank() != 0 && s.has_tag("symptom.collateral")) continue;
     // Only specific symptoms: a family or generic one (any NCCL error code, "unhandled system error")
     // carries a kind that its line alone does not establish.
     if (s.is_cause() || is_timeout(s) || s.kind == "healthy" || s.layer_rank() != 0) return nullptr;

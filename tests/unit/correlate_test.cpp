@@ -387,6 +387,21 @@ ff::correlate::diagnosis diagnose_one(const std::string& text) {
 }
 }  // namespace
 
+// DeepSpeed's (and torch.distributed.launch's) sigkill_handler kills the other workers after one failed: not a
+// cancel. Without the return-code line the log says only that a worker died; with "received SIGTERM" it was a stop.
+TEST(correlate, a_launchers_own_kill_of_its_workers_is_not_a_cancel) {
+  auto d = diagnose_one("[2023-07-20 15:45:13,980] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 3966\n"
+                        "[2023-07-20 15:45:13,981] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 3967\n");
+  EXPECT_NE(d.kind, "job_cancelled");
+  EXPECT_NE(d.verdict, ff::correlate::verdict::healthy);
+  bool named = false;
+  for (const auto& c : d.collateral) named = named || c.signature == "launch_sigkill_handler_killing_workers";
+  EXPECT_TRUE(named || d.signature == "launch_sigkill_handler_killing_workers");
+  d = diagnose_one("[2023-07-20 15:45:13,980] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 3966\n"
+                   "[2023-07-20 15:45:13,981] [INFO] [launch.py:330:sigkill_handler] Main process received SIGTERM, exiting\n");
+  EXPECT_EQ(d.kind, "job_cancelled");
+}
+
 // A c10d name-resolution warning as the whole log: the rendezvous host does not resolve.
 TEST(correlate, a_gai_error_alone_is_an_unreachable_rendezvous) {
   auto d = diagnose_one("[W socket.cpp:601] [c10d] The IPv6 network addresses of (user, 53821) cannot be retrieved (gai error: -3 - Temporary failure in name resolution).\n");
