@@ -387,6 +387,30 @@ ff::correlate::diagnosis diagnose_one(const std::string& text) {
 }
 }  // namespace
 
+// UCX's signal handler line with its prefix peeled, and a rank's own SIGBUS as the launchers report it: NCCL's
+// /dev/shm segments beyond what the tmpfs backs; a DataLoader worker's bus error keeps its own kind.
+TEST(correlate, a_ranks_own_sigbus_is_shared_memory_beyond_dev_shm) {
+  auto d = diagnose_one("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)\n"
+                        "==== backtrace (tid:   3095) ====\n"
+                        " 2 0x000000000007587d ncclGroupEnd()  ???:0\n"
+                        " 4 0x0000000000059e97 ncclGetUniqueId()  ???:0\n"
+                        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n");
+  EXPECT_EQ(d.verdict, ff::correlate::verdict::failure);
+  EXPECT_EQ(d.kind, "nccl_shm_unavailable");
+  EXPECT_EQ(d.signature, "host_process_sigbus_shm");
+  ASSERT_FALSE(d.evidence_lines.empty());
+  EXPECT_EQ(d.evidence_lines.front().text.rfind("Caught signal 7", 0), 0u) << d.evidence_lines.front().text;
+  EXPECT_EQ(d.evidence_lines.front().host.value_or(""), "8d6bf97c3bf4");
+  d = diagnose_one("[2023-07-20 15:45:13,980] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 3966\n"
+                   "[2023-07-20 15:45:14,103] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', '--local_rank=1'] exits with return code = -7\n");
+  EXPECT_EQ(d.kind, "nccl_shm_unavailable");
+  d = diagnose_one("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)\n"
+                   "RuntimeError: DataLoader worker (pid 16417) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory.\n");
+  EXPECT_EQ(d.kind, "dataloader_shm_bus_error");
+  d = diagnose_one("[node-1:3039 :0:3095] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x8)\n");
+  EXPECT_NE(d.kind, "nccl_shm_unavailable");
+}
+
 // DeepSpeed's (and torch.distributed.launch's) sigkill_handler kills the other workers after one failed: not a
 // cancel. Without the return-code line the log says only that a worker died; with "received SIGTERM" it was a stop.
 TEST(correlate, a_launchers_own_kill_of_its_workers_is_not_a_cancel) {
