@@ -426,6 +426,22 @@ TEST(correlate, a_launchers_own_kill_of_its_workers_is_not_a_cancel) {
   EXPECT_EQ(d.kind, "job_cancelled");
 }
 
+// NCCL's INFO-level error return chain from the network transport, the only failure in the log.
+TEST(correlate, an_nccl_return_chain_from_the_net_transport_is_the_interface) {
+  auto d = diagnose_one("dgxa100:1050:1315 [0] NCCL INFO Channel 15/0 : 0[90000] -> 1[1000] [send] via NET/Socket/7\n"
+                        "dgxa100:1050:1316 [0] NCCL INFO include/net.h:25 -> 2\n"
+                        "dgxa100:1050:1316 [0] NCCL INFO transport/net.cc:515 -> 2\n");
+  EXPECT_EQ(d.verdict, ff::correlate::verdict::failure);
+  EXPECT_EQ(d.kind, "nccl_network_interface");
+  // The same chain before the run's successful end is survived.
+  d = diagnose_one("node-1:1:2 [0] NCCL INFO transport/net.cc:515 -> 2\n"
+                   "INFO:torch.distributed.elastic.agent.server.api:[default] worker group successfully finished. Waiting 300 seconds for other agents to finish.\n");
+  EXPECT_EQ(d.verdict, ff::correlate::verdict::healthy);
+  // Another file's chain (error 6, a peer gone) is not read as the interface.
+  d = diagnose_one("node-1:1:2 [0] NCCL INFO transport/net.cc:1302 -> 6\n");
+  EXPECT_NE(d.kind, "nccl_network_interface");
+}
+
 // A c10d name-resolution warning as the whole log: the rendezvous host does not resolve.
 TEST(correlate, a_gai_error_alone_is_an_unreachable_rendezvous) {
   auto d = diagnose_one("[W socket.cpp:601] [c10d] The IPv6 network addresses of (user, 53821) cannot be retrieved (gai error: -3 - Temporary failure in name resolution).\n");
