@@ -458,3 +458,21 @@ TEST(correlate, the_rank_a_store_get_waited_for_is_the_first_to_fail) {
   EXPECT_EQ(d.verdict, ff::correlate::verdict::failure);
   EXPECT_EQ(d.initiating_rank, std::optional<int>(0)) << d.initiating_rule;
 }
+
+// Two ranks' tracebacks interleaved after a cut mismatch report: broadcast on one, barrier on the other.
+TEST(correlate, interleaved_tracebacks_in_two_calls_are_a_count_mismatch) {
+  auto d = diagnose_one(
+      "    return _sync_ddp(result, group=group, reduce_op=reduce_op)\n"
+      "  File \"/env/lightning_fabric/utilities/distributed.py\", line 220, in _sync_ddp\n"
+      "    broadcast(object_sizes_tensor, src=src, group=group)\n"
+      "  File \"/env/torch/distributed/c10d_logger.py\", line 47, in wrapper\n"
+      "    return func(*args, **kwargs)\n"
+      "  File \"/env/torch/distributed/distributed_c10d.py\", line 1906, in broadcast\n"
+      "    torch.distributed.barrier(group=group)\n"
+      "    torch.distributed.barrier(group=group)\n"
+      "    work = default_pg.broadcast([tensor], opts)\n"
+      "RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=21, "
+      "OpType=BROADCAST, TensorShape=[1], TensorDtypes=Long, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda\n");
+  EXPECT_EQ(d.verdict, ff::correlate::verdict::failure);
+  EXPECT_EQ(d.kind, "collective_count_mismatch") << d.kind_reason;
+}
