@@ -740,8 +740,11 @@ const std::vector<rank_rule>& rank_rules() {
        "docs/signatures.md (initiator)",
        [](const context& ctx, const std::vector<const finding*>& root) -> std::optional<rank_decision> {
          if (!ranks_of(root).empty()) return std::nullopt;
+         // A symptom names a culprit only when it reports who the others waited for (a synchronization kind);
+         // a line that names the peer it lost (a store get reset) does not outrank the launcher's first failure.
          std::vector<const finding*> all;
-         for (const auto& f : ctx.fs) all.push_back(&f);
+         for (const auto& f : ctx.fs)
+           if (ctx.sig(f).is_cause() || ctx.sig(f).category == "synchronization") all.push_back(&f);
          return culprit_from(ctx, all);
        }},
       {"torchelastic_root", "a node-level root cause; torchelastic's first observed failure (merged across nodes by time), "
