@@ -63,6 +63,11 @@ struct line_note {
   int record = -1;             ///< record id within this stream, -1 for a plain line
   std::optional<int> rank;     ///< rank of the ChildFailedError entry this line belongs to
   std::string collective;      ///< on an exception line: the torch.distributed call the stack was in (all_reduce, barrier, ...; "backward" for autograd's engine, where DDP all-reduces gradients)
+  /// On an exception line: every torch.distributed call its traceback went through, in order of first sight,
+  /// comma-separated: distributed_c10d.py frames ("in broadcast") and call sites ("torch.distributed.barrier(",
+  /// "dist.all_reduce("). One rank's stack names one collective (the call and its own helpers); two ranks'
+  /// tracebacks interleaved on one console name each rank's own.
+  std::string calls;
   /// On the first frame of a thread in a stack dump (py-spy dump, faulthandler): that innermost frame.
   std::optional<struct stack_top> top;
   /// On a line that looks like a Python exception ("KeyError: 'label'") after traceback frames: the deepest
@@ -118,6 +123,7 @@ class extractor {
   std::string user_frame_;
   std::string entry_script_;  // the first user frame at module level or in main() (line_note::entry_script)
   bool want_code_ = false;
+  std::string tb_calls_;       // every torch.distributed call of the current traceback (line_note::calls)
   std::string tb_collective_;  // innermost distributed_c10d.py frame of the current traceback  // a "During handling..."/"direct cause" line joined the next traceback
   // C++ frames
   bool in_frames_ = false;

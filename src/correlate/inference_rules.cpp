@@ -482,8 +482,12 @@ const std::vector<inference_rule>& inference_rules() {
        {"timeout_absent_rank"},
        [](const context& ctx) -> std::optional<inference> {
          std::vector<const finding*> named;
+         // Only a line that names the rank the others waited for (its kind a synchronization one: a desync
+         // report, a monitored barrier, a dump signal). A line that names the peer it lost (a store get reset
+         // by the rank that hosts it) names the rank that went first, but not a straggler: initiator_field
+         // takes its rank for the root the line gives.
          for (const auto& f : ctx.fs)
-           if (initiator_of(ctx, f)) named.push_back(&f);
+           if (ctx.sig(f).category == "synchronization" && initiator_of(ctx, f)) named.push_back(&f);
          auto d = culprit_from(ctx, named);
          if (!d) return std::nullopt;
          return inference{"timeout_absent_rank", d->rank, d->why, named, {}};

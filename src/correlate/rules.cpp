@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <memory>
 
 #include <re2/re2.h>
 
@@ -79,6 +80,22 @@ std::optional<std::pair<int, int>> gloo_sizes(const finding& f) {
   return std::make_pair(*got, *buf);
 }
 
+// The kb/_tables/collective_calls.tsv row a torch.distributed function belongs to ("broadcast_object_list" ->
+// "broadcast", "monitored_barrier" -> "barrier"), or empty when it is none of them (a helper such as
+// "scatter_object_list", "wait" of point-to-point aside: its row is kept, it is a collective of its own).
+std::string collective_row(const std::string& fn) {
+  static const auto rows = [] {
+    std::vector<std::pair<std::string, std::shared_ptr<re2::RE2>>> v;
+    const auto& t = kb::detail::embedded_table("collective_calls");
+    int name = t.column("name"), regex = t.column("regex");
+    if (name < 0 || regex < 0) return v;
+    for (const auto& r : t.rows) v.emplace_back(r[name], std::make_shared<re2::RE2>("^(?:" + r[regex] + ")$"));
+    return v;
+  }();
+  for (const auto& [name, re] : rows)
+    if (re2::RE2::FullMatch(fn, *re)) return name;
+  return {};
+}
 
 std::optional<int> rank_resolver::operator()(const std::optional<int>& rank, const std::optional<int>& local) const {
   if (rank) return rank;
@@ -472,6 +489,9 @@ const finding* orphan_symptom(const context& ctx) {
   std::string kind;
   for (const auto& f : ctx.fs) {
     const auto& s = ctx.sig(f);
+    // A generic line printed only because something else failed (a launcher killing its other workers after
+    // one died) names no kind and hides none: the other symptoms decide, or nothing does.
+    if (!s.is_cause() && s.layer_rank() != 0 && s.has_tag("symptom.collateral")) continue;
     // Only specific symptoms: a family or generic one (any NCCL error code, "unhandled system error")
     // carries a kind that its line alone does not establish.
     if (s.is_cause() || is_timeout(s) || s.kind == "healthy" || s.layer_rank() != 0) return nullptr;
@@ -782,8 +802,11 @@ const std::vector<rank_rule>& rank_rules() {
        "docs/signatures.md (initiator)",
        [](const context& ctx, const std::vector<const finding*>& root) -> std::optional<rank_decision> {
          if (!ranks_of(root).empty()) return std::nullopt;
+         // A symptom names a culprit only when it reports who the others waited for (a synchronization kind);
+         // a line that names the peer it lost (a store get reset) does not outrank the launcher's first failure.
          std::vector<const finding*> all;
-         for (const auto& f : ctx.fs) all.push_back(&f);
+         for (const auto& f : ctx.fs)
+           if (ctx.sig(f).is_cause() || ctx.sig(f).category == "synchronization") all.push_back(&f);
          return culprit_from(ctx, all);
        }},
       {"torchelastic_root", "a node-level root cause; torchelastic's first observed failure (merged across nodes by time), "
@@ -883,6 +906,45 @@ const std::vector<kind_rule>& kind_rules() {
                                      "-byte buffer, one element: this rank was in a scalar collective (a loss, a flag, a "
                                      "count) while its peer sent a whole tensor, so the ranks are at different collectives: "
                                      "one rank called a collective the others skipped");
+         }
+         return std::nullopt;
+       },
+       true},
+      {"different_calls_in_tracebacks",
+       "the collective-mismatch report is cut before the other rank's fingerprint, but the tracebacks printed with it "
+       "stand in two different torch.distributed calls (each rank's own, interleaved on one console): ranks in different "
+       "collectives; a barrier or DDP's backward against an explicit call means one rank issued a collective the other "
+       "did not (a count mismatch), else different collectives at the same point (a type mismatch)",
+       "torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp (CollectiveFingerPrint::verify: 'Detected mismatch between "
+       "collectives on ranks. Rank N is running collective: ..., but Rank M is running collective: ...'); "
+       "https://pytorch.org/docs/stable/distributed.html#torch-distributed-debug",
+       [](const context&, const std::vector<const finding*>& root,
+          const std::string& kind) -> std::optional<std::pair<std::string, std::string>> {
+         if (kind != "collective_shape_mismatch") return std::nullopt;
+         for (const auto* f : root) {
+           // Only when the report itself does not say what the peer ran: a whole report decides by its own fields.
+           if (!field(*f, "peer_op").empty() || !field(*f, "peer_shape").empty()) continue;
+           std::vector<std::string> rows;
+           std::string list = field(*f, "calls");
+           for (std::size_t at = 0; at <= list.size();) {
+             auto comma = list.find(',', at);
+             auto fn = list.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+             auto row = collective_row(fn);
+             if (!row.empty() && std::find(rows.begin(), rows.end(), row) == rows.end()) rows.push_back(row);
+             if (comma == std::string::npos) break;
+             at = comma + 1;
+           }
+           if (rows.size() < 2) continue;
+           auto unconditional = [](const std::string& r) { return r == "barrier" || r == "backward"; };
+           auto n = std::count_if(rows.begin(), rows.end(), unconditional);
+           std::string named;
+           for (const auto& r : rows) named += (named.empty() ? "" : " and ") + r;
+           bool count = n > 0 && n < static_cast<long>(rows.size());
+           return std::make_pair(std::string(count ? "collective_count_mismatch" : "collective_type_mismatch"),
+                                 "the tracebacks with the report stand in " + named + ": the ranks were in different collectives" +
+                                     (count ? "; a barrier or backward, which every rank issues, against an explicit call: one "
+                                              "rank issued a collective the other did not"
+                                            : ", not the same one with different shapes"));
          }
          return std::nullopt;
        },

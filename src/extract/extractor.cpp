@@ -340,10 +340,25 @@ bool extractor::feed_traceback(std::string_view t, std::string_view body, line_n
   // record, chained. Inside an agent's failure block the entry parser reads the lines instead.
   bool original = block_ == block::none && starts_with(t, "Original Traceback (most recent call last):");
   if (original) chained_ = true;
+  // A traceback pasted without its header (an excerpt that starts mid-stack, or two ranks' stacks interleaved
+  // on one console) still has Python's frame lines, indented: 'File "PATH", line N, in FUNC' (traceback.py,
+  // StackSummary.format). The first such frame opens the record as the header would.
+  static const re2::RE2 frame_line(R"re(^File "[^"]+", line \d+, in \S)re");
+  bool headless = !in_tb_ && block_ == block::none && !body.empty() && (body[0] == ' ' || body[0] == '\t') &&
+                  starts_with(t, "File \"") && re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), frame_line);
+  if (headless) {
+    tb_record_ = next_record_++;
+    chained_ = false;
+    tb_collective_.clear();
+    tb_calls_.clear();
+    in_tb_ = true;
+    after_exception_ = false;
+  }
   if (starts_with(t, "Traceback (most recent call last):") || original) {
     if (!chained_ || tb_record_ < 0) tb_record_ = next_record_++;
     chained_ = false;
     tb_collective_.clear();
+    tb_calls_.clear();
     in_tb_ = true;
     after_exception_ = false;
     note.record = tb_record_;
@@ -361,6 +376,20 @@ bool extractor::feed_traceback(std::string_view t, std::string_view body, line_n
       if (contains(t, "distributed_c10d.py") && re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), c10d_frame, &fn) &&
           fn != "wrapper")
         tb_collective_ = fn;
+      // The user's call site of a collective, as its source line shows it ("torch.distributed.barrier(group=g)",
+      // "dist.all_reduce(t)"): the call, even when the frame inside torch.distributed was cut from the paste.
+      static const re2::RE2 call_site(R"(^(?:[\w.\[\], ]+=\s*)?(?:torch\.distributed|dist)\.(\w+)\()");
+      std::string site;
+      if (fn.empty() && contains(t, "dist") && re2::RE2::PartialMatch(re2::StringPiece(t.data(), t.size()), call_site, &site)) fn = site;
+      if (!fn.empty() && fn != "wrapper") {
+        bool seen = false;
+        for (std::string_view rest = tb_calls_; !rest.empty();) {
+          auto comma = rest.find(',');
+          if (rest.substr(0, comma) == fn) { seen = true; break; }
+          rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+        }
+        if (!seen && tb_calls_.size() < 256) tb_calls_ += (tb_calls_.empty() ? "" : ",") + fn;
+      }
       // Autograd's backward engine: under DistributedDataParallel the gradients are all-reduced by the
       // reducer's hooks while backward runs (https://pytorch.org/docs/stable/notes/ddp.html, "Backward Pass"),
       // so a collective error raised there was raised in DDP's gradient all-reduce. The innermost frame wins,
@@ -374,6 +403,7 @@ bool extractor::feed_traceback(std::string_view t, std::string_view body, line_n
     if (looks_like_exception(t) || contains(t, "Error: ") || contains(t, "Exception: ")) {
       note.exception_line = true;
       note.collective = tb_collective_;
+      note.calls = tb_calls_;
       in_tb_ = false;
       after_exception_ = true;
       return true;

@@ -191,7 +191,7 @@ std::vector<std::string> gate_patterns() {
       R"(ChildFailedError:)", R"(The first process to do so was)", R"(srun: error:)", R"(CalledProcessError)",
       R"(failed \(exitcode: )", R"(Sending process \d+ closing signal SIG)", R"(\((?:most recent call first|idle|active|gil))",
       R"(Exception raised from )", R"(Traceback \(most recent call last\):)", R"(During handling of the above exception)",
-      R"(The above exception was the direct cause)",
+      R"(The above exception was the direct cause)", R"(File "[^"]*", line \d+, in )",
       // classify_line: crash words, scheduler states, error words (a superset: case-insensitive)
       R"((?i)nccl warn|segmentation fault|core dumped|terminate called after throwing|aborted|bus error|panic|killed)",
       R"(SIG(?:SEGV|ABRT|BUS|KILL|ILL|FPE))", R"(CANCELLED|NODE_FAIL|OUT_OF_ME|TIMEOUT|PREEMPTED|BOOT_FAIL|DEADLINE)",

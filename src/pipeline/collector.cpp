@@ -648,6 +648,7 @@ void collector::keep_finding(const stream& st, const line_facts& f, match::hit& 
   out.handled = f.handled;
   out.text = std::string(text::prefix_utf8(f.body, limits::kFindingTextBytes));
   if (!note.collective.empty()) out.captured.emplace_back("collective", note.collective);
+  if (!note.calls.empty()) out.captured.emplace_back("calls", note.calls);
   if (!out.ts || out.ts_inherited)
     if (auto own = line::time_in_message(out.text)) {
       out.ts = own;

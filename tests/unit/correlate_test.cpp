@@ -377,3 +377,102 @@ TEST(correlate, verify_reruns_the_script_a_traceback_names_but_never_string) {
   d = s.run();
   EXPECT_NE(rerun(d).find(" /home/u/proj/finetune.py 2>&1"), std::string::npos) << rerun(d);
 }
+
+// Issue 43, found2 families: what the lines alone say when they are all the log holds.
+namespace {
+ff::correlate::diagnosis diagnose_one(const std::string& text) {
+  scenario s;
+  s.file("console.log", text);
+  return s.run();
+}
+}  // namespace
+
+// UCX's signal handler line with its prefix peeled, and a rank's own SIGBUS as the launchers report it: NCCL's
+// /dev/shm segments beyond what the tmpfs backs; a DataLoader worker's bus error keeps its own kind.
+TEST(correlate, a_ranks_own_sigbus_is_shared_memory_beyond_dev_shm) {
+  auto d = diagnose_one("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)\n"
+                        "==== backtrace (tid:   3095) ====\n"
+                        " 2 0x000000000007587d ncclGroupEnd()  ???:0\n"
+                        " 4 0x0000000000059e97 ncclGetUniqueId()  ???:0\n"
+                        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n");
+  EXPECT_EQ(d.verdict, ff::correlate::verdict::failure);
+  EXPECT_EQ(d.kind, "nccl_shm_unavailable");
+  EXPECT_EQ(d.signature, "host_process_sigbus_shm");
+  ASSERT_FALSE(d.evidence_lines.empty());
+  EXPECT_EQ(d.evidence_lines.front().text.rfind("Caught signal 7", 0), 0u) << d.evidence_lines.front().text;
+  EXPECT_EQ(d.evidence_lines.front().host.value_or(""), "8d6bf97c3bf4");
+  d = diagnose_one("[2023-07-20 15:45:13,980] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 3966\n"
+                   "[2023-07-20 15:45:14,103] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', '--local_rank=1'] exits with return code = -7\n");
+  EXPECT_EQ(d.kind, "nccl_shm_unavailable");
+  d = diagnose_one("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)\n"
+                   "RuntimeError: DataLoader worker (pid 16417) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory.\n");
+  EXPECT_EQ(d.kind, "dataloader_shm_bus_error");
+  d = diagnose_one("[node-1:3039 :0:3095] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x8)\n");
+  EXPECT_NE(d.kind, "nccl_shm_unavailable");
+}
+
+// DeepSpeed's (and torch.distributed.launch's) sigkill_handler kills the other workers after one failed: not a
+// cancel. Without the return-code line the log says only that a worker died; with "received SIGTERM" it was a stop.
+TEST(correlate, a_launchers_own_kill_of_its_workers_is_not_a_cancel) {
+  auto d = diagnose_one("[2023-07-20 15:45:13,980] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 3966\n"
+                        "[2023-07-20 15:45:13,981] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 3967\n");
+  EXPECT_NE(d.kind, "job_cancelled");
+  EXPECT_NE(d.verdict, ff::correlate::verdict::healthy);
+  bool named = false;
+  for (const auto& c : d.collateral) named = named || c.signature == "launch_sigkill_handler_killing_workers";
+  EXPECT_TRUE(named || d.signature == "launch_sigkill_handler_killing_workers");
+  d = diagnose_one("[2023-07-20 15:45:13,980] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 3966\n"
+                   "[2023-07-20 15:45:13,981] [INFO] [launch.py:330:sigkill_handler] Main process received SIGTERM, exiting\n");
+  EXPECT_EQ(d.kind, "job_cancelled");
+}
+
+// NCCL's INFO-level error return chain from the network transport, the only failure in the log.
+TEST(correlate, an_nccl_return_chain_from_the_net_transport_is_the_interface) {
+  auto d = diagnose_one("dgxa100:1050:1315 [0] NCCL INFO Channel 15/0 : 0[90000] -> 1[1000] [send] via NET/Socket/7\n"
+                        "dgxa100:1050:1316 [0] NCCL INFO include/net.h:25 -> 2\n"
+                        "dgxa100:1050:1316 [0] NCCL INFO transport/net.cc:515 -> 2\n");
+  EXPECT_EQ(d.verdict, ff::correlate::verdict::failure);
+  EXPECT_EQ(d.kind, "nccl_network_interface");
+  // The same chain before the run's successful end is survived.
+  d = diagnose_one("node-1:1:2 [0] NCCL INFO transport/net.cc:515 -> 2\n"
+                   "INFO:torch.distributed.elastic.agent.server.api:[default] worker group successfully finished. Waiting 300 seconds for other agents to finish.\n");
+  EXPECT_EQ(d.verdict, ff::correlate::verdict::healthy);
+  // Another file's chain (error 6, a peer gone) is not read as the interface.
+  d = diagnose_one("node-1:1:2 [0] NCCL INFO transport/net.cc:1302 -> 6\n");
+  EXPECT_NE(d.kind, "nccl_network_interface");
+}
+
+// A c10d name-resolution warning as the whole log: the rendezvous host does not resolve.
+TEST(correlate, a_gai_error_alone_is_an_unreachable_rendezvous) {
+  auto d = diagnose_one("[W socket.cpp:601] [c10d] The IPv6 network addresses of (user, 53821) cannot be retrieved (gai error: -3 - Temporary failure in name resolution).\n");
+  EXPECT_EQ(d.verdict, ff::correlate::verdict::failure);
+  EXPECT_EQ(d.kind, "rendezvous_unreachable");
+  d = diagnose_one("[W socket.cpp:601] [c10d] The IPv6 network addresses of (node-1, 53821) cannot be retrieved (gai error: -9 - Address family for hostname not supported).\n");
+  EXPECT_NE(d.kind, "rendezvous_unreachable");
+}
+
+// A rank named inside the text: "[1] ... retrieving ncclUniqueId from [0]": rank 0 went away first.
+TEST(correlate, the_rank_a_store_get_waited_for_is_the_first_to_fail) {
+  auto d = diagnose_one("[rank1]: torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] "
+                        "via c10d key-value store by key '0', but store->get('0') got error: Connection reset by peer\n");
+  EXPECT_EQ(d.verdict, ff::correlate::verdict::failure);
+  EXPECT_EQ(d.initiating_rank, std::optional<int>(0)) << d.initiating_rule;
+}
+
+// Two ranks' tracebacks interleaved after a cut mismatch report: broadcast on one, barrier on the other.
+TEST(correlate, interleaved_tracebacks_in_two_calls_are_a_count_mismatch) {
+  auto d = diagnose_one(
+      "    return _sync_ddp(result, group=group, reduce_op=reduce_op)\n"
+      "  File \"/env/lightning_fabric/utilities/distributed.py\", line 220, in _sync_ddp\n"
+      "    broadcast(object_sizes_tensor, src=src, group=group)\n"
+      "  File \"/env/torch/distributed/c10d_logger.py\", line 47, in wrapper\n"
+      "    return func(*args, **kwargs)\n"
+      "  File \"/env/torch/distributed/distributed_c10d.py\", line 1906, in broadcast\n"
+      "    torch.distributed.barrier(group=group)\n"
+      "    torch.distributed.barrier(group=group)\n"
+      "    work = default_pg.broadcast([tensor], opts)\n"
+      "RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=21, "
+      "OpType=BROADCAST, TensorShape=[1], TensorDtypes=Long, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda\n");
+  EXPECT_EQ(d.verdict, ff::correlate::verdict::failure);
+  EXPECT_EQ(d.kind, "collective_count_mismatch") << d.kind_reason;
+}

@@ -253,6 +253,43 @@ TEST(python_traceback, the_collective_a_traceback_was_in) {
   EXPECT_EQ(f.notes[17].collective, "");
 }
 
+TEST(python_traceback, every_call_of_a_traceback_and_a_paste_without_its_header) {
+  // One rank's stack names its call (broadcast_object_list and the broadcast inside it); a paste that lost the
+  // "Traceback" header opens the record at its first frame; two ranks' stacks interleaved on one console name
+  // both calls, the one cut from its torch.distributed frame by its call site (issue 43: lightning-19106).
+  auto one = feed_all({
+      "Traceback (most recent call last):",
+      "  File \"/job/train.py\", line 30, in main",
+      "    dist.broadcast_object_list(objs, src=0)",
+      "  File \"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", line 2411, in broadcast_object_list",
+      "    broadcast(object_sizes_tensor, src=src, group=group)",
+      "  File \"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", line 1906, in broadcast",
+      "    work = default_pg.broadcast([tensor], opts)",
+      "RuntimeError: Detected mismatch between collectives on ranks.",
+  });
+  EXPECT_EQ(one.notes[7].calls, "broadcast_object_list,broadcast");
+  auto two = feed_all({
+      "    return _sync_ddp(result, group=group, reduce_op=reduce_op)",
+      "  File \"/env/lightning_fabric/utilities/distributed.py\", line 220, in _sync_ddp",
+      "    broadcast(object_sizes_tensor, src=src, group=group)",
+      "  File \"/env/torch/distributed/distributed_c10d.py\", line 1906, in broadcast",
+      "    torch.distributed.barrier(group=group)",
+      "    torch.distributed.barrier(group=group)",
+      "  File \"/env/torch/distributed/c10d_logger.py\", line 47, in wrapper",
+      "    work = default_pg.broadcast([tensor], opts)",
+      "RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=21, OpType=BROADCAST",
+  });
+  EXPECT_FALSE(two.notes[0].skip_match);  // before the first frame: no record yet
+  EXPECT_TRUE(two.notes[1].skip_match);
+  EXPECT_TRUE(two.notes[8].exception_line);
+  EXPECT_EQ(two.notes[8].collective, "broadcast");
+  EXPECT_EQ(two.notes[8].calls, "broadcast,barrier");
+  // An unindented "File ..." line is no frame (a message quoting one), and opens nothing.
+  auto quoted = feed_all({"File \"a.py\", line 3, in f: bad thing", "ValueError: x"});
+  EXPECT_FALSE(quoted.notes[0].skip_match);
+  EXPECT_FALSE(quoted.notes[1].exception_line);
+}
+
 TEST(python_traceback, an_exception_line_split_by_mpirun_tags) {
   // mpirun --tag-output tags each write: the exception type and its message arrive as separate chunks.
   auto f = feed_all({

@@ -1109,6 +1109,31 @@ TEST(rule_buffer_of_one_element, a_tensor_into_a_scalar_buffer_is_a_collective_o
   EXPECT_FALSE(run("180", "168"));  // a shape
 }
 
+// A collective-mismatch report cut before the peer's fingerprint, with the tracebacks printed beside it: two
+// different torch.distributed calls are two ranks in different collectives (lightning-19106: broadcast against
+// barrier, a count mismatch); one call, or a report that names the peer's op itself, decides nothing here.
+TEST(rule_different_calls_in_tracebacks, two_calls_beside_a_cut_report_are_different_collectives) {
+  auto run = [](std::vector<std::pair<std::string, std::string>> fields) -> std::optional<std::string> {
+    inputs in;
+    in.findings.push_back(make("torch_collective_mismatch_detail", 1, std::nullopt, fields,
+                               "RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: "
+                               "CollectiveFingerPrint(SequenceNumber=21, OpType=BROADCAST"));
+    auto ctx = rules::make_context(in, builtin());
+    std::vector<const finding*> root{&ctx.fs[0]};
+    for (const auto& kr : rules::kind_rules())
+      if (kr.name == "different_calls_in_tracebacks")
+        if (auto k = kr.fn(ctx, root, "collective_shape_mismatch")) return k->first;
+    return std::nullopt;
+  };
+  EXPECT_EQ(run({{"calls", "broadcast,barrier"}}), "collective_count_mismatch");
+  EXPECT_EQ(run({{"calls", "monitored_barrier,all_reduce"}}), "collective_count_mismatch");
+  EXPECT_EQ(run({{"calls", "all_gather_into_tensor,all_reduce"}}), "collective_type_mismatch");
+  EXPECT_FALSE(run({{"calls", "broadcast_object_list,broadcast"}}));  // one call and its helper: one rank
+  EXPECT_FALSE(run({{"calls", "all_reduce"}}));
+  EXPECT_FALSE(run({{"calls", "all_reduce,barrier"}, {"peer_op", "ALLREDUCE"}}));  // the report says it all
+  EXPECT_FALSE(run({}));
+}
+
 // Two agents on one machine: local rank 0 ran on both nodes; the line's host says which global rank it was.
 TEST(rank_resolver, a_local_rank_of_several_nodes_is_the_one_on_the_lines_host) {
   rules::rank_resolver r;
