@@ -545,6 +545,62 @@ TEST(rule_torchelastic_root, first_observed_failure_across_nodes_by_time) {
 }
 
 
+// torchelastic stamps failures with whole seconds and takes the min: two failures of one second are listed
+// with the lowest local rank as "Root Cause (first observed failure)" whichever failed first (bench/faults
+// 001: rank 1's DataLoader ValueError, rank 0's gloo "Connection closed by peer", the entry names rank 0).
+// The rank stays the entry's (right as often as a coin on two ranks), and the report says it is a tie-break.
+TEST(rule_torchelastic_root, failures_of_the_same_second_are_not_ordered) {
+  inputs in;
+  in.findings.push_back(make("py_valueerror", std::nullopt));
+  ff::extract::exit_record root, other;
+  root.rank = 0;
+  root.root_cause = true;
+  root.exitcode = 1;
+  root.time = "2026-12-06_16:08:07";
+  other = root;
+  other.rank = 1;
+  other.root_cause = false;
+  in.exits = {other, root};
+  auto d = rank_by(in, "torchelastic_root", "py_valueerror");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->rank, 0);  // the entry's rank, said to be a tie-break
+  EXPECT_NE(d->why.find("same second"), std::string::npos) << d->why;
+  in.exits[0].time = "2026-12-06_16:08:09";  // the other failed two seconds later: the entry orders them
+  d = rank_by(in, "torchelastic_root", "py_valueerror");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->rank, 0);
+  EXPECT_EQ(d->why.find("same second"), std::string::npos) << d->why;
+  in.exits[0].time = root.time;
+  in.exits[0].exitcode = 0;  // a worker that ended well is no failure
+  d = rank_by(in, "torchelastic_root", "py_valueerror");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->rank, 0);
+}
+
+TEST(rule_torchelastic_root_among, a_tie_with_another_rank_with_the_error_is_said) {
+  inputs in;
+  in.findings.push_back(make("cuda_oom", 3));
+  in.findings.push_back(make("cuda_oom", 5));
+  ff::extract::exit_record a, b;
+  a.rank = 3;
+  a.root_cause = true;
+  a.exitcode = 1;
+  a.time = "2026-01-01_10:00:03";
+  b = a;
+  b.rank = 5;
+  b.root_cause = false;
+  in.exits = {a, b};
+  auto d = rank_by(in, "torchelastic_root_among", "cuda_oom");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->rank, 3);
+  EXPECT_NE(d->why.find("tie-break"), std::string::npos) << d->why;
+  in.exits[1].rank = 7;  // tied with a rank that did not report the error: the entry orders 3 and 5
+  d = rank_by(in, "torchelastic_root_among", "cuda_oom");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->rank, 3);
+  EXPECT_EQ(d->why.find("tie-break"), std::string::npos) << d->why;
+}
+
 TEST(rule_missing_client, the_one_rank_that_never_wrote_is_the_culprit) {
   inputs in;
   in.findings.push_back(make("torch_rendezvous_timeout", 0, std::nullopt, {{"joined", "3"}, {"world", "4"}}));
