@@ -100,6 +100,14 @@ run_outcome outcome_of(const context& ctx, const std::vector<rank_story>& storie
 
 bool any_worker_failed(const context& ctx);
 
+/// The rank a line names as the one it waited for (its `peer_rank` field), as a global rank. A line that
+/// prints its own rank (`rank` field: ProcessGroupNCCL's "[R] is setting up NCCL communicator and retrieving
+/// ncclUniqueId from [S]") prints both in its process group's numbering, which is the global one only when R is
+/// the line's global rank, and whose store key is a collective's counter, not a point-to-point pair's "a:b";
+/// otherwise (a subgroup, a pair) no rank is named (ProcessGroupNCCL::broadcastUniqueNCCLID prints "[0]" for the
+/// group's or the pair's first rank).
+std::optional<int> named_peer(const finding& f);
+
 /// When no cause line and no inference rule explains a run: its symptom lines, when every one of them points
 /// at the same kind and none is a timeout, stand for that kind (the earliest such line). Not when a worker
 /// failed (the launcher's record names the victim), nor when the run ended well or a symptom was survived.

@@ -364,7 +364,7 @@ std::optional<inference> store_key_never_set(const context& ctx) {
   std::set<int> sources, waiting;
   for (const auto& f : ctx.fs) {
     if (!ctx.sig(f).has_tag("symptom.source_late") || ctx.survived.count(&f)) continue;
-    auto s = to_int(field(f, "peer_rank"));
+    auto s = named_peer(f);
     if (!s) continue;
     sources.insert(*s);
     if (f.rank) waiting.insert(*f.rank);

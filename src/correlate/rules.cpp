@@ -408,12 +408,20 @@ context make_context(const inputs& in, const kb::library& lib) {
   return c;
 }
 
+std::optional<int> named_peer(const finding& f) {
+  auto peer = to_int(field(f, "peer_rank"));
+  auto own = to_int(field(f, "rank"));
+  if (peer && own && f.rank && *own != *f.rank) return std::nullopt;  // group ranks, not global ones
+  if (field(f, "store_key").find(':') != std::string::npos) return std::nullopt;  // a send/recv pair's own numbering
+  return peer;
+}
+
 std::optional<int> initiator_of(const context& ctx, const finding& f) {
   using how = kb::initiator::how;
   const auto& ini = ctx.sig(f).initiator;
   if (ini.kind == how::printing_rank) return f.rank;
   if (ini.kind == how::named_rank) {
-    if (auto r = to_int(field(f, "peer_rank"))) return r;
+    if (auto r = named_peer(f)) return r;
     if (auto r = to_int(text::trim_copy(field(f, "ranks")))) return r;
     if (!field(f, "origin").empty()) return f.rank;
   }

@@ -156,7 +156,7 @@ TEST(rule_store_key_never_set, a_source_with_its_own_error_or_failed_exit_is_not
 }
 
 TEST(rule_store_key_never_set, a_dead_store_is_not_a_timeout) {
-  // "Connection reset by peer": the store (or its host) went away; the family signature, not the timeout one.
+  // "Connection reset by peer": the store (or its host) went away; torch_store_get_error, not the timeout one.
   auto r = diagnose_text("store-reset",
                          "torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via "
                          "c10d key-value store by key '0', but store->get('0') got error: Connection reset by peer\n");

@@ -1415,3 +1415,18 @@ TEST(merge_findings, an_aborted_unprefixed_traceback_end_to_end) {
   EXPECT_EQ(r.diag.kind, "disk_full_checkpoint");
   EXPECT_EQ(r.diag.initiating_rank, 0) << r.diag.initiating_rule;
 }
+
+// ProcessGroupNCCL prints "[R] ... retrieving ncclUniqueId from [S] ... by key 'K'" in its group's numbering:
+// S is a global rank only when R is the line's own global rank and K a collective's counter (not a send/recv
+// pair's "a:b").
+TEST(named_peer, group_numbering_names_no_global_rank) {
+  finding f;
+  f.rank = 1;
+  f.captured = {{"rank", "1"}, {"peer_rank", "0"}, {"store_key", "0"}};
+  EXPECT_EQ(ff::correlate::rules::named_peer(f), 0);
+  f.rank = 9;  // printed [1] on global rank 9: a subgroup's numbering
+  EXPECT_FALSE(ff::correlate::rules::named_peer(f));
+  f.rank = 16;
+  f.captured = {{"rank", "16"}, {"peer_rank", "0"}, {"store_key", "8:16"}};  // a point-to-point pair
+  EXPECT_FALSE(ff::correlate::rules::named_peer(f));
+}
