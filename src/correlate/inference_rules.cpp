@@ -424,6 +424,15 @@ std::optional<inference> loss_scale_collapsed(const context& ctx) {
   for (std::size_t i = run.size() - 1; i > 0 && run[i].second < run[i - 1].second; --i) ++falling;
   if (falling < kLossScaleRun) return std::nullopt;
   const auto& first = run[run.size() - falling];
+  // Halvings in the run's first steps from a small initial scale (fairseq starts at 2^7: 64, 32, 16 on its
+  // first overflows) may be the scaler's search in a log cut early (a live run under watch). There the
+  // collapse needs the run to have stopped too (a launcher reported a failure), or a scale within three
+  // halvings of DeepSpeed's and Megatron's default floor of 1 (kNearFloor).
+  constexpr double kNearFloor = 8;
+  const bool stopped = any_worker_failed(ctx) || std::any_of(ctx.fs.begin(), ctx.fs.end(), [&](const finding& f) {
+                         return launcher_report(ctx.sig(f)) && !ctx.survived.count(&f);
+                       });
+  if (settling(ctx, *first.first) && scale > kNearFloor && !stopped) return std::nullopt;
   inference inf;
   inf.entry = "loss_scale_collapsed";
   char b[200];

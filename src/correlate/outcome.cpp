@@ -216,4 +216,6 @@ std::string suspicious_survived(const context& ctx, const suspicious_line& s) {
   return {};
 }
 
+bool settling(const context& ctx, const finding& f) { return progress_before(ctx, f) < kSettlingSteps; }
+
 }  // namespace ff::correlate::rules

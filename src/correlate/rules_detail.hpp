@@ -16,6 +16,10 @@ bool is_timeout(const kb::signature& s);
 /// The line is a raised exception: the traceback's last line (extract set `raised`), or a line that starts
 /// with an exception's name and a colon ("RuntimeError: ...", "torch.distributed.DistNetworkError: ...").
 bool raised_exception(const finding& f);
+/// Line `f` came in the run's first steps, while a dynamic loss scaler still searches for its level: no
+/// progress line before it stated a step of kSettlingSteps (1000, DeepSpeed's loss_scale_window) or more
+/// (outcome.cpp).
+bool settling(const context& ctx, const finding& f);
 
 /// Timeouts by rank: the ranks that timed out (survived ones aside), their lines, and the known ranks that
 /// never timed out (every rank below the highest seen exists).

@@ -211,6 +211,11 @@ TEST(rule_loss_scale_collapsed, settling_from_a_high_initial_scale_is_not) {
   EXPECT_FALSE(infer_by(overflows({2147483648L, 1073741824L, 536870912L, 268435456L}), "loss_scale_collapsed"));
 }
 
+// fairseq starts at 2^7: its first overflows in a log cut early (a live run) are its search, not a collapse.
+TEST(rule_loss_scale_collapsed, a_small_initial_scale_settling_is_not) {
+  EXPECT_FALSE(infer_by(overflows({64, 32, 16}), "loss_scale_collapsed"));
+}
+
 TEST(rule_loss_scale_collapsed, two_halvings_or_a_scale_that_grew_back_are_not_a_collapse) {
   EXPECT_FALSE(infer_by(overflows({16, 8}), "loss_scale_collapsed"));
   EXPECT_FALSE(infer_by(overflows({64, 32, 16, 256, 128}), "loss_scale_collapsed"));  // it grew in between: clean steps
