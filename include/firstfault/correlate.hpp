@@ -161,11 +161,13 @@ struct rank_story {
   int rank = 0;
   std::optional<std::string> host;      ///< the host its lines or file named, when exactly one
   std::uint64_t lines = 0;              ///< lines read from this rank (all attempts)
-  std::optional<evidence> first, last;  ///< its first line (file, line, time; no text) and its last line
+  std::optional<evidence> first, last;  ///< its first line (file, line; no text) and its last line (no time:
+                                        ///< either may have none of its own)
+  std::string first_time, last_time;    ///< the times of its first and last lines that had a time of their own
   std::optional<long> last_step;        ///< its last progress step ("step N", "iteration N"), and where
   std::optional<evidence> last_step_at;
   std::optional<evidence> first_error;  ///< its first error line (a cause or symptom signature) not survived
-  int errors = 0;                       ///< how many such lines (a repeated line once)
+  int errors = 0;                       ///< how many such lines (a line that matched two signatures once)
   std::string exit;                     ///< how its process ended as a launcher said ("exit code 1 (torchelastic)"), or ""
   std::string clock;
 };

@@ -24,8 +24,8 @@ constexpr std::size_t kQuoteBytes = 160;
 /// and a hostile "rank 2000000000" line cannot make the correlator enumerate two billion ranks.
 constexpr int kMaxListedRanks = 4096;
 /// Rank stories a report carries (correlate::diagnosis::ranks): every rank of a 1,024-rank job; beyond, the
-/// lowest-numbered ranks and the first failing one. A story holds the rank's last line and first error, so
-/// 1,024 of them are about 1 MB.
+/// lowest-numbered ranks and the first failing one. A story holds the rank's last line (kLastLineBytes) and its
+/// first error clipped to kQuoteBytes, so 1,024 of them are under 1 MB of text.
 constexpr std::size_t kMaxRankStories = 1024;
 /// Streams whose last line is kept for the end-of-input evidence.
 constexpr std::size_t kMaxStreamEnds = 4096;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "firstfault/correlate_rules.hpp"
 #include "firstfault/limits.hpp"
@@ -66,12 +67,13 @@ std::vector<rank_story> rank_stories(const context& ctx, std::optional<int> keep
   // Each told rank's errors: lines of a cause or symptom signature the run did not survive; the first by the
   // lines' own order (same file) or times (one clock), else the first read.
   std::map<int, std::pair<int, const finding*>> errors;
+  std::set<std::tuple<int, std::string, std::uint64_t>> counted;  // a line that matched two signatures counts once
   for (const auto& f : ctx.fs) {
     if (!f.rank || !told.count(*f.rank) || ctx.survived.count(&f)) continue;
     const auto role = ctx.sig(f).role;
     if (role != kb::role::cause && role != kb::role::symptom) continue;
     auto& [n, first] = errors[*f.rank];
-    ++n;
+    if (counted.insert({*f.rank, f.source, f.line_no}).second) ++n;
     if (!first || earlier(f, *first).value_or(false)) first = &f;
   }
   // How each ended: the first record that says it failed, else the first record.
@@ -96,8 +98,12 @@ std::vector<rank_story> rank_stories(const context& ctx, std::optional<int> keep
       const auto& a = it->second;
       s.lines = a.lines;
       if (a.lines) {
-        s.first = evidence{ctx.in->source_name(a.first_source), "", format_time(a.first_ts), a.first_line_no, r, s.host};
-        s.last = evidence{ctx.in->source_name(a.last_source), a.last_line, format_time(a.last_ts), a.last_line_no, r, s.host};
+        // The first and last lines may have no time of their own: the times are those of the first and last
+        // lines that had one, shown apart (pairing a line with another line's time is a wrong fact).
+        s.first = evidence{ctx.in->source_name(a.first_source), "", "", a.first_line_no, r, s.host};
+        s.last = evidence{ctx.in->source_name(a.last_source), a.last_line, "", a.last_line_no, r, s.host};
+        s.first_time = format_time(a.first_ts);
+        s.last_time = format_time(a.last_ts);
       }
       if (a.last_step) {
         s.last_step = a.last_step;
@@ -109,7 +115,9 @@ std::vector<rank_story> rank_stories(const context& ctx, std::optional<int> keep
       const finding* first = it->second.second;
       s.errors = it->second.first;
       // (a time the line inherited from an earlier line is not its own: not shown, not compared)
-      s.first_error = evidence{first->source, first->text, first->ts_inherited ? "" : format_time(first->ts), first->line_no, r, first->host};
+      // (its text clipped to a quote: a story is a summary, the evidence sections quote lines whole)
+      s.first_error = evidence{first->source, std::string(text::prefix_utf8(first->text, limits::kQuoteBytes)),
+                               first->ts_inherited ? "" : format_time(first->ts), first->line_no, r, first->host};
     }
     if (auto it = exits.find(r); it != exits.end() && !exit_words(*it->second).empty())
       s.exit = exit_words(*it->second) + " (" + it->second->launcher + ")";

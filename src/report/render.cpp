@@ -120,6 +120,8 @@ nlohmann::json ranks_json(const std::vector<correlate::rank_story>& stories) {
   for (const auto& s : stories)
     out.push_back({{"rank", s.rank}, {"host", s.host ? nlohmann::json(*s.host) : nlohmann::json(nullptr)}, {"lines", s.lines},
                    {"first", ev(s.first)}, {"last", ev(s.last)},
+                   {"first_time", s.first_time.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.first_time)},
+                   {"last_time", s.last_time.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.last_time)},
                    {"last_step", s.last_step ? nlohmann::json(*s.last_step) : nlohmann::json(nullptr)}, {"last_step_at", ev(s.last_step_at)},
                    {"errors", s.errors}, {"first_error", ev(s.first_error)},
                    {"exit", s.exit.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.exit)},
@@ -144,14 +146,15 @@ std::vector<const correlate::rank_story*> ranks_to_show(const correlate::diagnos
   std::vector<const correlate::rank_story*> bad;
   for (const auto& s : d.ranks)
     if (s.errors || (!s.exit.empty() && s.exit.rfind("exit code 0 ", 0) != 0)) bad.push_back(&s);
-  std::stable_sort(bad.begin(), bad.end(), [](const auto* a, const auto* b) {
-    const std::string ta = a->first_error ? a->first_error->ts : "", tb = b->first_error ? b->first_error->ts : "";
-    return !ta.empty() && !tb.empty() && a->clock == b->clock && ta < tb;
-  });
+  // Earliest first error first, by wall-clock times (their text sorts as the time does); the others after, in
+  // rank order.
+  auto wall = [](const correlate::rank_story* x) { return x->first_error && !x->first_error->ts.empty() && x->first_error->ts[0] != '+'; };
+  auto timed_end = std::stable_partition(bad.begin(), bad.end(), wall);
+  std::stable_sort(bad.begin(), timed_end, [](const auto* a, const auto* b) { return a->first_error->ts < b->first_error->ts; });
   for (const auto* s : bad) add(s);
-  const correlate::rank_story* first_stop = nullptr;
+  const correlate::rank_story* first_stop = nullptr;  // the earliest last time on the wall clock
   for (const auto& s : d.ranks)
-    if (s.last && !s.last->ts.empty() && (!first_stop || (s.clock == first_stop->clock && s.last->ts < first_stop->last->ts))) first_stop = &s;
+    if (s.clock == "wall" && !s.last_time.empty() && (!first_stop || s.last_time < first_stop->last_time)) first_stop = &s;
   add(first_stop);
   std::sort(out.begin(), out.end(), [](const auto* a, const auto* b) { return a->rank < b->rank; });
   return out;
@@ -162,7 +165,7 @@ std::vector<const correlate::rank_story*> ranks_to_show(const correlate::diagnos
 std::string story_line(const correlate::rank_story& s, const std::string& drop_date) {
   auto t = [&](const std::string& ts) { return !drop_date.empty() && ts.rfind(drop_date, 0) == 0 ? ts.substr(drop_date.size()) : ts; };
   std::string o = "rank " + std::to_string(s.rank) + (s.host ? " (host " + *s.host + ")" : "") + ": " + count_of(s.lines, "line");
-  if (s.first && s.last && !s.first->ts.empty() && !s.last->ts.empty()) o += ", " + t(s.first->ts) + " to " + t(s.last->ts);
+  if (!s.first_time.empty() && !s.last_time.empty()) o += ", times " + t(s.first_time) + " to " + t(s.last_time);
   if (s.last_step) o += "; last step " + std::to_string(*s.last_step) + (s.last_step_at && !s.last_step_at->ts.empty() ? " (" + t(s.last_step_at->ts) + ")" : "");
   if (s.errors && s.first_error)
     o += "; " + count_of(static_cast<std::size_t>(s.errors), "error") + ", the first at " + s.first_error->source + ":" + std::to_string(s.first_error->line_no) +
@@ -189,8 +192,9 @@ std::string shared_date(const std::vector<const correlate::rank_story*>& rows) {
     any = true;
     return true;
   };
+  auto see_time = [&](const std::string& ts) { return see(correlate::evidence{"", "", ts, 0, std::nullopt, std::nullopt}); };
   for (const auto* s : rows)
-    if (!see(s->first) || !see(s->last) || !see(s->last_step_at) || !see(s->first_error)) return "";
+    if (!see_time(s->first_time) || !see_time(s->last_time) || !see(s->last_step_at) || !see(s->first_error)) return "";
   return date;
 }
 
@@ -209,6 +213,13 @@ std::string md_text(std::string s) {
     else if (c == '[' || c == ']' || c == '*' || c == '_' || c == '!') { o += '\\'; o += c; }
     else o += c;
   }
+  return o;
+}
+
+// Log-derived text in a Markdown table cell: md_text, and a '|' does not end the cell.
+std::string md_cell(const std::string& t) {
+  std::string o;
+  for (char c : md_text(t)) o += c == '|' ? std::string("\\|") : std::string(1, c);
   return o;
 }
 
@@ -368,13 +379,13 @@ std::string to_html_body(const pipeline::run& r, const html_options& opt) {
   }
   if (auto rows = ranks_to_show(d, 16); !healthy && !rows.empty()) {
     o += fmt::format("<h2>Ranks</h2><p class=\"muted\">{} of {} ranks: the first failing rank, the ranks with errors, the first to stop.</p>", rows.size(), d.ranks_total) +
-         "<div class=\"table-box\"><table id=\"ranks\" class=\"cards\"><tr><th>rank</th><th>host</th><th>lines</th><th>first line</th><th>last line</th><th>last step</th><th>errors</th><th>exit</th></tr>\n";
+         "<div class=\"table-box\"><table id=\"ranks\" class=\"cards\"><tr><th>rank</th><th>host</th><th>lines</th><th>first time</th><th>last time</th><th>last line</th><th>last step</th><th>errors</th><th>exit</th></tr>\n";
     auto dash = [&](const std::string& v) { return v.empty() ? std::string("-") : esc(v); };
     for (const auto* st : rows) {
       o += "<tr><td data-label=\"rank\">" + std::to_string(st->rank) + "</td><td data-label=\"host\">" + dash(st->host.value_or("")) +
-           "</td><td data-label=\"lines\">" + std::to_string(st->lines) + "</td><td data-label=\"first line\">" + dash(st->first ? st->first->ts : "") +
-           "</td><td data-label=\"last line\">" + dash(st->last ? st->last->ts : "") +
-           (st->last ? "<br>" + link_or_text(opt, st->last->source, st->last->line_no, st->last->source + ":" + std::to_string(st->last->line_no)) +
+           "</td><td data-label=\"lines\">" + std::to_string(st->lines) + "</td><td data-label=\"first time\">" + dash(st->first_time) +
+           "</td><td data-label=\"last time\">" + dash(st->last_time) + "</td><td data-label=\"last line\">" +
+           (st->last ? link_or_text(opt, st->last->source, st->last->line_no, st->last->source + ":" + std::to_string(st->last->line_no)) +
                            "<br><code>" + esc(clip(st->last->text, 200)) + "</code>"
                      : "") +
            "</td><td data-label=\"last step\">" + (st->last_step ? std::to_string(*st->last_step) : "-") + "</td><td data-label=\"errors\">" +
@@ -735,7 +746,7 @@ std::string to_terminal(const pipeline::run& r, const terminal_style& st) {
     const std::string date = shared_date(rows);
     line(p("1", "RANKS") + fmt::format(" ({} of {}{})", rows.size(), d.ranks_total, date.empty() ? "" : "; times on " + date.substr(0, 10)));
     for (const auto* s : rows) line("  " + story_line(*s, date));
-    if (d.ranks_total > rows.size()) line(fmt::format("  ... {} more (every rank's story: --format json, \"ranks\")", d.ranks_total - rows.size()));
+    if (d.ranks_total > rows.size()) line(fmt::format("  ... {} more (--format json lists up to 1,024 ranks' stories, \"ranks\")", d.ranks_total - rows.size()));
   }
   if (!d.collateral.empty()) {
     line("");
@@ -846,14 +857,14 @@ std::string to_markdown(const pipeline::run& r) {
   if (auto rows = ranks_to_show(d, 8); d.verdict != correlate::verdict::healthy && !rows.empty()) {
     line("");
     line(fmt::format("### Ranks ({} of {})", rows.size(), d.ranks_total));
-    line("| rank | host | lines | first line | last line | last step | errors | exit |");
+    line("| rank | host | lines | first time | last time | last step | errors | exit |");
     line("|---|---|---|---|---|---|---|---|");
     for (const auto* st : rows)
-      line(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |", st->rank, md_text(st->host.value_or("-")), st->lines,
-                       st->first && !st->first->ts.empty() ? st->first->ts : "-", st->last && !st->last->ts.empty() ? st->last->ts : "-",
+      line(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |", st->rank, md_cell(st->host.value_or("-")), st->lines,
+                       st->first_time.empty() ? "-" : st->first_time, st->last_time.empty() ? "-" : st->last_time,
                        st->last_step ? std::to_string(*st->last_step) : "-",
-                       st->errors && st->first_error ? fmt::format("{} (first {}:{})", st->errors, md_text(st->first_error->source), st->first_error->line_no) : "-",
-                       st->exit.empty() ? "-" : md_text(st->exit)));
+                       st->errors && st->first_error ? fmt::format("{} (first {}:{})", st->errors, md_cell(st->first_error->source), st->first_error->line_no) : "-",
+                       st->exit.empty() ? "-" : md_cell(st->exit)));
   }
   if (!d.collateral.empty()) {
     line("");
@@ -863,7 +874,7 @@ std::string to_markdown(const pipeline::run& r) {
     line("|---|---|---|---|");
     for (const auto& g : d.collateral)
       line(fmt::format("| {} | {} | {} | {} |", g.ranks.empty() ? "-" : text::rank_ranges(g.ranks), g.title, g.count,
-                       md_text(healthy ? survived_reason(g.explanation) : g.explanation)));
+                       md_cell(healthy ? survived_reason(g.explanation) : g.explanation)));
   }
   if (d.verdict == correlate::verdict::failure) {
     line("");
