@@ -50,6 +50,12 @@ std::vector<std::string> required_atoms(const std::string& pattern, int min_len,
 /// references). Any contiguous run of elements, with the flags, matches inside every match of the whole.
 std::vector<std::string> top_level_elements(std::string_view re, std::string* flags);
 
+/// `re` with every class that holds '\n' made not to: \s outside a class becomes [\t\x0b\x0c\r ] (inside
+/// one, those bytes), \W and \D outside a class [^\w\n] and [^\d\n], a negated class [^...] gets '\n'.
+/// A line holds no '\n', so on one line it matches where `re` does; in a block of lines (gate::hit_lines)
+/// it cannot run from one line into the next. Other escapes, POSIX classes and '.' are kept as written.
+std::string within_line(std::string_view re);
+
 /// Literals that cover a run (a regexp of top_level_elements' kind): every match of `run` contains one of
 /// them. Each is a literal of the run (a group of literal alternatives, or literal text) with the bytes
 /// that can stand just before it, added one at a time over every way the elements on its left can end
