@@ -100,9 +100,11 @@ class gate {
   result<bool> hit(std::string_view line, gate_scratch& s) const;
   /// One scan over a block of lines: `starts` holds each line's first byte offset in `block`, ascending
   /// (a line runs to the next start, or to the block's end, its '\n' included). Sets hit[i] (resized to
-  /// starts.size()) for each line where a gate pattern ends: every line hit() accepts, and possibly a
-  /// few more (a pattern whose \s or [^x] ran across a '\n'). Patterns are compiled MULTILINE, so ^ and
-  /// $ mean a line's start and end, as in hit(). Errors as hit(); with no patterns every line is hit.
+  /// starts.size()) for each line where a gate pattern ends: the lines hit() accepts (the regexps are
+  /// compiled within_line(), so none runs across a '\n'; only a class within_line() keeps as written, a
+  /// '\W' or '\D' inside brackets or (?s)'s '.', could still hit one more line). Patterns are compiled
+  /// MULTILINE, so ^ and $ mean a line's start and end, as in hit(). Errors as hit(); with no patterns
+  /// every line is hit.
   status hit_lines(std::string_view block, const std::vector<std::uint32_t>& starts, std::vector<char>& hit,
                    gate_scratch& s) const;
   bool enabled() const { return db_ != nullptr; }
