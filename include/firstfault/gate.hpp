@@ -50,6 +50,12 @@ std::vector<std::string> required_atoms(const std::string& pattern, int min_len,
 /// references). Any contiguous run of elements, with the flags, matches inside every match of the whole.
 std::vector<std::string> top_level_elements(std::string_view re, std::string* flags);
 
+/// `re` with every class that holds '\n' made not to: \s outside a class becomes [\t\x0b\x0c\r ] (inside
+/// one, those bytes), \W and \D outside a class [^\w\n] and [^\d\n], a negated class [^...] gets '\n'.
+/// A line holds no '\n', so on one line it matches where `re` does; in a block of lines (gate::hit_lines)
+/// it cannot run from one line into the next. Other escapes, POSIX classes and '.' are kept as written.
+std::string within_line(std::string_view re);
+
 /// Literals that cover a run (a regexp of top_level_elements' kind): every match of `run` contains one of
 /// them. Each is a literal of the run (a group of literal alternatives, or literal text) with the bytes
 /// that can stand just before it, added one at a time over every way the elements on its left can end
@@ -94,9 +100,11 @@ class gate {
   result<bool> hit(std::string_view line, gate_scratch& s) const;
   /// One scan over a block of lines: `starts` holds each line's first byte offset in `block`, ascending
   /// (a line runs to the next start, or to the block's end, its '\n' included). Sets hit[i] (resized to
-  /// starts.size()) for each line where a gate pattern ends: every line hit() accepts, and possibly a
-  /// few more (a pattern whose \s or [^x] ran across a '\n'). Patterns are compiled MULTILINE, so ^ and
-  /// $ mean a line's start and end, as in hit(). Errors as hit(); with no patterns every line is hit.
+  /// starts.size()) for each line where a gate pattern ends: the lines hit() accepts (the regexps are
+  /// compiled within_line(), so none runs across a '\n'; only a class within_line() keeps as written, a
+  /// '\W' or '\D' inside brackets or (?s)'s '.', could still hit one more line). Patterns are compiled
+  /// MULTILINE, so ^ and $ mean a line's start and end, as in hit(). Errors as hit(); with no patterns
+  /// every line is hit.
   status hit_lines(std::string_view block, const std::vector<std::uint32_t>& starts, std::vector<char>& hit,
                    gate_scratch& s) const;
   bool enabled() const { return db_ != nullptr; }

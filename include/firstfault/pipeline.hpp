@@ -252,7 +252,12 @@ class collector {
   std::size_t process(stream& st, std::string_view clean, std::uint64_t line_no);
   // gate_hit: the gate's verdict when a block scan has it (0 or 1), -1 to scan the line here; plain: 1 when
   // the reader found the line printable ASCII, -1 to look here (text::is_plain, then text::is_clean: 2)
-  std::size_t add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit, int plain);
+  // sanitized: (add_block) the line's sanitised text when sanitising changes it, gated already (gate_hit is
+  // its verdict); fact_free_hit: engine::fact_free_gate's verdict when known (0 or 1), -1 to ask it here
+  std::size_t add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit, int plain,
+                             const std::string* sanitized = nullptr, int fact_free_hit = -1);
+  // add_block(): the second gate scans of a block, one per block (line_path.cpp); false on an engine error
+  bool second_scans(const line_block& blk);
   // `masked`: the line masked already, learnt from and fully peeled; `observed`: (without `masked`) the
   // learner has seen the raw line and `meta` is its full peel (add_lines' first batch, a line no gate hits).
   // host_hit: mask::prefix_host_form() of the line when known (0 or 1), -1 to ask it when needed; facts:

@@ -63,6 +63,51 @@ std::vector<std::string> required_atoms(const std::string& pattern, int min_len,
   return gate;
 }
 
+std::string within_line(std::string_view re) {
+  std::string out;
+  out.reserve(re.size() + 16);
+  bool in_class = false;
+  for (std::size_t i = 0; i < re.size(); ++i) {
+    const char c = re[i];
+    if (c == '\\' && i + 1 < re.size()) {
+      const char e = re[i + 1];
+      ++i;
+      if (e == 's') {
+        out += in_class ? "\\t\\x0b\\x0c\\r " : "[\\t\\x0b\\x0c\\r ]";
+      } else if (!in_class && (e == 'W' || e == 'D')) {
+        out += e == 'W' ? "[^\\w\\n]" : "[^\\d\\n]";
+      } else {
+        out += c;
+        out += e;
+        // \x{...}, \p{...}: the braces with it
+        if ((e == 'x' || e == 'p' || e == 'P') && i + 1 < re.size() && re[i + 1] == '{')
+          while (i + 1 < re.size() && re[i] != '}') out += re[++i];
+      }
+      continue;
+    }
+    if (!in_class && c == '[') {
+      in_class = true;
+      out += c;
+      if (i + 1 < re.size() && re[i + 1] == '^') {
+        out += "^\\n";
+        ++i;
+      }
+      if (i + 1 < re.size() && re[i + 1] == ']') out += re[++i];  // a ']' first in a class is a literal
+      continue;
+    }
+    if (in_class && c == '[' && i + 1 < re.size() && re[i + 1] == ':') {  // a POSIX class, [:alpha:]
+      if (auto e = re.find(":]", i + 2); e != std::string_view::npos) {
+        out.append(re.substr(i, e + 2 - i));
+        i = e + 1;
+        continue;
+      }
+    }
+    if (in_class && c == ']') in_class = false;
+    out += c;
+  }
+  return out;
+}
+
 std::vector<std::string> top_level_elements(std::string_view re, std::string* flags) {
   flags->clear();
   std::size_t i = 0;
@@ -543,7 +588,7 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
   // Building the gate (atoms of every fingerprint, then the Vectorscan compile) costs about a second, so
   // like the matcher's database it is cached on disk, keyed by the library's content hash, the stages'
   // gate patterns and this code's version (bump kVersion when the atom selection changes).
-  constexpr const char* kVersion = "gate-v9";  // v3: MULTILINE, every match reported; v4: own samples not common; v5: runs; v6: stage runs; v7: left-context literals; v8: no literal holding another; v9: run-fact atoms
+  constexpr const char* kVersion = "gate-v10";  // v10: regexps within a line (within_line); v3: MULTILINE, every match reported; v4: own samples not common; v5: runs; v6: stage runs; v7: left-context literals; v8: no literal holding another; v9: run-fact atoms
   std::string key_text = kVersion + std::string("\n") + lib.content_hash;
   for (const auto& e : extra) key_text += "\n" + e;
   std::string cache =
@@ -630,6 +675,12 @@ result<gate> gate::build(const kb::library& lib, const std::vector<std::string>&
     exprs.push_back(e);
     flags.push_back(HS_FLAG_PREFILTER | HS_FLAG_MULTILINE);
   }
+  // The regexps read a block of lines at once (hit_lines): a class holding '\n' let `\s+(?:\S*/)?python`
+  // (a ps process list's D state) run from the end of one line into the next "[default1]:/usr/lib/
+  // python3/..." and hit every Python warning line of a console after a torchrun tag (found when the
+  // run-fact gate read such lines as a block too: 1,720 more lines took the full path on 175,000).
+  for (std::size_t i = 0; i < exprs.size(); ++i)
+    if (flags[i] & HS_FLAG_PREFILTER) exprs[i] = within_line(exprs[i]);
   std::vector<const char*> c;
   std::vector<unsigned> ids;
   for (std::size_t i = 0; i < exprs.size(); ++i) {

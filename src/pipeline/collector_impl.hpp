@@ -76,7 +76,16 @@ struct collector::impl {
   bool fact_line = false;
   // add_block(): the sanitised text of its lines that sanitising changes, read the light way
   // (add_line_gated); views into them are pending until the block's end.
-  std::deque<std::string> sanitized;  // add_block(): the line being added is a fact candidate (process() keeps it if it stays light)
+  std::deque<std::string> sanitized;
+  // add_block(): each line's verdicts for add_line_gated (collector::second_scans), and the block of the
+  // lines a second scan reads (with their indices in the block)
+  struct line_verdicts {
+    int gate_hit = 0, plain = 1, fact_free_hit = -1;
+    const std::string* sanitized = nullptr;  // into `sanitized`
+  };
+  std::vector<line_verdicts> lines;
+  line_block regate;
+  std::vector<std::size_t> regate_of;  // add_block(): the line being added is a fact candidate (process() keeps it if it stays light)
   impl(const engine& e, const options& o)
       : eng(e), opt(o), scratch(e.matcher), gate_scratch(e.gate), masker(o.mask),
         // (--redact reads every line in full: the gate holds no host context, so a host named on a line

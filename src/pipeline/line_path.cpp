@@ -50,16 +50,71 @@ std::size_t collector::add_block(stream& st, line_block& blk) {
       return 0;
     }
   im.deferring = true;
-  // (The reader found most lines printable ASCII on its way to their ends; add_line_gated looks at the others.)
-  for (std::size_t i = 0; i < blk.size(); ++i)
-    n += add_line_gated(st, blk.line(i), blk.line_nos[i], blk.gate_hit[i], blk.known_plain[i] ? 1 : -1);
+  if (!second_scans(blk)) return 0;
+  // (The reader found most lines printable ASCII on its way to their ends; second_scans() looked at the others.)
+  for (std::size_t i = 0; i < blk.size(); ++i) {
+    const auto& L = im.lines[i];
+    n += add_line_gated(st, blk.line(i), blk.line_nos[i], L.gate_hit, L.plain, L.sanitized, L.fact_free_hit);
+  }
   im.deferring = false;
   flush_light(st);
   im.sanitized.clear();  // (after flush_light: its pending lines were views into them)
   return n;
 }
 
-std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit, int plain) {
+// add_block()'s gate verdicts that a line by line scan would ask (add_line_gated): the gate again on the
+// lines that sanitising changes (a tqdm bar redrawn with '\r'), and the gate without the run-fact
+// fingerprints (engine::fact_free_gate) on the lines the gate hits. One scan per block for each, of the
+// lines that need it gathered into a block of their own, instead of one hs_scan per line (each cost
+// about 1,300 instructions of Vectorscan's set-up, ~3,800 in all: 10,500 calls on the generated
+// console's first 20 MB, its bars). A verdict is a function of the line's bytes, and the gate's regexps
+// cannot run from one line into the next (match::gate: within_line), so the verdicts are hit()'s.
+bool collector::second_scans(const line_block& blk) {
+  auto& im = *impl_;
+  const std::size_t n = blk.size();
+  im.lines.assign(n, impl::line_verdicts{});
+  im.regate.clear();
+  im.regate_of.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    auto& L = im.lines[i];
+    L.gate_hit = blk.gate_hit[i];
+    if (blk.known_plain[i]) continue;
+    const std::string_view raw = blk.line(i);
+    L.plain = text::is_plain(raw) ? 1 : text::is_clean(raw) ? 2 : 0;
+    if (L.plain) continue;
+    const std::string& s = im.sanitized.emplace_back(text::sanitize(raw));
+    L.sanitized = &s;
+    if (!text::is_clean(s)) continue;  // (add_line_gated: the full path)
+    im.regate.add(s, 0);
+    im.regate_of.push_back(i);
+  }
+  auto failed = [&](const status& r) {
+    if (im.engine_error.empty()) im.engine_error = r.error().message;
+    return false;
+  };
+  if (!im.regate.empty()) {
+    if (auto r = im.eng.gate.hit_lines(im.regate.text, im.regate.starts, im.regate.gate_hit, im.gate_scratch); !r) return failed(r);
+    for (std::size_t k = 0; k < im.regate_of.size(); ++k) im.lines[im.regate_of[k]].gate_hit = im.regate.gate_hit[k];
+  }
+  if (!im.eng.fact_free_gate.enabled()) return true;
+  im.regate.clear();
+  im.regate_of.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& L = im.lines[i];
+    if (L.gate_hit != 1 || (L.sanitized && !text::is_clean(*L.sanitized))) continue;
+    im.regate.add(L.sanitized ? std::string_view(*L.sanitized) : blk.line(i), 0);
+    im.regate_of.push_back(i);
+  }
+  if (!im.regate.empty()) {
+    if (auto r = im.eng.fact_free_gate.hit_lines(im.regate.text, im.regate.starts, im.regate.gate_hit, im.fact_gate_scratch); !r)
+      return failed(r);
+    for (std::size_t k = 0; k < im.regate_of.size(); ++k) im.lines[im.regate_of[k]].fact_free_hit = im.regate.gate_hit[k];
+  }
+  return true;
+}
+
+std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std::uint64_t line_no, int gate_hit, int plain,
+                                      const std::string* sanitized, int fact_free_hit) {
   auto& im = *impl_;
   // The full path when the line can matter: the masker's next line depends on this one, the gate hits it,
   // or (add_light) its rank has a record open.
@@ -73,11 +128,11 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
     // Every such line took the full path before: the generated 1 GB console's 370,000 bars (4% of its
     // lines) were most of its CPU once a run-fact signature matched them.
     if (!im.deferring) return add_line(st, raw_text, line_no);
-    const std::string& s = im.sanitized.emplace_back(text::sanitize(raw_text));
+    const std::string& s = sanitized ? *sanitized : im.sanitized.emplace_back(text::sanitize(raw_text));
     if (!text::is_clean(s)) return add_line(st, raw_text, line_no);
     raw_text = s;
     plain = text::is_plain(s) ? 1 : 2;
-    gate_hit = -1;
+    if (!sanitized) gate_hit = -1;  // (add_block's second_scans() gated the sanitised text)
   }
   if (gate_hit < 0) {
     auto hit = im.eng.gate.hit(raw_text, im.gate_scratch);
@@ -95,12 +150,15 @@ std::size_t collector::add_line_gated(stream& st, std::string_view raw_text, std
     ~fact_flag() { f = false; }
   } reset{im.fact_line};
   if (gate_hit && im.deferring && im.eng.fact_free_gate.enabled()) {
-    auto h = im.eng.fact_free_gate.hit(raw_text, im.fact_gate_scratch);
-    if (!h) {
-      if (im.engine_error.empty()) im.engine_error = h.error().message;
-      return 0;
+    if (fact_free_hit < 0) {
+      auto h = im.eng.fact_free_gate.hit(raw_text, im.fact_gate_scratch);
+      if (!h) {
+        if (im.engine_error.empty()) im.engine_error = h.error().message;
+        return 0;
+      }
+      fact_free_hit = h.value() ? 1 : 0;
     }
-    if (!h.value()) gate_hit = 0, im.fact_line = true;
+    if (!fact_free_hit) gate_hit = 0, im.fact_line = true;
   }
   if (gate_hit) return add_line(st, raw, line_no);
   // Peeled here, by the thread that uses the peel. (The reader thread peeled whole blocks ahead until

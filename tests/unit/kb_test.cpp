@@ -398,6 +398,45 @@ TEST(gate_atoms, stage_patterns_gate_on_a_rare_run_with_a_long_atom) {
   ::unsetenv("FIRSTFAULT_CACHE_DIR");
 }
 
+// within_line: classes that hold '\n' lose it, so a gate regexp cannot run from one line of a block into
+// the next (`\s+(?:\S*/)?python` hit "[default1]:/usr/lib/python3/..." through the '\n' before it), while
+// on one line it matches where the original does (RE2 on lines of the bytes the classes are about).
+TEST(gate_atoms, regexps_stay_within_a_line) {
+  using ff::match::within_line;
+  EXPECT_EQ(within_line(R"(\s+(?:\S*/)?python\b)"), R"([\t\x0b\x0c\r ]+(?:\S*/)?python\b)");
+  EXPECT_EQ(within_line(R"(a[^.;]{0,30}b[^\s]c)"), R"(a[^\n.;]{0,30}b[^\n\t\x0b\x0c\r ]c)");
+  EXPECT_EQ(within_line(R"(\W\D[\s:]\x{41}\p{L}[]x][[:alpha:]]\\s)"), R"([^\w\n][^\d\n][\t\x0b\x0c\r :]\x{41}\p{L}[]x][[:alpha:]]\\s)");
+  // each regexp, and a text where it matches only across a line end
+  const std::vector<std::pair<std::string, std::string>> res = {{R"(\s+(?:\S*/)?python\b)", "end\n/usr/lib/python x"},
+                                                                {R"(a[^.;]{0,30}b)", "a\nb"},
+                                                                {R"(x\W+y\D+z)", "x\ny\nz"},
+                                                                {R"(k[^:]=)", "k\n="}};
+  const std::vector<std::string> lines = {" /usr/lib/python3 x", "[rank1]:/usr/lib/python3", "a, b", "a.b", "x -- y z", "x  yz", "xy1z",
+                                          "k v=", "kv=", "a\tb", "\tpython"};
+  for (const auto& [r, across] : res) {
+    re2::RE2 a(r), b(within_line(r));
+    ASSERT_TRUE(a.ok() && b.ok()) << r;
+    for (const auto& l : lines) EXPECT_EQ(re2::RE2::PartialMatch(l, a), re2::RE2::PartialMatch(l, b)) << r << " on " << l;
+    EXPECT_TRUE(re2::RE2::PartialMatch(across, a)) << r;  // across a line end: only the original
+    EXPECT_FALSE(re2::RE2::PartialMatch(across, b)) << r;
+  }
+  // The gate's block scan gives a line after a line ending in whitespace no hit of its own.
+  ::setenv("FIRSTFAULT_CACHE_DIR", "off", 1);
+  // (a healthy line holding "python": the pattern is gated by a regexp, not by its literals)
+  auto lib = ff::kb::library::from_files({{"kinds.tsv", "kind\tcategory\tmeaning\nx\tresource\tx\n"},
+                                          {"_tables/healthy_lines.tsv", "line\tsource\n/usr/lib/python3/x.py:1: UserWarning: w\ttest\n"}});
+  ASSERT_TRUE(lib) << lib.error().message;
+  auto g = ff::match::gate::build(lib.value(), {R"(\s+(?:\S*/)?(?:python[\d.]*|torchrun)\b)"});
+  ASSERT_TRUE(g) << g.error().message;
+  ASSERT_EQ(g.value().stage_regexps().size(), 1u);
+  ff::match::gate_scratch sc(g.value());
+  const std::string block = "ps: 12 D /usr/bin/python3\n[default1]:/usr/lib/python3/dist-packages/x.py:1: UserWarning: w\n";
+  std::vector<char> hit;
+  ASSERT_TRUE(g.value().hit_lines(block, {0, static_cast<std::uint32_t>(block.find('\n') + 1)}, hit, sc));
+  EXPECT_EQ(hit, (std::vector<char>{1, 0}));
+  ::unsetenv("FIRSTFAULT_CACHE_DIR");
+}
+
 // left_context_literals: every match of the run holds one of the literals (checked by RE2 on random text
 // over the runs' own bytes); none is a literal `usable` refused; it gives up rather than guess.
 TEST(gate_atoms, left_context_literals_cover_every_match) {
