@@ -619,35 +619,6 @@ const finding* semlock_frame_of(const context& ctx, const finding& root) {
   return best;
 }
 
-// The ranks of the other failures that torchelastic stamped with the same second as `root` (its "Root Cause
-// (first observed failure)" entry). A failure's timestamp is whole seconds (ProcessFailure: int(time.time())
-// when the worker left no error file, the error file's int timestamp otherwise) and get_first_failure() is
-// min(failures, key=timestamp), which keeps the first of equal keys: SubprocessContext._poll fills the
-// failures of one monitor pass in local-rank order, so on a tie the entry is the lowest local rank, not the
-// first to fail (torch/distributed/elastic/multiprocessing/errors/__init__.py, ChildFailedError.get_first_failure;
-// multiprocessing/api.py, SubprocessContext._poll). The agent's "failed (exitcode: N) local_rank: N" line is
-// the same min(). Empty when the entry's time leads every other failure.
-std::set<int> same_second_failures(const context& ctx, const extract::exit_record& root);
-
-// "; a tie-break: ranks 0-1 failed in the same second (...)": what the report adds to a rank taken from such an
-// entry when other failures share its second.
-std::string tie_note(const extract::exit_record& root, std::set<int> tied) {
-  tied.insert(*root.rank);
-  return "; a tie-break, not an order: ranks " + text::rank_ranges({tied.begin(), tied.end()}) + " failed in the same second (" +
-         root.time + "), and on a tie torchelastic names the lowest local rank; no line of these logs says which failed "
-         "first (rerun with --tee 3 or --log_dir for per-rank output)";
-}
-
-std::set<int> same_second_failures(const context& ctx, const extract::exit_record& root) {
-  std::set<int> tied;
-  if (root.time.empty()) return tied;
-  for (const auto& e : ctx.exits)
-    if (&e != &root && !e.from_agent_line && e.launcher == root.launcher && e.failed() && e.rank && e.rank != root.rank &&
-        e.time == root.time && e.attempt == root.attempt)
-      tied.insert(*e.rank);
-  return tied;
-}
-
 // Longer than the ~120-line guideline on purpose: this is a table, one entry per rule (name, what it
 // decides, its source, its function), in the order they are tried; the order is part of the behaviour and
 // is read in one place. Each rule is tested on its own (tests/unit/rules_test.cpp).
