@@ -237,6 +237,20 @@ bool extractor::feed_launcher_exit(std::string_view t, std::uint64_t line_no, st
       r.from_agent_line = true;
       exits.push_back(r);
     }
+    // A launcher that runs one Python worker and waits for it (accelerate's simple_launcher,
+    // torch.distributed.launch, DeepSpeed's old launcher) raises CalledProcessError, whose text for a worker
+    // killed by a signal is "Command '[...]' died with <Signals.SIGKILL: 9>." (CPython subprocess.py): an exit
+    // record with the signal, no rank (the command names none).
+    static const re2::RE2& cps_re = exit_report("called_process_signal");
+    std::string cps_signal;
+    int cps_number = 0;
+    if (contains(t, "died with <Signals.") && re2::RE2::PartialMatch(sp, cps_re, &cps_signal, &cps_number)) {
+      auto r = new_record("launch", line_no);
+      r.exitcode = -cps_number;
+      r.signal = cps_signal;
+      r.from_agent_line = true;
+      exits.push_back(r);
+    }
     // horovodrun's Gloo launcher (horovod/runner/gloo_run.py, _exec_command): "Process {idx} exit with status code
     // {ec}." for each worker that exits non-zero, idx being its rank; each is printed as its process ends, so the
     // first printed is the first to fail (the launcher then terminates the others and says so).

@@ -680,6 +680,17 @@ TEST(launch_exit, horovod_names_each_failed_rank_the_first_first) {
   EXPECT_TRUE(feed_all({"Process 1 exit with status code"}).exits.empty());
 }
 
+// A launcher's CalledProcessError for a Python worker killed by a signal (accelerate's simple_launcher): the
+// signal, no rank; a build tool's (ninja) is not a worker's exit.
+TEST(launch_exit, a_python_worker_killed_by_a_signal) {
+  auto f = feed_all({"subprocess.CalledProcessError: Command '['/usr/bin/python3', '-m', 'autotrain.trainers.clm']' died with <Signals.SIGKILL: 9>."});
+  ASSERT_EQ(f.exits.size(), 1u);
+  EXPECT_EQ(f.exits[0].exitcode, -9);
+  EXPECT_EQ(f.exits[0].signal, "SIGKILL");
+  EXPECT_FALSE(f.exits[0].rank);
+  EXPECT_TRUE(feed_all({"subprocess.CalledProcessError: Command '['ninja', '-v']' died with <Signals.SIGKILL: 9>."}).exits.empty());
+}
+
 // Slurm's job.step id is not a training step: "STEP 8.0" in slurmstepd's CANCELLED line.
 TEST(progress, a_dotted_step_id_is_not_progress) {
   EXPECT_FALSE(ff::extract::read_step("slurmstepd-node1: error: *** STEP 8.0 ON node1 CANCELLED AT 2026-12-06T16:39:19 ***", true));
@@ -696,7 +707,7 @@ TEST(extract, exit_report_rows_have_their_groups) {
                                        "torchelastic_exitcode", "torchelastic_signal", "mpirun_process", "mpirun_host",
                                        "mpirun_exit_code", "mpirun_signal", "srun_task", "called_process_error",
                                        "torchelastic_worker_failed", "torchelastic_closing_signal", "deepspeed_exit", "cxx_terminate",
-                                       "horovod_process_exit"};
+                                       "horovod_process_exit", "called_process_signal"};
   EXPECT_EQ(std::set<std::string>(t.order.begin(), t.order.end()), asked);
   for (const auto& name : t.order) {
     re2::RE2 re(t.get(name, "regex"));
