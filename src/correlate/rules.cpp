@@ -614,6 +614,7 @@ const finding* semlock_frame_of(const context& ctx, const finding& root) {
   for (const auto& f : ctx.fs) {
     if (f.source != root.source || f.line_no >= root.line_no || f.line_no + kFrameGap < root.line_no) continue;
     if (ctx.sig(f).name != "data_semlock_dev_shm") continue;
+    if (f.rank && root.rank && *f.rank != *root.rank) continue;  // another rank's traceback, interleaved
     if (!best || f.line_no > best->line_no) best = &f;
   }
   return best;
