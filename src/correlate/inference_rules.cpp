@@ -401,12 +401,8 @@ std::optional<inference> loss_scale_collapsed(const context& ctx) {
   std::vector<std::pair<const finding*, double>> run;
   for (const auto& f : ctx.fs) {
     const auto& s = ctx.sig(f);
-    if (!s.has_tag("event.transient") || s.transient_field.empty()) continue;
-    const std::string v = field(f, s.transient_field);
-    char* end = nullptr;
-    const double x = v.empty() ? 0 : std::strtod(v.c_str(), &end);
-    if (v.empty() || !end || *end != '\0') continue;
-    run.emplace_back(&f, x);
+    if (!s.has_tag("event.transient")) continue;
+    if (auto x = transient_value(ctx, f)) run.emplace_back(&f, *x);
   }
   if (run.size() < kLossScaleRun) return std::nullopt;
   // In the order written: by their own times where every line has one on one clock, else by file and line.

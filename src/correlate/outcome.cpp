@@ -161,14 +161,10 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
     // A transient whose number is still far from its floor (kb transient_above), in the run's first steps:
     // the loop is settling. Later in a run (a progress line before it at step kSettlingSteps or more) the same
     // halvings are the scaler reacting to a spike, and only training on past them says it was survived.
-    if (reason.empty() && transient && !s.transient_field.empty() && progress_before(ctx, f) < kSettlingSteps) {
-      const std::string v = field(f, s.transient_field);
-      char* num_end = nullptr;
-      const double x = v.empty() ? 0 : std::strtod(v.c_str(), &num_end);
-      if (!v.empty() && num_end && *num_end == '\0' && x >= s.transient_above)
-        reason = "its " + s.transient_field + " is " + v + ", still at least " + std::to_string(s.transient_above) +
+    if (reason.empty() && transient && settling(ctx, f))
+      if (auto x = transient_value(ctx, f); x && *x >= s.transient_above)
+        reason = "its " + s.transient_field + " is " + field(f, s.transient_field) + ", still at least " + std::to_string(s.transient_above) +
                  ": the scaler is settling, not collapsing to its floor";
-    }
     if (!reason.empty()) out[&f] = std::move(reason);
   }
   return out;
@@ -217,6 +213,16 @@ std::string suspicious_survived(const context& ctx, const suspicious_line& s) {
 }
 
 bool settling(const context& ctx, const finding& f) { return progress_before(ctx, f) < kSettlingSteps; }
+
+std::optional<double> transient_value(const context& ctx, const finding& f) {
+  const auto& s = ctx.sig(f);
+  if (s.transient_field.empty()) return std::nullopt;
+  const std::string v = field(f, s.transient_field);
+  char* end = nullptr;
+  const double x = v.empty() ? 0 : std::strtod(v.c_str(), &end);
+  if (v.empty() || !end || *end != '\0') return std::nullopt;
+  return x;
+}
 
 // The ranks of the other failures that torchelastic stamped with the same second as `root` (its "Root Cause
 // (first observed failure)" entry). A failure's timestamp is whole seconds (ProcessFailure: int(time.time())

@@ -20,6 +20,9 @@ bool raised_exception(const finding& f);
 /// progress line before it stated a step of kSettlingSteps (1000, DeepSpeed's loss_scale_window) or more
 /// (outcome.cpp).
 bool settling(const context& ctx, const finding& f);
+/// The number a transient line carries in its signature's `transient_field` (kb transient_above: a loss scale),
+/// when the whole field is a number; else none (outcome.cpp).
+std::optional<double> transient_value(const context& ctx, const finding& f);
 /// The ranks of the other failures torchelastic stamped with the same second as its Root Cause entry `root`
 /// (they are not ordered by it), and the note a rank taken from such an entry gets (outcome.cpp).
 std::set<int> same_second_failures(const context& ctx, const extract::exit_record& root);

@@ -14,18 +14,9 @@ using namespace ff::correlate;
 using ff::testing::builtin;
 using ff::testing::diagnose_text;
 
-int sig_of(const std::string& name) { return ff::testing::signature_index(name); }
-
 finding hit(const std::string& name, std::uint64_t line_no, std::string text, std::optional<int> rank = std::nullopt,
             ff::match::fields captured = {}, std::string source = "part2.log") {
-  finding f;
-  f.signature = sig_of(name);
-  f.rank = rank;
-  f.captured = std::move(captured);
-  f.text = std::move(text);
-  f.source = std::move(source);
-  f.line_no = line_no;
-  return f;
+  return ff::testing::make_finding(name, line_no, std::move(text), rank, std::move(captured), std::move(source));
 }
 
 const finding* by_root_rule(const rules::context& ctx, std::string_view rule) {

@@ -33,14 +33,7 @@ timestamp at(int h, int mi, int s) {
 
 finding line(const std::string& name, std::optional<int> rank, std::uint64_t line_no, ff::match::fields captured = {},
              std::string text = "line", std::string source = "pasted.log") {
-  finding f;
-  f.signature = sig(name);
-  f.rank = rank;
-  f.captured = std::move(captured);
-  f.text = std::move(text);
-  f.source = std::move(source);
-  f.line_no = line_no;
-  return f;
+  return ff::testing::make_finding(name, line_no, std::move(text), rank, std::move(captured), std::move(source));
 }
 
 finding watchdog(std::optional<int> rank, std::uint64_t line_no, const std::string& ran_ms = "1802246") {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -31,6 +32,19 @@ inline int signature_index(const std::string& name) {
   auto it = std::find_if(s.begin(), s.end(), [&](const kb::signature& x) { return x.name == name; });
   if (it == s.end()) throw std::runtime_error("no signature " + name);
   return static_cast<int>(it - s.begin());
+}
+
+/// A finding of the built-in signature `name`, for rules tested on hand-built findings.
+inline correlate::finding make_finding(const std::string& name, std::uint64_t line_no, std::string text, std::optional<int> rank,
+                                       match::fields captured, std::string source) {
+  correlate::finding f;
+  f.signature = signature_index(name);
+  f.rank = rank;
+  f.captured = std::move(captured);
+  f.text = std::move(text);
+  f.source = std::move(source);
+  f.line_no = line_no;
+  return f;
 }
 
 inline const pipeline::engine& engine() {
