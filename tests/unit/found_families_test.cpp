@@ -240,3 +240,21 @@ TEST(signature_cuda_gdb_api_status_notice, the_applications_own_error_after_the_
                          "node-1:12414:12424 [0] transport/p2p.cc:136 NCCL WARN Cuda failure 'peer access is not supported between these two devices'\n");
   EXPECT_EQ(r.diag.verdict, ff::correlate::verdict::failure);
 }
+
+// --- event.advisory (Slurm task/cgroup's "Exceeded step memory limit at some point.": a note, not a kill) --------
+
+TEST(rule_advisory_note, alone_it_is_survived_with_a_kill_or_a_failed_task_it_is_the_cause) {
+  auto ok = diagnose_text("slurm-note-alone", "52428800 bytes (52 MB) copied, 0.459204 s, 114 MB/s\n"
+                                              "slurmstepd: Exceeded step memory limit at some point.\n");
+  EXPECT_EQ(ok.diag.verdict, ff::correlate::verdict::healthy);
+  auto task = diagnose_text("slurm-note-task-killed", "step 10 loss 2.3\n"
+                                                      "srun: error: node1: task 0: Killed\n"
+                                                      "slurmstepd: error: Exceeded step memory limit at some point.\n");
+  EXPECT_EQ(task.diag.verdict, ff::correlate::verdict::failure);
+  EXPECT_EQ(task.diag.kind, "host_oom_sigkill");
+  EXPECT_EQ(task.diag.signature, "slurm_memory_limit_reached_note");
+  // The kill forms stay the other signature's, and win over the note on the same run.
+  auto kill = diagnose_text("slurm-kill", "slurmstepd: error: Job 41176 exceeded memory limit (3940736 > 2068480), being killed\n"
+                                          "slurmstepd: error: Exceeded job memory limit at some point.\n");
+  EXPECT_EQ(kill.diag.signature, "slurm_exceeded_memory_limit");
+}
