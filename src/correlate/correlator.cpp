@@ -460,6 +460,12 @@ void next_steps(diagnosis& d, const rules::context& ctx) {
     const auto& e = d.collateral.front().example;
     d.next_steps.push_back("Read " + at(e.source, e.line_no) + " first (" + d.collateral.front().title +
                            "), and what each rank printed just before its first error.");
+  } else if (!ctx.in->stream_ends.empty()) {
+    // Nothing looks wrong (ends_in_startup): the evidence is where each log stops.
+    const auto& e = ctx.in->stream_ends.front();
+    d.next_steps.push_back("Read " + at(e.source, e.line_no) + " first, where " +
+                           (ctx.in->stream_ends.size() > 1 ? "the first log" : std::string("the log")) +
+                           " stops: nothing after it shows progress or an end, so the job may have hung right after that line.");
   }
   bool timeout = false, nccl = false;
   for (const auto& f : ctx.fs) {

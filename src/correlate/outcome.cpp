@@ -113,11 +113,12 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
   for (const auto& e : ctx.exits)
     if (e.rank && e.failed()) stuck.insert(*e.rank);
   const auto& waited_on_or_failed = stuck;
-  // An advisory (tag event.advisory: a scheduler's note that a limit was reached, naming no kill) explains a
-  // run only when something shows the run failed: a worker's failed exit, another error, a line that looks
-  // wrong. Alone, the work was not stopped by it (Slurm's task/cgroup prints "Exceeded step memory limit at some
-  // point." whenever memory.failcnt is non-zero, page cache reclaimed included, and the step may have ended
-  // well: Galaxy's Slurm runner drops the line from jobs that completed).
+  // An advisory (tag event.advisory: a note that names no failure) explains a run only when something shows
+  // the run failed: a worker's failed exit, another error, a line that looks wrong. Alone, the work was not
+  // stopped by it. Slurm's task/cgroup prints "Exceeded step memory limit at some point." whenever
+  // memory.failcnt is non-zero, page cache reclaimed included, and the step may have ended well (Galaxy's Slurm
+  // runner drops the line from jobs that completed); NCCL's INFO line naming the loopback interface is right on
+  // a single host (NCCL_SOCKET_IFNAME=lo), and wrong only when peers on other hosts then cannot connect.
   const bool failure_shown = std::any_of(ctx.exits.begin(), ctx.exits.end(), [](const auto& e) { return e.failed(); }) ||
                              !ctx.in->suspicious.empty() ||
                              std::any_of(ctx.fs.begin(), ctx.fs.end(), [&](const finding& g) { return !ctx.sig(g).has_tag("event.advisory"); });
@@ -125,7 +126,7 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
     const auto& s = ctx.sig(f);
     if (s.has_tag("event.advisory")) {
       if (!failure_shown)
-        out[&f] = "a note that a limit was reached at some point, not that anything was killed, and no exit or other error shows a failure";
+        out[&f] = "a note that names no failure, and no exit, other error or line that looks wrong shows the run failed";
       continue;
     }
     // Never survived: training on NaN is the failure; nothing follows the scheduler's end; a GPU runtime error

@@ -59,7 +59,10 @@ void head_lines(const head_facts& h, const paint& p, const std::function<void(co
   std::string first = h.rank.empty() ? std::string("rank unknown") : p("1;31", "rank " + h.rank);
   if (!h.host.empty()) first += " on host " + h.host;
   if (h.verdict == "undetermined") {
-    line(p("1;33", "verdict: undetermined") + " - something failed, but no signature explains it");
+    // (correlator set_verdict: nothing looked wrong, the log stops in set-up with no progress and no end)
+    const bool stopped = h.initiating_rule.rfind("the log stops", 0) == 0;
+    line(p("1;33", "verdict: undetermined") +
+         (stopped ? " - nothing read looks wrong, but the log stops before any progress or end" : " - something failed, but no signature explains it"));
     line("first failing: " + first);
     line("decided by: " + (h.initiating_rule.empty() ? std::string("no rule (see the lines below)") : h.initiating_rule));
     if (!h.action.empty()) line(p("1", "action: ") + h.action);
