@@ -445,7 +445,16 @@ std::optional<rank_decision> culprit_from(const context& ctx, const std::vector<
       auto quoted = "\"" + std::string(text::prefix_utf8(f->text, limits::kQuoteBytes)) + "\"";
       if (ini.kind == how::printing_rank) d.why = "the rank that printed: " + quoted;
       else if (ini.kind == how::rank_zero) d.why = "this failure is rank 0's own work (" + ctx.sig(*f).title + ")";
-      else if (ini.kind == how::exit_code) d.why = "the worker torchelastic reported with exit code " + std::to_string(ini.exit_code);
+      else if (ini.kind == how::exit_code) {
+        // named after the launcher whose exit record gave the rank (initiator_of: the same search)
+        std::string by = "torchelastic";
+        for (const auto& e : ctx.exits)
+          if (e.exitcode && *e.exitcode == ini.exit_code && e.rank == c) {
+            by = e.launcher;
+            break;
+          }
+        d.why = "the worker " + by + " reported with exit code " + std::to_string(ini.exit_code);
+      }
       else d.why = "named in: " + quoted + (f->rank ? " (printed by rank " + std::to_string(*f->rank) + ")" : "");
       return d;
     }
