@@ -325,7 +325,9 @@ status collect(const std::vector<std::string>& paths, const engine& eng, const o
     worker.post([&col, &out, st, bytes = reader.bytes_read()] {
       col.close_stream(*st);
       input_stats stats{st->display, st->lines, bytes};
-      if (stats.lines > 0) out.any_readable = true;
+      // Lines, but none with text (blank or whitespace only): nothing to read, as an empty file.
+      if (stats.lines > 0 && !st->last_body.empty()) out.any_readable = true;
+      else if (stats.lines > 0) out.errors.push_back({st->display, "only blank lines", false});
       out.total_lines += stats.lines;
       out.total_bytes += stats.bytes;
       out.inputs.push_back(std::move(stats));
@@ -337,6 +339,8 @@ status collect(const std::vector<std::string>& paths, const engine& eng, const o
   auto errors = ingest::read_inputs(paths, opt.ingest, visit);
   worker.finish();
   if (stopped) return error{"cancelled", errc::cancelled};
+  // (the inputs' own notes first, then the worker's: an input of blank lines only)
+  errors.insert(errors.end(), std::make_move_iterator(out.errors.begin()), std::make_move_iterator(out.errors.end()));
   out.errors = std::move(errors);
   return col.check();  // an engine error mid-run: no verdict from partial matching
 }

@@ -258,3 +258,15 @@ TEST(rule_advisory_note, alone_it_is_survived_with_a_kill_or_a_failed_task_it_is
                                           "slurmstepd: error: Exceeded job memory limit at some point.\n");
   EXPECT_EQ(kill.diag.signature, "slurm_exceeded_memory_limit");
 }
+
+// --- an input of blank lines only is not a healthy run: nothing was read, as with an empty file ----------------
+
+TEST(input_blank_lines_only, is_not_read_and_never_healthy) {
+  auto r = diagnose_text("blank-only", "\n   \n\t\n");
+  EXPECT_FALSE(r.any_readable);
+  EXPECT_EQ(r.diag.verdict, ff::correlate::verdict::undetermined);
+  ASSERT_FALSE(r.errors.empty());
+  EXPECT_EQ(r.errors.back().reason, "only blank lines");
+  auto one = diagnose_text("one-line", "\nstep 1 loss 2.0\n\n");
+  EXPECT_TRUE(one.any_readable);
+}
