@@ -337,10 +337,13 @@ void merge_findings(context& c, const inputs& in) {
         f.rank = *failed.begin();
   assign_attempts(all);
   // Lines of no rank with the same text but raised at different call sites (two ranks' tracebacks on one
-  // console, "Timed out waiting 10000ms ..." under dist.broadcast and under dist.all_reduce) are not repeats.
-  std::map<std::tuple<int, int, std::string, int, std::string>, std::size_t> seen;
+  // console, "Timed out waiting 10000ms ..." under dist.broadcast and under dist.all_reduce) are not repeats,
+  // nor are lines of no rank that two hosts printed (each node's NCCL WARN: the same event on two nodes; a copy
+  // of a line in another file names the same host).
+  std::map<std::tuple<int, int, std::string, int, std::string, std::string>, std::size_t> seen;
   for (auto& f : all) {
-    auto key = std::make_tuple(f.signature, f.rank.value_or(-1), f.text, f.attempt.value_or(-1), f.rank ? std::string() : field(f, "user_frame"));
+    auto key = std::make_tuple(f.signature, f.rank.value_or(-1), f.text, f.attempt.value_or(-1), f.rank ? std::string() : field(f, "user_frame"),
+                               f.rank || !f.host ? std::string() : *f.host);
     if (auto it = seen.find(key); it != seen.end()) {
       auto& kept = c.fs[it->second];
       ++kept.duplicates;
@@ -889,6 +892,29 @@ const std::vector<kind_rule>& kind_rules() {
          return std::make_pair(std::string("gpu_xid_hardware"),
                                "Xid " + list + " recurred in " + std::to_string(n) + " separate events on the same GPU (PCI " + pci +
                                    "): a faulty GPU, not one bad kernel");
+       }},
+      {"ib_timeout_on_every_host", "InfiniBand completion error 12 (transport retry counter exceeded) on every host of the run "
+                                   "before any rank made progress: not one bad link, the fabric's set-up (RoCE GID index, "
+                                   "traffic class, switch filtering)",
+       "NCCL maintainer in https://github.com/NVIDIA/nccl/issues/426 (error 12 is a retry timeout; right away it means the NICs "
+       "cannot talk over RoCE: GID index, traffic class); ibv_wc_status IBV_WC_RETRY_EXC_ERR = 12 (rdma-core verbs.h)",
+       [](const context& ctx, const std::vector<const finding*>& root,
+          const std::string& kind) -> std::optional<std::pair<std::string, std::string>> {
+         if (kind != "network_hardware" || root.empty()) return std::nullopt;
+         static const re2::RE2 err12(R"(NET/IB ?: Got completion (?:from peer \S+ )?with (?:error |status=)12\b)");
+         std::set<std::string> with;
+         for (const auto& f : ctx.fs)
+           if (f.host && re2::RE2::PartialMatch(f.text, err12)) with.insert(*f.host);
+         if (with.size() < 2) return std::nullopt;
+         for (const auto& h : ctx.in->hosts)
+           if (!with.count(h)) return std::nullopt;  // a host without it: a link or a node, the hardware reading stands
+         for (const auto& [_, act] : ctx.in->activity)
+           if (act.last_step) return std::nullopt;  // the fabric carried training first: a link that failed later
+         std::string list;
+         for (const auto& h : with) list += (list.empty() ? "" : ", ") + h;
+         return std::make_pair(std::string("nccl_env_misconfig"),
+                               "every host (" + list + ") got InfiniBand completion error 12 before any progress: the NICs "
+                               "cannot reach each other as configured (on RoCE: NCCL_IB_GID_INDEX, traffic class), not one bad link");
        }},
       {"size_ratio_is_an_element_width", "gloo received a message of exactly 2, 4 or 8 times the buffer's bytes, or a half, "
                                          "quarter or eighth of them: the ratio of two element widths (1, 2, 4, 8 bytes), so "

@@ -270,3 +270,17 @@ TEST(input_blank_lines_only, is_not_read_and_never_healthy) {
   auto one = diagnose_text("one-line", "\nstep 1 loss 2.0\n\n");
   EXPECT_TRUE(one.any_readable);
 }
+
+// --- ib_timeout_on_every_host (kind rule: IB completion error 12 on every host before any progress) -------------
+
+TEST(rule_ib_timeout_on_every_host, every_host_at_set_up_is_configuration_one_host_or_after_training_is_hardware) {
+  const std::string a = "gpu4:35902:35977 [0] transport/net_ib.cu:788 NCCL WARN NET/IB : Got completion with error 12, opcode 1, len 0, vendor err 129\n";
+  const std::string b = "gpu5:35917:35994 [0] transport/net_ib.cu:788 NCCL WARN NET/IB : Got completion with error 12, opcode 1, len 0, vendor err 129\n";
+  auto both = diagnose_text("ib12-both", a + b);
+  EXPECT_EQ(both.diag.kind, "nccl_env_misconfig");
+  EXPECT_EQ(both.diag.rule, "ib_timeout_on_every_host");
+  auto one = diagnose_text("ib12-one", "gpu4:35902:35977 [0] NCCL INFO comm 0x1 rank 0 nranks 2\ngpu5:35917:35917 [0] NCCL INFO comm 0x2 rank 1 nranks 2\n" + b);
+  EXPECT_EQ(one.diag.kind, "network_hardware");
+  auto later = diagnose_text("ib12-after-training", "[rank0]: step 120/5000 | loss 2.314\n" + a + b);
+  EXPECT_EQ(later.diag.kind, "network_hardware");
+}
