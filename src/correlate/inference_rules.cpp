@@ -873,7 +873,30 @@ const std::vector<inference_rule>& inference_rules() {
          if (!best)
            for (const auto& e : ctx.exits)
              if (e.rank && e.exitcode && *e.exitcode != 0) { best = &e; break; }
-         if (!best) return std::nullopt;
+         if (!best) {
+           // A launcher of one process names no rank (accelerate's simple_launcher, a script's subprocess.run:
+           // "CalledProcessError: Command '[...]' died with <Signals.SIGKILL: 9>"): when it is the only failed
+           // exit, its code still says what kind of end it was; the rank stays unknown.
+           const extract::exit_record* only = nullptr;
+           for (const auto& e : ctx.exits)
+             if (e.exitcode && *e.exitcode != 0) {
+               if (only || e.rank) return std::nullopt;
+               only = &e;
+             }
+           if (!only) return std::nullopt;
+           const int code = *only->exitcode;
+           inference inf;
+           inf.entry = code == -9 || only->signal == "SIGKILL" ? "launcher_exit_sigkill"
+                       : code == -11 || only->signal == "SIGSEGV" ? "launcher_exit_sigsegv"
+                       : code > 0 ? "launcher_exit_error" : "";
+           if (inf.entry.empty()) return std::nullopt;
+           inf.why = "the launcher's only failed process, of no rank (exit code " + std::to_string(code) + ")";
+           inf.extra.push_back({only->source, "launcher: its process exited with code " + std::to_string(code), only->time, only->line_no,
+                                std::nullopt, only->host.empty() ? std::nullopt : std::optional<std::string>(only->host)});
+           for (const auto& f : ctx.fs)
+             if (ctx.sig(f).kind == "rank_exception" || ctx.sig(f).category == "launch") inf.findings.push_back(&f);
+           return inf;
+         }
          // The launcher's first failure may be a rank that only lost its peer (a connection closed or reset: a
          // line tagged symptom.peer_gone of its own): torchrun's "first observed failure" is the first exit its
          // agent noticed. Then the one other worker that failed without a line of its own (os._exit, a SIGKILL

@@ -284,3 +284,21 @@ TEST(rule_ib_timeout_on_every_host, every_host_at_set_up_is_configuration_one_ho
   auto later = diagnose_text("ib12-after-training", "[rank0]: step 120/5000 | loss 2.314\n" + a + b);
   EXPECT_EQ(later.diag.kind, "network_hardware");
 }
+
+// --- launcher_exit: a one-process launcher's CalledProcessError names no rank, its signal still says the end --------
+
+TEST(rule_launcher_exit, a_rankless_only_failed_process_killed_by_sigkill_is_a_kill_of_unknown_rank) {
+  const std::string tb =
+      "Traceback (most recent call last):\n"
+      "  File \"/usr/local/lib/python3.10/dist-packages/accelerate/commands/launch.py\", line 637, in simple_launcher\n"
+      "    raise subprocess.CalledProcessError(returncode=process.returncode, cmd=cmd)\n";
+  auto r = diagnose_text("accelerate-sigkill",
+                         "Loading checkpoint shards:   0% 0/2 [00:00<?, ?it/s]\n" + tb +
+                             "subprocess.CalledProcessError: Command '['/usr/bin/python3', 'train.py']' died with <Signals.SIGKILL: 9>.\n");
+  EXPECT_EQ(r.diag.kind, "host_oom_sigkill");
+  EXPECT_EQ(r.diag.rule, "launcher_exit");
+  EXPECT_FALSE(r.diag.initiating_rank.has_value());
+  // A SIGTERM says who stopped it, not why: no verdict from it.
+  auto term = diagnose_text("accelerate-sigterm", tb + "subprocess.CalledProcessError: Command '['/usr/bin/python3', 'train.py']' died with <Signals.SIGTERM: 15>.\n");
+  EXPECT_NE(term.diag.rule, "launcher_exit");
+}
