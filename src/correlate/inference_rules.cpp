@@ -751,7 +751,13 @@ const std::vector<inference_rule>& inference_rules() {
          if (v.timed_out.empty())
            for (const auto& f : ctx.fs)
              if (is_timeout(ctx.sig(f)) && !f.rank && !ctx.survived.count(&f)) rankless.push_back(&f);
-         if (rankless.empty() && (v.timed_out.empty() || !v.absent.empty())) return std::nullopt;
+         // A rank that did not time out but lost its peer while blocked (gloo's "Connection closed by peer" in
+         // backward's all-reduce: tag event.peer_closed) was in a collective too: its peer timed out and exited.
+         std::set<int> lost_peer;
+         for (const auto& f : ctx.fs)
+           if (f.rank && !ctx.survived.count(&f) && ctx.sig(f).has_tag("event.peer_closed")) lost_peer.insert(*f.rank);
+         const bool all_blocked = std::all_of(v.absent.begin(), v.absent.end(), [&](int r) { return lost_peer.count(r) > 0; });
+         if (rankless.empty() && (v.timed_out.empty() || !all_blocked)) return std::nullopt;
          if (!rankless.empty()) v.lines = rankless;
          // Only plans stated by lines of one shape (the most common one) are compared: see timeout_absent_rank.
          std::map<std::string, int> shapes;

@@ -302,3 +302,36 @@ TEST(rule_launcher_exit, a_rankless_only_failed_process_killed_by_sigkill_is_a_k
   auto term = diagnose_text("accelerate-sigterm", tb + "subprocess.CalledProcessError: Command '['/usr/bin/python3', 'train.py']' died with <Signals.SIGTERM: 15>.\n");
   EXPECT_NE(term.diag.rule, "launcher_exit");
 }
+
+// --- uneven_planned_steps: the long rank lost its peer in backward (gloo), the short one timed out in barrier ------
+
+TEST(rule_uneven_planned_steps, a_rank_that_lost_its_peer_in_a_collective_counts_as_blocked) {
+  auto r = diagnose_text(
+      "uneven-peer-closed",
+      "[default0]:2026-12-07 06:20:40,543 [INFO] [rank0] dataset: 80 samples, 20 batches of 4 on this rank\n"
+      "[default0]:2026-12-07 06:20:40,546 [INFO] [rank0] epoch 0 step 0/20 loss 5.6491 lr 5.00e-02\n"
+      "[default1]:2026-12-07 06:20:40,539 [INFO] [rank1] dataset: 16 samples, 4 batches of 4 on this rank\n"
+      "[default1]:2026-12-07 06:20:40,546 [INFO] [rank1] epoch 0 step 0/4 loss 5.6491 lr 5.00e-02\n"
+      "[default1]:2026-12-07 06:20:40,747 [INFO] [rank1] epoch 0 step 2/4 loss 4.0661 lr 5.00e-02\n"
+      "[default0]:2026-12-07 06:20:40,747 [INFO] [rank0] epoch 0 step 2/20 loss 4.0661 lr 5.00e-02\n"
+      "[default0]:Traceback (most recent call last):\n"
+      "[default0]:  File \"/tmp/job/train.py\", line 349, in <module>\n"
+      "[default0]:    main()\n"
+      "[default0]:  File \"/tmp/job/train.py\", line 291, in main\n"
+      "[default0]:    loss.backward()\n"
+      "[default0]:  File \"/usr/lib/python3/dist-packages/torch/_tensor.py\", line 488, in backward\n"
+      "[default0]:    torch.autograd.backward(\n"
+      "[default0]:  File \"/usr/lib/python3/dist-packages/torch/autograd/__init__.py\", line 197, in backward\n"
+      "[default0]:    Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the backward pass\n"
+      "[default0]:RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:13185\n"
+      "[default1]:Traceback (most recent call last):\n"
+      "[default1]:  File \"/tmp/job/train.py\", line 349, in <module>\n"
+      "[default1]:    main()\n"
+      "[default1]:  File \"/tmp/job/train.py\", line 335, in main\n"
+      "[default1]:    dist.barrier()\n"
+      "[default1]:  File \"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", line 3152, in barrier\n"
+      "[default1]:    work.wait()\n"
+      "[default1]:RuntimeError: [./gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 10000ms for recv operation to complete\n");
+  EXPECT_EQ(r.diag.kind, "uneven_batches_collective_hang");
+  EXPECT_EQ(r.diag.initiating_rank.value_or(-1), 1);
+}
