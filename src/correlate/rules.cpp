@@ -685,6 +685,31 @@ const std::vector<rank_rule>& rank_rules() {
          }
          return std::nullopt;
        }},
+      {"fingerprint_first_differing_rank",
+       "a TORCH_DISTRIBUTED_DEBUG=DETAIL mismatch report names the first rank, in rank order, whose fingerprint differs "
+       "from the reporter's: when that rank J is above the reporter and J >= 2, ranks 0..J-1 (two or more) agree with "
+       "the reporter, so rank J is the odd rank out, not the rank that printed the report",
+       "torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp (CollectiveFingerPrint::verify_tensors compares the gathered "
+       "fingerprints in rank order and reports the first that differs)",
+       [](const context&, const std::vector<const finding*>& root) -> std::optional<rank_decision> {
+         std::set<int> odd;
+         std::optional<int> by;
+         for (const auto* f : root) {
+           auto j = to_int(field(*f, "peer_rank"));
+           auto r = to_int(field(*f, "rank"));
+           if (!r) r = f->rank;
+           if (!j || !r || *j <= *r || *j < 2) continue;  // a lower rank named, or two ranks only: no majority
+           odd.insert(*j);
+           by = *r;
+         }
+         if (odd.size() != 1) return std::nullopt;
+         const int j = *odd.begin();
+         return rank_decision{j, std::nullopt,
+                              "rank " + std::to_string(*by) + "'s check found rank" + (j > 2 ? "s 0-" + std::to_string(j - 1) : "s 0 and 1") +
+                                  " running its collective and rank " + std::to_string(j) +
+                                  " the first that differs (the check compares in rank order): rank " + std::to_string(j) +
+                                  " is the odd rank out, not the rank that printed the report"};
+       }},
       {"thread_died_on_waited_rank",
        "the root is a helper thread's uncaught exception ('Exception in thread NAME:' just before it); the ranks its lines "
        "were given timed out in a collective themselves, and exactly one rank never did: the thread was that rank's (its "

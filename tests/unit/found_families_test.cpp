@@ -335,3 +335,17 @@ TEST(rule_uneven_planned_steps, a_rank_that_lost_its_peer_in_a_collective_counts
   EXPECT_EQ(r.diag.kind, "uneven_batches_collective_hang");
   EXPECT_EQ(r.diag.initiating_rank.value_or(-1), 1);
 }
+
+// --- fingerprint_first_differing_rank (DETAIL mismatch: the first rank in rank order that differs) -----------------
+
+TEST(rule_fingerprint_first_differing_rank, a_named_rank_above_two_agreeing_ranks_is_the_odd_one_two_ranks_give_none) {
+  const std::string fp = "CollectiveFingerPrint(SequenceNumber=101, OpType=ALLGATHER, TensorShape=[1], TensorDtypes=Long)";
+  auto r = diagnose_text("fp-rank7", "[rank1]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: " + fp +
+                                         ", but Rank 7 is running collective: CollectiveFingerPrint(SequenceNumber=0, OpType=REDUCE).\n");
+  EXPECT_EQ(r.diag.initiating_rank.value_or(-1), 7);
+  // Two ranks: rank 0 names rank 1 and rank 1 names rank 0; no majority, so not this rule.
+  auto two = diagnose_text("fp-two", "[rank0]: RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: " + fp +
+                                         ", but Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=101, OpType=REDUCE).\n");
+  EXPECT_NE(two.diag.initiating_rule.rfind("rank 0's check", 0), 0u);
+  EXPECT_NE(two.diag.initiating_rank.value_or(-1), 1);
+}
