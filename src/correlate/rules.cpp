@@ -687,11 +687,11 @@ const std::vector<rank_rule>& rank_rules() {
        }},
       {"fingerprint_first_differing_rank",
        "a TORCH_DISTRIBUTED_DEBUG=DETAIL mismatch report names the first rank, in rank order, whose fingerprint differs "
-       "from the reporter's: when that rank J is above the reporter and J >= 2, ranks 0..J-1 (two or more) agree with "
-       "the reporter, so rank J is the odd rank out, not the rank that printed the report",
+       "from the reporter's: when that rank J is above the reporter, J >= 2 and J is the highest rank in the logs, ranks "
+       "0..J-1 (two or more) agree with the reporter, so rank J is the odd rank out, not the rank that printed the report",
        "torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp (CollectiveFingerPrint::verify_tensors compares the gathered "
        "fingerprints in rank order and reports the first that differs)",
-       [](const context&, const std::vector<const finding*>& root) -> std::optional<rank_decision> {
+       [](const context& ctx, const std::vector<const finding*>& root) -> std::optional<rank_decision> {
          std::set<int> odd;
          std::optional<int> by;
          for (const auto* f : root) {
@@ -704,6 +704,10 @@ const std::vector<rank_rule>& rank_rules() {
          }
          if (odd.size() != 1) return std::nullopt;
          const int j = *odd.begin();
+         // Ranks above J were not compared by the report: J must be the highest rank these logs show (it wrote
+         // lines of its own), else ranks J and up may be a second block as large as the first (a length split
+         // unevenly over four ranks: 0-1 against 2-3).
+         if (ctx.all_ranks.empty() || *ctx.all_ranks.rbegin() != j) return std::nullopt;
          return rank_decision{j, std::nullopt,
                               "rank " + std::to_string(*by) + "'s check found rank" + (j > 2 ? "s 0-" + std::to_string(j - 1) : "s 0 and 1") +
                                   " running its collective and rank " + std::to_string(j) +

@@ -340,9 +340,13 @@ TEST(rule_uneven_planned_steps, a_rank_that_lost_its_peer_in_a_collective_counts
 
 TEST(rule_fingerprint_first_differing_rank, a_named_rank_above_two_agreeing_ranks_is_the_odd_one_two_ranks_give_none) {
   const std::string fp = "CollectiveFingerPrint(SequenceNumber=101, OpType=ALLGATHER, TensorShape=[1], TensorDtypes=Long)";
-  auto r = diagnose_text("fp-rank7", "[rank1]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: " + fp +
-                                         ", but Rank 7 is running collective: CollectiveFingerPrint(SequenceNumber=0, OpType=REDUCE).\n");
+  const std::string report = "[rank1]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: " + fp +
+                             ", but Rank 7 is running collective: CollectiveFingerPrint(SequenceNumber=0, OpType=REDUCE).\n";
+  auto r = diagnose_text("fp-rank7", report + "[rank7]: Traceback (most recent call last):\n");
   EXPECT_EQ(r.diag.initiating_rank.value_or(-1), 7);
+  // Rank 7 never wrote a line: ranks above it may differ as well (0-1 against 2-3), so not this rule.
+  auto unseen = diagnose_text("fp-rank7-unseen", report);
+  EXPECT_NE(unseen.diag.initiating_rank.value_or(-1), 7);
   // Two ranks: rank 0 names rank 1 and rank 1 names rank 0; no majority, so not this rule.
   auto two = diagnose_text("fp-two", "[rank0]: RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: " + fp +
                                          ", but Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=101, OpType=REDUCE).\n");
