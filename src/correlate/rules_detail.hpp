@@ -58,6 +58,12 @@ std::optional<inference> loss_scale_collapsed(const context& ctx);
 /// other nodes' ranks lost their connection to a peer.
 std::optional<inference> node_went_silent(const context& ctx);
 
+/// gloo's size check (op.preamble.length <= op.nbytes): the bytes that arrived and the bytes of the buffer posted
+/// for them, from torch_gloo_message_size_mismatch's fields; none unless both are positive (rules.cpp).
+std::optional<std::pair<int, int>> gloo_sizes(const finding& f);
+/// The kb/_tables/collective_calls.tsv row a torch.distributed function belongs to, or empty (rules.cpp).
+std::string collective_row(const std::string& fn);
+
 /// The first finding of `list` whose signature names an initiator, as a rank decision with its reason.
 std::optional<rank_decision> culprit_from(const context& ctx, const std::vector<const finding*>& list);
 /// How the launcher that printed an exit report calls its first failure.
