@@ -512,6 +512,9 @@ const finding* orphan_symptom(const context& ctx) {
     // A generic line printed only because something else failed (a launcher killing its other workers after
     // one died) names no kind and hides none: the other symptoms decide, or nothing does.
     if (!s.is_cause() && s.layer_rank() != 0 && s.has_tag("symptom.collateral")) continue;
+    // Nor does torchelastic's summary of failed workers ("ChildFailedError", "Root Cause (first observed
+    // failure)"): it says a worker failed and points at that worker's own error, whatever its kind.
+    if (!s.is_cause() && s.has_tag("symptom.collateral") && s.has_tag("component.torchelastic")) continue;
     // Only specific symptoms: a family or generic one (any NCCL error code, "unhandled system error")
     // carries a kind that its line alone does not establish.
     if (s.is_cause() || is_timeout(s) || s.kind == "healthy" || s.layer_rank() != 0) return nullptr;

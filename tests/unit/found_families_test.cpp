@@ -353,3 +353,21 @@ TEST(rule_fingerprint_first_differing_rank, a_named_rank_above_two_agreeing_rank
   EXPECT_NE(two.diag.initiating_rule.rfind("rank 0's check", 0), 0u);
   EXPECT_NE(two.diag.initiating_rank.value_or(-1), 1);
 }
+
+// --- orphan symptoms: torchelastic's summary of failed workers names no kind of its own ---------------------------
+
+TEST(rule_orphan_symptoms, a_root_cause_block_cut_before_the_workers_error_is_undetermined) {
+  auto r = diagnose_text("root-cause-block-cut",
+                         "Root Cause (first observed failure):\n"
+                         "[0]:\n"
+                         "  time      : 2026-01-13_09:20:58\n"
+                         "  host      : job-0-0.default.svc.cluster.local\n"
+                         "  rank      : 0 (local_rank: 0)\n"
+                         "  exitcode  : 1 (pid: 1016)\n"
+                         "  error_file: /tmp/torchelastic_ey36uo59/attempt_0/0/error.json\n"
+                         "  traceback : Traceback (most recent call last):\n"
+                         "    File \"/app/train.py\", line 140, in set_determinism\n"
+                         "      torch.distributed.broadcast(seed_tensor, src=0)\n");
+  EXPECT_EQ(r.diag.verdict, ff::correlate::verdict::undetermined);
+  EXPECT_NE(r.diag.kind, "rank_exception");
+}
