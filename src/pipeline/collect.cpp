@@ -339,8 +339,16 @@ status collect(const std::vector<std::string>& paths, const engine& eng, const o
   auto errors = ingest::read_inputs(paths, opt.ingest, visit);
   worker.finish();
   if (stopped) return error{"cancelled", errc::cancelled};
-  // (the inputs' own notes first, then the worker's: an input of blank lines only)
-  errors.insert(errors.end(), std::make_move_iterator(out.errors.begin()), std::make_move_iterator(out.errors.end()));
+  // (the inputs' own notes first, then the worker's: an input of blank lines only, unless a bound cut it short:
+  // what was not read may hold text, and the run is "cut short", not "nothing readable")
+  for (auto& e : out.errors) {
+    const bool cut = std::any_of(errors.begin(), errors.end(), [&](const ingest::input_error& x) { return x.cut_short && x.path == e.path; });
+    if (cut && e.reason == "only blank lines") {
+      out.any_readable = true;
+      continue;
+    }
+    errors.push_back(std::move(e));
+  }
   out.errors = std::move(errors);
   return col.check();  // an engine error mid-run: no verdict from partial matching
 }
