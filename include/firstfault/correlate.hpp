@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "firstfault/extract.hpp"
@@ -142,6 +143,12 @@ struct alternative {
   int priority = 0;
   evidence example;
 };
+
+/// diagnosis::initiating_rule of an undetermined verdict where nothing looked wrong but the log stops in the
+/// job's start-up (a launcher banner or NCCL set-up line last), with no progress and no end: it may have hung
+/// there. The report says so and names the line where the log stops.
+inline constexpr std::string_view kLogStopsInStartup =
+    "the log stops in the job's start-up (launcher or NCCL set-up), with no progress and no end";
 
 /// The answer of a diagnosis. healthy: nothing looks like a failure (no finding, no suspicious line, no
 /// failed worker); failure: a cause line or an inference rule explains it; undetermined: something looks

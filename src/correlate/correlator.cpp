@@ -159,7 +159,7 @@ void set_verdict(diagnosis& d, decision& dec, const rules::context& ctx, const i
     // Nothing looks wrong, but the log stops in the job's start-up, with no progress and no end: it may have
     // hung right there. Not healthy (the run did not end in success nor progress).
     d.verdict = verdict::undetermined;
-    dec.rank_rule = "the log stops in the job's start-up (launcher or NCCL set-up), with no progress and no end";
+    dec.rank_rule = std::string(kLogStopsInStartup);
   } else {
     d.verdict = verdict::healthy;
   }
@@ -460,8 +460,8 @@ void next_steps(diagnosis& d, const rules::context& ctx) {
     const auto& e = d.collateral.front().example;
     d.next_steps.push_back("Read " + at(e.source, e.line_no) + " first (" + d.collateral.front().title +
                            "), and what each rank printed just before its first error.");
-  } else if (!ctx.in->stream_ends.empty()) {
-    // Nothing looks wrong (ends_in_startup): the evidence is where each log stops.
+  } else if (d.initiating_rule == kLogStopsInStartup && !ctx.in->stream_ends.empty()) {
+    // Nothing looks wrong (set_verdict: ends_in_startup): the evidence is where each log stops.
     const auto& e = ctx.in->stream_ends.front();
     d.next_steps.push_back("Read " + at(e.source, e.line_no) + " first, where " +
                            (ctx.in->stream_ends.size() > 1 ? "the first log" : std::string("the log")) +

@@ -755,7 +755,8 @@ const std::vector<inference_rule>& inference_rules() {
          // backward's all-reduce: tag event.peer_closed) was in a collective too: its peer timed out and exited.
          std::set<int> lost_peer;
          for (const auto& f : ctx.fs)
-           if (f.rank && !ctx.survived.count(&f) && ctx.sig(f).has_tag("event.peer_closed")) lost_peer.insert(*f.rank);
+           if (f.rank && !ctx.survived.count(&f) && ctx.sig(f).has_tag("event.peer_closed") && !field(f, "collective").empty())
+             lost_peer.insert(*f.rank);
          const bool all_blocked = std::all_of(v.absent.begin(), v.absent.end(), [&](int r) { return lost_peer.count(r) > 0; });
          if (rankless.empty() && (v.timed_out.empty() || !all_blocked)) return std::nullopt;
          if (!rankless.empty()) v.lines = rankless;
@@ -886,7 +887,7 @@ const std::vector<inference_rule>& inference_rules() {
            const extract::exit_record* only = nullptr;
            for (const auto& e : ctx.exits)
              if (e.exitcode && *e.exitcode != 0) {
-               if (only || e.rank) return std::nullopt;
+               if (only) return std::nullopt;
                only = &e;
              }
            if (!only) return std::nullopt;

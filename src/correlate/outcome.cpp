@@ -113,22 +113,9 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
   for (const auto& e : ctx.exits)
     if (e.rank && e.failed()) stuck.insert(*e.rank);
   const auto& waited_on_or_failed = stuck;
-  // An advisory (tag event.advisory: a note that names no failure) explains a run only when something shows
-  // the run failed: a worker's failed exit, another error, a line that looks wrong. Alone, the work was not
-  // stopped by it. Slurm's task/cgroup prints "Exceeded step memory limit at some point." whenever
-  // memory.failcnt is non-zero, page cache reclaimed included, and the step may have ended well (Galaxy's Slurm
-  // runner drops the line from jobs that completed); NCCL's INFO line naming the loopback interface is right on
-  // a single host (NCCL_SOCKET_IFNAME=lo), and wrong only when peers on other hosts then cannot connect.
-  const bool failure_shown = std::any_of(ctx.exits.begin(), ctx.exits.end(), [](const auto& e) { return e.failed(); }) ||
-                             !ctx.in->suspicious.empty() ||
-                             std::any_of(ctx.fs.begin(), ctx.fs.end(), [&](const finding& g) { return !ctx.sig(g).has_tag("event.advisory"); });
   for (const auto& f : ctx.fs) {
     const auto& s = ctx.sig(f);
-    if (s.has_tag("event.advisory")) {
-      if (!failure_shown)
-        out[&f] = "a note that names no failure, and no exit, other error or line that looks wrong shows the run failed";
-      continue;
-    }
+    if (s.has_tag("event.advisory")) continue;  // after the others (below)
     // Never survived: training on NaN is the failure; nothing follows the scheduler's end; a GPU runtime error
     // (illegal address, device assert) leaves the CUDA context unusable, and a hardware fault stays.
     // A transient the training loop recovers from by itself (tag event.transient: an fp16 overflow skips one
@@ -179,6 +166,27 @@ std::map<const finding*, std::string> survived_errors(const context& ctx) {
       if (auto x = transient_value(ctx, f); x && *x >= s.transient_above)
         reason = "its " + s.transient_field + " is " + field(f, s.transient_field) + ", still at least " + std::to_string(s.transient_above) +
                  ": the scaler is settling, not collapsing to its floor";
+    if (!reason.empty()) out[&f] = std::move(reason);
+  }
+  // An advisory (tag event.advisory: a note that names no failure) is the cause only of a run that failed with
+  // nothing else to explain it. Slurm's task/cgroup prints "Exceeded step memory limit at some point." whenever
+  // memory.failcnt is non-zero, page cache reclaimed included, and the step may have ended well (Galaxy's Slurm
+  // runner drops the line from jobs that completed); NCCL's INFO line naming the loopback interface is right on
+  // a single host (NCCL_SOCKET_IFNAME=lo), and wrong only when peers on other hosts then cannot connect. Decided
+  // after the other lines, whose survival says whether the run failed: a failed exit, an error not survived, a
+  // line that looks wrong and was not survived.
+  const bool failure_shown =
+      std::any_of(ctx.exits.begin(), ctx.exits.end(), [](const auto& e) { return e.failed(); }) ||
+      std::any_of(ctx.in->suspicious.begin(), ctx.in->suspicious.end(), [&](const suspicious_line& x) { return suspicious_survived(ctx, x).empty(); }) ||
+      std::any_of(ctx.fs.begin(), ctx.fs.end(), [&](const finding& g) { return !ctx.sig(g).has_tag("event.advisory") && !out.count(&g); });
+  const bool other_cause = std::any_of(ctx.fs.begin(), ctx.fs.end(), [&](const finding& g) {
+    return !ctx.sig(g).has_tag("event.advisory") && ctx.sig(g).is_cause() && !out.count(&g);
+  });
+  for (const auto& f : ctx.fs) {
+    if (!ctx.sig(f).has_tag("event.advisory")) continue;
+    std::string reason = before_end(ctx.ended_well, f.source, f.line_no, f.ts);
+    if (reason.empty() && !failure_shown) reason = "a note that names no failure, and no exit, other error or line that looks wrong shows the run failed";
+    if (reason.empty() && other_cause) reason = "a note that names no failure, and another error explains the run";
     if (!reason.empty()) out[&f] = std::move(reason);
   }
   return out;

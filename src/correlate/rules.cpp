@@ -419,6 +419,18 @@ std::optional<int> named_peer(const finding& f) {
   return peer;
 }
 
+// The first exit record of a rank with this exit code: the launcher's failure summaries first (they name global
+// ranks), a torchelastic agent's lines last (they name local ones). Shared by initiator_of and culprit_from, so
+// the launcher a report names is the one whose record gave the rank.
+namespace {
+const extract::exit_record* exit_with_code(const context& ctx, int code) {
+  for (bool agent_lines : {false, true})
+    for (const auto& e : ctx.exits)
+      if (e.from_agent_line == agent_lines && e.exitcode && *e.exitcode == code && e.rank) return &e;
+  return nullptr;
+}
+}  // namespace
+
 std::optional<int> initiator_of(const context& ctx, const finding& f) {
   using how = kb::initiator::how;
   const auto& ini = ctx.sig(f).initiator;
@@ -429,12 +441,8 @@ std::optional<int> initiator_of(const context& ctx, const finding& f) {
     if (!field(f, "origin").empty()) return f.rank;
   }
   if (ini.kind == how::rank_zero) return 0;
-  if (ini.kind == how::exit_code) {  // the worker torchelastic saw die with this code
-    const int want = ini.exit_code;
-    for (bool agent_lines : {false, true})  // the failure summary names global ranks; agent lines only local ones
-      for (const auto& e : ctx.exits)
-        if (e.from_agent_line == agent_lines && e.exitcode && *e.exitcode == want && e.rank) return e.rank;
-  }
+  if (ini.kind == how::exit_code)  // the worker the launcher saw die with this code
+    if (const auto* e = exit_with_code(ctx, ini.exit_code)) return e->rank;
   return std::nullopt;
 }
 
@@ -449,14 +457,8 @@ std::optional<rank_decision> culprit_from(const context& ctx, const std::vector<
       if (ini.kind == how::printing_rank) d.why = "the rank that printed: " + quoted;
       else if (ini.kind == how::rank_zero) d.why = "this failure is rank 0's own work (" + ctx.sig(*f).title + ")";
       else if (ini.kind == how::exit_code) {
-        // named after the launcher whose exit record gave the rank (initiator_of: the same search)
-        std::string by = "torchelastic";
-        for (const auto& e : ctx.exits)
-          if (e.exitcode && *e.exitcode == ini.exit_code && e.rank == c) {
-            by = e.launcher;
-            break;
-          }
-        d.why = "the worker " + by + " reported with exit code " + std::to_string(ini.exit_code);
+        const auto* e = exit_with_code(ctx, ini.exit_code);  // the record initiator_of took the rank from
+        d.why = (e ? first_failure_phrase(*e) : std::string("the launcher's failed worker")) + " (exit code " + std::to_string(ini.exit_code) + ")";
       }
       else d.why = "named in: " + quoted + (f->rank ? " (printed by rank " + std::to_string(*f->rank) + ")" : "");
       return d;
@@ -507,14 +509,19 @@ const finding* orphan_symptom(const context& ctx) {
   if (any_worker_failed(ctx)) return nullptr;
   const finding* first = nullptr;
   std::string kind;
+  bool peer_left = false;
   for (const auto& f : ctx.fs) {
     const auto& s = ctx.sig(f);
     // A generic line printed only because something else failed (a launcher killing its other workers after
     // one died) names no kind and hides none: the other symptoms decide, or nothing does.
     if (!s.is_cause() && s.layer_rank() != 0 && s.has_tag("symptom.collateral")) continue;
     // Nor does torchelastic's summary of failed workers ("ChildFailedError", "Root Cause (first observed
-    // failure)"): it says a worker failed and points at that worker's own error, whatever its kind.
-    if (!s.is_cause() && s.has_tag("symptom.collateral") && s.has_tag("component.torchelastic")) continue;
+    // failure)"), nor a line that only says a peer left (symptom.peer_gone): each points at another process's
+    // own error, whatever its kind, or at nothing (peers that exit at the end of work that passed).
+    if (!s.is_cause() && s.has_tag("symptom.collateral") && (s.has_tag("component.torchelastic") || s.has_tag("symptom.peer_gone"))) {
+      peer_left |= s.has_tag("symptom.peer_gone");
+      continue;
+    }
     // Only specific symptoms: a family or generic one (any NCCL error code, "unhandled system error")
     // carries a kind that its line alone does not establish.
     if (s.is_cause() || is_timeout(s) || s.kind == "healthy" || s.layer_rank() != 0) return nullptr;
@@ -522,6 +529,9 @@ const finding* orphan_symptom(const context& ctx) {
     kind = s.kind;
     if (!first || before(f.ts, first->ts)) first = &f;
   }
+  // A peer that left explains the socket and transport errors around it (NCCL's return chains when the
+  // communicators of exiting peers are torn down): they name no network fault of their own then.
+  if (first && peer_left && ctx.sig(*first).category == "network") return nullptr;
   return first;
 }
 

@@ -325,9 +325,10 @@ status collect(const std::vector<std::string>& paths, const engine& eng, const o
     worker.post([&col, &out, st, bytes = reader.bytes_read()] {
       col.close_stream(*st);
       input_stats stats{st->display, st->lines, bytes};
-      // Lines, but none with text (blank or whitespace only): nothing to read, as an empty file.
+      // Lines, but none with a letter or a digit (blank, or rules of '=' and '-'; last_body keeps the last line
+      // that has one): nothing to read, as an empty file.
       if (stats.lines > 0 && !st->last_body.empty()) out.any_readable = true;
-      else if (stats.lines > 0) out.errors.push_back({st->display, "only blank lines", false});
+      else if (stats.lines > 0) out.errors.push_back({st->display, "no line with a letter or a digit", false});
       out.total_lines += stats.lines;
       out.total_bytes += stats.bytes;
       out.inputs.push_back(std::move(stats));
@@ -343,7 +344,7 @@ status collect(const std::vector<std::string>& paths, const engine& eng, const o
   // what was not read may hold text, and the run is "cut short", not "nothing readable")
   for (auto& e : out.errors) {
     const bool cut = std::any_of(errors.begin(), errors.end(), [&](const ingest::input_error& x) { return x.cut_short && x.path == e.path; });
-    if (cut && e.reason == "only blank lines") {
+    if (cut && e.reason == "no line with a letter or a digit") {
       out.any_readable = true;
       continue;
     }

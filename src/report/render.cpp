@@ -60,7 +60,7 @@ void head_lines(const head_facts& h, const paint& p, const std::function<void(co
   if (!h.host.empty()) first += " on host " + h.host;
   if (h.verdict == "undetermined") {
     // (correlator set_verdict: nothing looked wrong, the log stops in set-up with no progress and no end)
-    const bool stopped = h.initiating_rule.rfind("the log stops", 0) == 0;
+    const bool stopped = h.initiating_rule == correlate::kLogStopsInStartup;
     line(p("1;33", "verdict: undetermined") +
          (stopped ? " - nothing read looks wrong, but the log stops before any progress or end" : " - something failed, but no signature explains it"));
     line("first failing: " + first);

@@ -259,14 +259,44 @@ TEST(rule_advisory_note, alone_it_is_survived_with_a_kill_or_a_failed_task_it_is
   EXPECT_EQ(kill.diag.signature, "slurm_exceeded_memory_limit");
 }
 
-// --- an input of blank lines only is not a healthy run: nothing was read, as with an empty file ----------------
+TEST(rule_advisory_note, a_survived_error_or_the_applications_own_error_does_not_make_it_the_cause) {
+  // The run ended well after a survived error: the note stays a note (review finding: a survived line counted as
+  // "the run failed").
+  auto ok = diagnose_text("note-after-survived", "node1:100:100 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>\n"
+                                                 "[rank0]: step 10/100 loss 2.31\n"
+                                                 "[rank0]: ERROR: failed to upload metrics to wandb (HTTP 503)\n"
+                                                 "[rank0]: step 100/100 loss 1.20\n"
+                                                 "[rank0]: Training complete\n");
+  EXPECT_EQ(ok.diag.verdict, ff::correlate::verdict::healthy);
+  // The rank's own exception explains the failed task; the memory note does not outrank it.
+  auto app = diagnose_text("note-and-keyerror", "[rank0]: Traceback (most recent call last):\n"
+                                                "[rank0]:   File \"/job/train.py\", line 10, in <module>\n"
+                                                "[rank0]:     batch = item['labels']\n"
+                                                "[rank0]: KeyError: 'labels'\n"
+                                                "srun: error: node1: task 0: Exited with exit code 1\n"
+                                                "slurmstepd: error: Exceeded step memory limit at some point.\n");
+  EXPECT_EQ(app.diag.kind, "rank_exception");
+}
+
+// --- the proxy service thread's lines say a peer left: alone they decide no kind ------------------------------------
+
+TEST(signature_nccl_service_thread_peer_closed, after_a_finished_run_is_no_network_fault) {
+  auto r = diagnose_text("service-thread-after-end",
+                         "[rank0]: step 100/100 loss 1.20\n"
+                         "[rank0]: Training complete\n"
+                         "node1:2374:2994 [0] proxy.cc:1458 NCCL WARN [Service thread] Accept failed Resource temporarily unavailable\n"
+                         "node1:2374:2994 [0] proxy.cc:1497 NCCL WARN [Service thread] Could not receive type from localRank 0, res=3, closed=0\n");
+  EXPECT_NE(r.diag.verdict, ff::correlate::verdict::failure);
+}
+
+// --- an input with no line holding a letter or a digit is not a healthy run: nothing was read, as an empty file ---
 
 TEST(input_blank_lines_only, is_not_read_and_never_healthy) {
   auto r = diagnose_text("blank-only", "\n   \n\t\n");
   EXPECT_FALSE(r.any_readable);
   EXPECT_EQ(r.diag.verdict, ff::correlate::verdict::undetermined);
   ASSERT_FALSE(r.errors.empty());
-  EXPECT_EQ(r.errors.back().reason, "only blank lines");
+  EXPECT_EQ(r.errors.back().reason, "no line with a letter or a digit");
   auto one = diagnose_text("one-line", "\nstep 1 loss 2.0\n\n");
   EXPECT_TRUE(one.any_readable);
 }
