@@ -40,11 +40,18 @@ bool looks_like_exception(std::string_view s) {
   return re2::RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), re);
 }
 // A frame of installed code, not the user's: site-packages and dist-packages (pip, Debian), the standard
-// library (lib/pythonX.Y/), frozen modules. Python's traceback format: File "PATH", line N, in NAME
-// (https://docs.python.org/3/library/traceback.html).
+// library (lib/pythonX.Y/), frozen modules, and a launcher's console script (an extensionless wrapper that pip
+// writes into the environment's bin/: /usr/local/bin/accelerate, /opt/conda/bin/torchrun; entry points,
+// https://packaging.python.org/en/latest/specifications/entry-points/). Python's traceback format: File "PATH",
+// line N, in NAME (https://docs.python.org/3/library/traceback.html).
+bool console_script(std::string_view path) {
+  const auto slash = path.rfind('/');
+  return slash != std::string_view::npos && slash >= 4 && path.substr(slash - 4, 5) == "/bin/" &&
+         path.substr(slash + 1).find('.') == std::string_view::npos;
+}
 bool library_path(std::string_view path) {
   return contains(path, "site-packages/") || contains(path, "dist-packages/") || contains(path, "/lib/python3") ||
-         contains(path, "/lib/python2") || starts_with(path, "<frozen") || contains(path, "\\Lib\\");
+         contains(path, "/lib/python2") || starts_with(path, "<frozen") || contains(path, "\\Lib\\") || console_script(path);
 }
 }  // namespace
 

@@ -253,6 +253,25 @@ TEST(python_traceback, the_collective_a_traceback_was_in) {
   EXPECT_EQ(f.notes[17].collective, "");
 }
 
+TEST(python_traceback, a_launchers_console_script_is_not_the_users_frame) {
+  // pip's extensionless wrapper in the environment's bin/ (accelerate, torchrun) is installed code; a script of the
+  // user's in a bin/ folder keeps its .py.
+  auto f = feed_all({
+      "Traceback (most recent call last):",
+      "  File \"/usr/local/bin/accelerate\", line 8, in <module>",
+      "    sys.exit(main())",
+      "  File \"/usr/local/lib/python3.10/dist-packages/accelerate/commands/launch.py\", line 637, in simple_launcher",
+      "    raise subprocess.CalledProcessError(returncode=process.returncode, cmd=cmd)",
+      "subprocess.CalledProcessError: Command '['/usr/bin/python3', 'train.py']' died with <Signals.SIGKILL: 9>.",
+      "Traceback (most recent call last):",
+      "  File \"/home/user/bin/train.py\", line 12, in <module>",
+      "    main()",
+      "KeyError: 3",
+  });
+  EXPECT_EQ(f.notes[5].user_frame, "");
+  EXPECT_EQ(f.notes[9].user_frame, "train.py:12 in <module>: main()");
+}
+
 TEST(python_traceback, every_call_of_a_traceback_and_a_paste_without_its_header) {
   // One rank's stack names its call (broadcast_object_list and the broadcast inside it); a paste that lost the
   // "Traceback" header opens the record at its first frame; two ranks' stacks interleaved on one console name
