@@ -223,6 +223,15 @@ std::optional<inference> work_spans_timeout(const context& ctx) {
 
 namespace {
 
+// The launcher_exit entry an exit's code or signal gives: a kill, a segfault or an error code; empty for other
+// signals (SIGTERM, SIGABRT), which say who stopped the worker, not why.
+std::string exit_entry(int code, const std::string& signal) {
+  return code == -9 || signal == "SIGKILL"    ? "launcher_exit_sigkill"
+         : code == -11 || signal == "SIGSEGV" ? "launcher_exit_sigsegv"
+         : code > 0                           ? "launcher_exit_error"
+                                              : "";
+}
+
 // A launcher's or scheduler's report about a rank (torchelastic's failure summary, srun's task exit, mpirun's
 // block), not the rank's own output.
 bool launcher_report(const kb::signature& s) {
@@ -755,8 +764,7 @@ const std::vector<inference_rule>& inference_rules() {
          // backward's all-reduce: tag event.peer_closed) was in a collective too: its peer timed out and exited.
          std::set<int> lost_peer;
          for (const auto& f : ctx.fs)
-           if (f.rank && !ctx.survived.count(&f) && ctx.sig(f).has_tag("event.peer_closed") && !field(f, "collective").empty())
-             lost_peer.insert(*f.rank);
+           if (auto b = f.rank ? blocked_of(ctx, f) : std::nullopt; b && !b->timed_out) lost_peer.insert(*f.rank);
          const bool all_blocked = std::all_of(v.absent.begin(), v.absent.end(), [&](int r) { return lost_peer.count(r) > 0; });
          if (rankless.empty() && (v.timed_out.empty() || !all_blocked)) return std::nullopt;
          if (!rankless.empty()) v.lines = rankless;
@@ -893,9 +901,7 @@ const std::vector<inference_rule>& inference_rules() {
            if (!only) return std::nullopt;
            const int code = *only->exitcode;
            inference inf;
-           inf.entry = code == -9 || only->signal == "SIGKILL" ? "launcher_exit_sigkill"
-                       : code == -11 || only->signal == "SIGSEGV" ? "launcher_exit_sigsegv"
-                       : code > 0 ? "launcher_exit_error" : "";
+           inf.entry = exit_entry(code, only->signal);
            if (inf.entry.empty()) return std::nullopt;
            inf.why = "the launcher's only failed process, of no rank (exit code " + std::to_string(code) + ")";
            inf.extra.push_back({only->source, "launcher: its process exited with code " + std::to_string(code), only->time, only->line_no,
@@ -945,9 +951,7 @@ const std::vector<inference_rule>& inference_rules() {
          int code = *best->exitcode;
          inference inf;
          inf.rank = best->rank;
-         inf.entry = code == -9 || best->signal == "SIGKILL" ? "launcher_exit_sigkill"
-                     : code == -11 || best->signal == "SIGSEGV" ? "launcher_exit_sigsegv"
-                     : code > 0 ? "launcher_exit_error" : "";
+         inf.entry = exit_entry(code, best->signal);
          if (inf.entry.empty()) return std::nullopt;  // other signals (SIGTERM, SIGABRT) say who stopped it, not why
          inf.why = handed.empty() ? first_failure_phrase(*best) + " (rank " + std::to_string(*best->rank) + ", exit code " + std::to_string(code) + ")"
                                   : "rank " + std::to_string(*best->rank) + " exited with code " + std::to_string(code) + handed;
